@@ -1,0 +1,167 @@
+//! The decision engine: a loaded policy and the first rule that matches a call.
+
+use regex::RegexSet;
+
+use crate::call::Call;
+use crate::rule::{Action, Miss, Rule, Target, ToolNames};
+
+/// A loaded, validated policy: ordered rules and a default action.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    default_action: Action,
+    tools: ToolIndex,
+    /// Rules whose target is not a tool name pattern, in order.
+    other_rules: Vec<usize>,
+}
+
+/// Finds in one pass every rule whose tool name pattern matches a tool name, so that a
+/// decision over a thousand rules costs a handful of checks.
+#[derive(Debug, Clone)]
+struct ToolIndex {
+    set: RegexSet,
+    /// For each pattern of `set`, the rule it belongs to.
+    owner: Vec<usize>,
+}
+
+/// The outcome of deciding one call.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision<'p> {
+    /// What to do with the message.
+    pub action: Action,
+    /// The rule that decided, with its index; `None` when the default did.
+    pub rule: Option<(usize, &'p Rule)>,
+}
+
+impl Decision<'_> {
+    /// The deciding rule's id, if it has one.
+    pub fn rule_id(&self) -> Option<&str> {
+        self.rule.and_then(|(_, r)| r.id.as_deref())
+    }
+
+    /// A sentence saying why: the rule (id and description) or the default.
+    pub fn reason(&self) -> String {
+        match self.rule {
+            Some((i, rule)) => match &rule.description {
+                Some(d) => format!("rule {}: {d}", rule.label(i)),
+                None => format!("rule {} ({})", rule.label(i), rule.summary()),
+            },
+            None => format!("no rule matched; the policy's default is {}", self.action),
+        }
+    }
+}
+
+/// One rule's verdict in an [`Explanation`].
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Index of the rule in the policy.
+    pub index: usize,
+    /// The rule's label (id, or position and line).
+    pub label: String,
+    /// What the rule looks at.
+    pub summary: String,
+    /// The rule's action.
+    pub action: Action,
+    /// `Ok` when the rule matched, else why not.
+    pub outcome: Result<(), Miss>,
+}
+
+/// Every rule considered for a call, in order, up to the one that decided.
+#[derive(Debug, Clone)]
+pub struct Explanation<'p> {
+    /// Rules considered, in order.
+    pub steps: Vec<Step>,
+    /// The decision (identical to [`Policy::decide`]).
+    pub decision: Decision<'p>,
+}
+
+impl Policy {
+    /// Builds a policy from compiled rules. Use [`crate::load`] to read one from a file.
+    pub(crate) fn new(rules: Vec<Rule>, default_action: Action) -> Result<Self, regex::Error> {
+        let mut patterns = Vec::new();
+        let mut owner = Vec::new();
+        let mut other_rules = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            match &rule.target {
+                Target::Tool(ToolNames::Globs(g)) => {
+                    patterns.push(g.regex_source().to_owned());
+                    owner.push(i);
+                }
+                Target::Tool(ToolNames::Regex(r)) => {
+                    patterns.push(r.as_str().to_owned());
+                    owner.push(i);
+                }
+                _ => other_rules.push(i),
+            }
+        }
+        let set = RegexSet::new(&patterns)?;
+        Ok(Policy { rules, default_action, tools: ToolIndex { set, owner }, other_rules })
+    }
+
+    /// The rules, in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The action when no rule matches.
+    pub fn default_action(&self) -> Action {
+        self.default_action
+    }
+
+    /// Decides a call: the first rule that matches, else the default.
+    pub fn decide(&self, call: &Call) -> Decision<'_> {
+        let first = if call.method == "tools/call" {
+            self.first_tool_rule(call)
+        } else {
+            self.other_rules.iter().copied().find(|&i| self.rules[i].check(call).is_ok())
+        };
+        self.decision_for(first)
+    }
+
+    fn first_tool_rule(&self, call: &Call) -> Option<usize> {
+        let mut named: Vec<usize> = match call.name {
+            Some(name) => self.tools.set.matches(name).iter().map(|p| self.tools.owner[p]).collect(),
+            None => Vec::new(),
+        };
+        named.dedup();
+        // Merge the two ordered candidate lists and keep rule order.
+        let mut named = named.into_iter().peekable();
+        let mut others = self.other_rules.iter().copied().peekable();
+        loop {
+            let next = match (named.peek(), others.peek()) {
+                (Some(&a), Some(&b)) if a < b => named.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => others.next(),
+                (Some(_), None) => named.next(),
+                (None, None) => return None,
+            }?;
+            let rule = &self.rules[next];
+            if rule.check(call).is_ok() {
+                return Some(next);
+            }
+        }
+    }
+
+    fn decision_for(&self, rule: Option<usize>) -> Decision<'_> {
+        match rule {
+            Some(i) => Decision { action: self.rules[i].action, rule: Some((i, &self.rules[i])) },
+            None => Decision { action: self.default_action, rule: None },
+        }
+    }
+
+    /// Decides a call and says, for every rule up to the deciding one, why it matched
+    /// or not. Slower than [`Policy::decide`]; meant for `clawai policy explain`.
+    pub fn explain(&self, call: &Call) -> Explanation<'_> {
+        let mut steps = Vec::new();
+        let mut decided = None;
+        for (i, rule) in self.rules.iter().enumerate() {
+            let outcome = rule.check(call);
+            let matched = outcome.is_ok();
+            steps.push(Step { index: i, label: rule.label(i), summary: rule.summary(), action: rule.action, outcome });
+            if matched {
+                decided = Some(i);
+                break;
+            }
+        }
+        Explanation { steps, decision: self.decision_for(decided) }
+    }
+}

@@ -1,0 +1,502 @@
+//! Reading a policy file: TOML (native), AgentShield YAML or mcp-gov JSON.
+//!
+//! Loading is all or nothing: any error (syntax, unknown key, bad action, glob or
+//! regex, missing or contradictory target, a rule that can never match) rejects the
+//! whole file with the file, line and what to do, and no policy is returned.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::engine::Policy;
+use crate::formats;
+use crate::glob::Glob;
+use crate::operation::Operation;
+use crate::rule::{Action, ArgCondition, Rule, Target, ToolNames};
+
+/// One problem found in a policy, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// A policy that could not be loaded. Nothing of it is used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct PolicyError {
+    /// The file (or a name for the text) that was read.
+    pub path: String,
+    /// Every problem found.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, d) in self.diagnostics.iter().enumerate() {
+            if n > 0 {
+                writeln!(f)?;
+            }
+            match (d.line, d.column) {
+                (Some(l), Some(c)) => write!(f, "{}:{l}:{c}: {}", self.path, d.message)?,
+                (Some(l), None) => write!(f, "{}:{l}: {}", self.path, d.message)?,
+                _ => write!(f, "{}: {}", self.path, d.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PolicyError {
+    fn one(path: &str, line: Option<usize>, column: Option<usize>, message: impl Into<String>) -> Self {
+        PolicyError { path: path.to_owned(), diagnostics: vec![Diagnostic { line, column, message: message.into() }] }
+    }
+}
+
+/// The policy file formats clawai reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// clawai's TOML language.
+    Toml,
+    /// AgentShield's `mcp-policy.yaml` (seed 004).
+    AgentShield,
+    /// mcp-gov's `rules.json` (seed 003).
+    McpGov,
+}
+
+impl Format {
+    /// Picks the format from the file extension (`.yaml`/`.yml`, `.json`, else TOML).
+    pub fn from_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("yaml" | "yml") => Format::AgentShield,
+            Some("json") => Format::McpGov,
+            _ => Format::Toml,
+        }
+    }
+}
+
+/// Reads and validates a policy file of any supported format.
+pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::NotFound {
+            "; create one with `clawai policy init` or pass --policy FILE"
+        } else {
+            ""
+        };
+        PolicyError::one(&name, None, None, format!("cannot read the policy: {e}{hint}"))
+    })?;
+    load_str(&text, Format::from_path(path), &name)
+}
+
+/// Validates a policy given as text; `name` is used in error messages.
+pub fn load_str(text: &str, format: Format, name: &str) -> Result<Policy, PolicyError> {
+    match format {
+        Format::Toml => parse_toml(text, name, true),
+        Format::AgentShield | Format::McpGov => {
+            let toml_text = to_toml(text, format, name)?;
+            // AgentShield's "most restrictive wins" can leave rules that never decide
+            // anything; that is legal there, so it is not an error here either.
+            parse_toml(&toml_text, &format!("{name} (converted to TOML)"), false)
+        }
+    }
+}
+
+/// Converts a policy of another format to clawai's TOML text.
+pub fn to_toml(text: &str, format: Format, name: &str) -> Result<String, PolicyError> {
+    let converted = match format {
+        Format::Toml => return Ok(text.to_owned()),
+        Format::AgentShield => formats::agentshield::convert(text),
+        Format::McpGov => formats::mcpgov::convert(text),
+    };
+    converted.map_err(|e| PolicyError::one(name, e.line, e.column, e.message))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    defaults: Option<RawDefaults>,
+    #[serde(default)]
+    rule: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    action: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: Option<String>,
+    action: Option<Spanned<String>>,
+    description: Option<String>,
+    tool: Option<Spanned<String>>,
+    tools: Option<Spanned<Vec<String>>>,
+    tool_regex: Option<Spanned<String>>,
+    resource: Option<Spanned<OneOrMany>>,
+    prompt: Option<Spanned<OneOrMany>>,
+    method: Option<Spanned<OneOrMany>>,
+    server: Option<Spanned<OneOrMany>>,
+    service: Option<Spanned<OneOrMany>>,
+    args: Option<Spanned<toml::Table>>,
+    any_arg: Option<Spanned<OneOrMany>>,
+    operation: Option<Spanned<OneOrMany>>,
+    destructive: Option<bool>,
+    read_only: Option<bool>,
+}
+
+/// Turns byte offsets into line and column.
+struct Lines<'t>(&'t str);
+
+impl Lines<'_> {
+    fn at(&self, offset: usize) -> (usize, usize) {
+        let before = &self.0[..offset.min(self.0.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, column)
+    }
+}
+
+struct Collector<'t> {
+    lines: Lines<'t>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Collector<'_> {
+    fn error(&mut self, offset: usize, message: impl Into<String>) {
+        let (line, column) = self.lines.at(offset);
+        self.diagnostics.push(Diagnostic { line: Some(line), column: Some(column), message: message.into() });
+    }
+
+    fn glob(&mut self, spanned: &Spanned<OneOrMany>, field: &str) -> Option<Glob> {
+        self.glob_list(spanned.get_ref().clone_vec(), spanned.span().start, field)
+    }
+
+    fn glob_list(&mut self, patterns: Vec<String>, offset: usize, field: &str) -> Option<Glob> {
+        match Glob::any_of(&patterns) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                self.error(offset, format!("`{field}`: {e}"));
+                None
+            }
+        }
+    }
+}
+
+fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, PolicyError> {
+    let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+        let (line, column) = match e.span() {
+            Some(span) => {
+                let (l, c) = Lines(text).at(span.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        PolicyError::one(name, line, column, explain_toml_error(e.message()))
+    })?;
+    let mut c = Collector { lines: Lines(text), diagnostics: Vec::new() };
+    let default_action = match &raw.defaults {
+        Some(d) => match d.action.get_ref().parse::<Action>() {
+            Ok(a) => a,
+            Err(e) => {
+                c.error(d.action.span().start, format!("[defaults] {e}"));
+                Action::Deny
+            }
+        },
+        None => Action::Deny,
+    };
+    let mut rules = Vec::new();
+    for spanned in raw.rule {
+        let start = spanned.span().start;
+        let line = c.lines.at(start).0;
+        if let Some(rule) = compile_rule(spanned.into_inner(), start, line, &mut c) {
+            rules.push(rule);
+        }
+    }
+    if refuse_shadowed && c.diagnostics.is_empty() {
+        find_shadowed(&rules, &mut c);
+    }
+    if !c.diagnostics.is_empty() {
+        return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
+    }
+    Policy::new(rules, default_action).map_err(|e| PolicyError::one(name, None, None, e.to_string()))
+}
+
+/// Adds what to do to serde's messages for the mistakes people make most.
+fn explain_toml_error(message: &str) -> String {
+    let mut out = message.trim_end().to_owned();
+    if message.contains("unknown field") {
+        if message.contains("`arg`") || message.contains("`argument") {
+            out.push_str("; argument conditions are written `args.NAME = \"glob\"`");
+        } else if message.contains("`rules`") {
+            out.push_str("; rules are written as `[[rule]]` tables");
+        } else {
+            out.push_str("; fix the spelling or remove the key (unknown keys are refused so that a typo never widens a rule)");
+        }
+    }
+    out
+}
+
+fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> Option<Rule> {
+    let before = c.diagnostics.len();
+    let label = raw.id.as_ref().map_or_else(|| format!("rule at line {line}"), |id| format!("rule `{id}`"));
+    let action = match &raw.action {
+        None => {
+            c.error(start, format!("{label} has no `action`; add action = \"allow\" | \"deny\" | \"prompt\" | \"audit\""));
+            None
+        }
+        Some(a) => match a.get_ref().parse::<Action>() {
+            Ok(action) => Some(action),
+            Err(e) => {
+                c.error(a.span().start, format!("{label}: {e}"));
+                None
+            }
+        },
+    };
+
+    let target = compile_target(&raw, start, &label, c);
+
+    let server = raw.server.as_ref().and_then(|s| c.glob(s, "server"));
+    let service = raw.service.as_ref().and_then(|s| c.glob(s, "service"));
+    let any_arg = raw.any_arg.as_ref().and_then(|s| c.glob(s, "any_arg"));
+    let mut args = Vec::new();
+    if let Some(table) = &raw.args {
+        flatten_args(table.get_ref(), &mut Vec::new(), table.span().start, &mut args, c);
+        if table.get_ref().is_empty() {
+            c.error(table.span().start, format!("{label}: `args` is empty; remove it or add `args.NAME = \"glob\"`"));
+        }
+    }
+    let mut operations = Vec::new();
+    if let Some(ops) = &raw.operation {
+        let offset = ops.span().start;
+        for name in ops.get_ref().clone_vec() {
+            match name.parse::<Operation>() {
+                Ok(op) => operations.push(op),
+                Err(e) => c.error(offset, format!("{label}: {e}")),
+            }
+        }
+    }
+    if c.diagnostics.len() > before {
+        return None;
+    }
+    Some(Rule {
+        id: raw.id,
+        action: action?,
+        description: raw.description,
+        line,
+        target: target?,
+        server,
+        service,
+        args,
+        any_arg,
+        operations,
+        destructive: raw.destructive,
+        read_only: raw.read_only,
+    })
+}
+
+impl OneOrMany {
+    fn clone_vec(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -> Option<Target> {
+    let named: Vec<(&str, usize)> = [
+        raw.tool.as_ref().map(|s| ("tool", s.span().start)),
+        raw.tools.as_ref().map(|s| ("tools", s.span().start)),
+        raw.tool_regex.as_ref().map(|s| ("tool_regex", s.span().start)),
+        raw.resource.as_ref().map(|s| ("resource", s.span().start)),
+        raw.prompt.as_ref().map(|s| ("prompt", s.span().start)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if named.len() > 1 {
+        let keys: Vec<&str> = named.iter().map(|(k, _)| *k).collect();
+        c.error(
+            named[1].1,
+            format!(
+                "{label} has contradictory targets ({}); a rule has one target: use `tools = [..]` for several tools, or write one rule per target",
+                keys.join(", ")
+            ),
+        );
+        return None;
+    }
+    let tool_only = [
+        raw.operation.is_some().then_some("operation"),
+        raw.destructive.is_some().then_some("destructive"),
+        raw.read_only.is_some().then_some("read_only"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+
+    let target = match named.first().map(|(k, _)| *k) {
+        Some("tool") => {
+            let t = raw.tool.as_ref()?;
+            Target::Tool(ToolNames::Globs(c.glob_list(vec![t.get_ref().clone()], t.span().start, "tool")?))
+        }
+        Some("tools") => {
+            let t = raw.tools.as_ref()?;
+            if t.get_ref().is_empty() {
+                c.error(t.span().start, format!("{label}: `tools` is empty, so the rule could never match"));
+                return None;
+            }
+            Target::Tool(ToolNames::Globs(c.glob_list(t.get_ref().clone(), t.span().start, "tools")?))
+        }
+        Some("tool_regex") => {
+            let t = raw.tool_regex.as_ref()?;
+            match regex::Regex::new(t.get_ref()) {
+                Ok(r) => Target::Tool(ToolNames::Regex(r)),
+                Err(e) => {
+                    c.error(t.span().start, format!("{label}: invalid `tool_regex`: {e}"));
+                    return None;
+                }
+            }
+        }
+        Some("resource") => Target::Resource(c.glob(raw.resource.as_ref()?, "resource")?),
+        Some("prompt") => Target::Prompt(c.glob(raw.prompt.as_ref()?, "prompt")?),
+        _ => match &raw.method {
+            Some(m) => {
+                let g = c.glob(m, "method")?;
+                if g.sources() == ["tools/call"] {
+                    Target::Tool(ToolNames::Any)
+                } else if let Some(key) = tool_only.first() {
+                    c.error(
+                        m.span().start,
+                        format!("{label}: `{key}` is about tools, but `method` is not \"tools/call\"; drop one of them"),
+                    );
+                    return None;
+                } else {
+                    Target::Method(g)
+                }
+            }
+            None if !tool_only.is_empty() || raw.service.is_some() => Target::Tool(ToolNames::Any),
+            None => {
+                c.error(
+                    start,
+                    format!(
+                        "{label} has no target; add one of `tool`, `tools`, `tool_regex`, `resource`, `prompt` or `method` (e.g. tool = \"**\" for every tool)"
+                    ),
+                );
+                return None;
+            }
+        },
+    };
+    if let (Some(m), Some(fixed)) = (&raw.method, target.fixed_method()) {
+        if !named.is_empty() && m.get_ref().clone_vec() != [fixed] {
+            c.error(
+                m.span().start,
+                format!("{label}: `method` contradicts its target, which only applies to {fixed}; remove `method`"),
+            );
+            return None;
+        }
+    }
+    if !tool_only.is_empty() && target.fixed_method() != Some("tools/call") {
+        c.error(start, format!("{label}: `{}` only applies to tools, but the rule's target is not a tool", tool_only[0]));
+        return None;
+    }
+    Some(target)
+}
+
+/// `args` may be nested tables (`args.user.name = ..`) or dotted keys (`args."user.name"`);
+/// both become a dotted path.
+fn flatten_args(
+    table: &toml::Table,
+    prefix: &mut Vec<String>,
+    offset: usize,
+    out: &mut Vec<ArgCondition>,
+    c: &mut Collector,
+) {
+    for (key, value) in table {
+        let depth = prefix.len();
+        prefix.extend(key.split('.').map(str::to_owned));
+        let shown = prefix.join(".");
+        let patterns = match value {
+            toml::Value::Table(inner) => {
+                flatten_args(inner, prefix, offset, out, c);
+                prefix.truncate(depth);
+                continue;
+            }
+            toml::Value::String(s) => Some(vec![s.clone()]),
+            toml::Value::Integer(i) => Some(vec![i.to_string()]),
+            toml::Value::Float(f) => Some(vec![serde_json::Number::from_f64(*f).map_or(f.to_string(), |n| n.to_string())]),
+            toml::Value::Boolean(b) => Some(vec![b.to_string()]),
+            toml::Value::Array(items) => items.iter().map(|v| v.as_str().map(str::to_owned)).collect(),
+            toml::Value::Datetime(_) => None,
+        };
+        match patterns {
+            Some(p) => {
+                if let Some(glob) = c.glob_list(p, offset, &format!("args.{shown}")) {
+                    out.push(ArgCondition { path: prefix.clone(), glob });
+                }
+            }
+            None => c.error(offset, format!("`args.{shown}` must be a glob string (or a list of them)")),
+        }
+        prefix.truncate(depth);
+    }
+}
+
+/// Reports rules that can never match because an earlier rule without conditions
+/// already decides everything they could match.
+fn find_shadowed(rules: &[Rule], c: &mut Collector) {
+    for (j, later) in rules.iter().enumerate() {
+        let shadow = rules[..j].iter().enumerate().find(|(_, earlier)| {
+            earlier.is_unconditional() && target_covers(&earlier.target, &later.target)
+        });
+        if let Some((i, earlier)) = shadow {
+            let (line, column) = (later.line, 1);
+            c.diagnostics.push(Diagnostic {
+                line: Some(line),
+                column: Some(column),
+                message: format!(
+                    "rule {} can never match: rule {} (line {}) has no conditions and already decides every call it could match; move this rule above it, or narrow that rule",
+                    later.label(j),
+                    earlier.label(i),
+                    earlier.line
+                ),
+            });
+        }
+    }
+}
+
+fn target_covers(earlier: &Target, later: &Target) -> bool {
+    let globs_cover = |g: &Glob, h: &Glob| h.sources().iter().all(|p| g.covers(p));
+    match (earlier, later) {
+        (Target::Method(g), Target::Method(h)) => globs_cover(g, h),
+        (Target::Method(g), other) => other.fixed_method().is_some_and(|m| g.is_match(m)),
+        (Target::Tool(ToolNames::Any), Target::Tool(_)) => true,
+        (Target::Tool(ToolNames::Globs(g)), Target::Tool(names)) => match names {
+            ToolNames::Any | ToolNames::Regex(_) => g.matches_everything(),
+            ToolNames::Globs(h) => globs_cover(g, h),
+        },
+        (Target::Tool(ToolNames::Regex(r)), Target::Tool(names)) => match names {
+            ToolNames::Regex(s) => r.as_str() == s.as_str(),
+            ToolNames::Globs(h) => h.sources().iter().all(|p| crate::glob::is_literal(p) && r.is_match(p)),
+            ToolNames::Any => false,
+        },
+        (Target::Resource(g), Target::Resource(h)) | (Target::Prompt(g), Target::Prompt(h)) => globs_cover(g, h),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

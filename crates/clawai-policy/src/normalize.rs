@@ -1,0 +1,153 @@
+//! How argument values are read before they are matched.
+//!
+//! A server does not use a path as it is spelled: `/home/u/p/../../.ssh/id_rsa` opens
+//! `/home/.ssh/id_rsa`, and a `file://` URI may be percent-encoded once or twice. The
+//! engine therefore matches every *reading* of a string: as written, lexically
+//! normalised, and percent-decoded then normalised. A deny, prompt or audit condition
+//! holds when any reading matches; an allow condition only when every reading does.
+//! Nothing here touches the filesystem, and the value forwarded is always the original.
+
+use percent_encoding::percent_decode_str;
+
+/// Rounds of percent-decoding before giving up (`%252e` needs two).
+const MAX_DECODE_ROUNDS: usize = 8;
+
+/// Every reading of `value` the engine matches, without duplicates, the original first.
+pub fn readings(value: &str) -> Vec<String> {
+    let mut out = vec![value.to_owned()];
+    let mut push = |s: String| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    push(normalize(value));
+    let decoded = decode_fully(value);
+    push(normalize(&decoded));
+    if decoded.contains('\\') {
+        // Windows-style separators, as a server on Windows would read them.
+        push(normalize(&decoded.replace('\\', "/")));
+    }
+    out
+}
+
+/// Percent-decodes until the text stops changing (bounded).
+pub fn decode_fully(value: &str) -> String {
+    let mut current = value.to_owned();
+    for _ in 0..MAX_DECODE_ROUNDS {
+        if !current.contains('%') {
+            break;
+        }
+        let next = percent_decode_str(&current).decode_utf8_lossy().into_owned();
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+/// Lexically normalises a path or the path part of a URI: `.` and `..` resolved,
+/// repeated `/` collapsed. Strings without `/` come back unchanged.
+pub fn normalize(value: &str) -> String {
+    if !value.contains('/') {
+        return value.to_owned();
+    }
+    if let Some((scheme, rest)) = split_scheme(value) {
+        // scheme://authority/path?query#fragment: normalise only the path.
+        if let Some(after) = rest.strip_prefix("//") {
+            let (authority, path_and_more) = match after.find('/') {
+                Some(i) => after.split_at(i),
+                None => (after, ""),
+            };
+            let cut = path_and_more.find(['?', '#']).unwrap_or(path_and_more.len());
+            let (path, tail) = path_and_more.split_at(cut);
+            let path = if path.is_empty() { String::new() } else { normalize_path(path) };
+            return format!("{scheme}://{authority}{path}{tail}");
+        }
+        if scheme.eq_ignore_ascii_case("file") {
+            return format!("{scheme}:{}", normalize_path(rest));
+        }
+        return value.to_owned();
+    }
+    normalize_path(value)
+}
+
+fn split_scheme(value: &str) -> Option<(&str, &str)> {
+    let colon = value.find(':')?;
+    let scheme = &value[..colon];
+    let valid = scheme.len() >= 2
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| (scheme, &value[colon + 1..]))
+}
+
+/// Resolves `.` and `..` and collapses `//` in a slash-separated path. `..` above the
+/// root of an absolute path stays at the root; a relative path keeps its leading `..`.
+pub fn normalize_path(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let trailing = path.ends_with('/') && path.len() > 1;
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if absolute => {}
+                _ => parts.push(".."),
+            },
+            s => parts.push(s),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    if absolute {
+        out.push('/');
+    }
+    out.push_str(&parts.join("/"));
+    if trailing && !parts.is_empty() {
+        out.push('/');
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_and_slashes() {
+        assert_eq!(normalize("/home/u/projects/../../.ssh/id_rsa"), "/home/.ssh/id_rsa");
+        assert_eq!(normalize("/a//b/./c/"), "/a/b/c/");
+        assert_eq!(normalize("/../../etc/passwd"), "/etc/passwd");
+        assert_eq!(normalize("a/../../b"), "../b");
+        assert_eq!(normalize("./x"), "x");
+        assert_eq!(normalize("~/.ssh/../.ssh/id_rsa"), "~/.ssh/id_rsa");
+        assert_eq!(normalize("no slashes here"), "no slashes here");
+    }
+
+    #[test]
+    fn uris() {
+        assert_eq!(normalize("file:///home/u/../../etc/passwd"), "file:///etc/passwd");
+        assert_eq!(normalize("file://localhost//etc/./shadow"), "file://localhost/etc/shadow");
+        assert_eq!(normalize("https://h/a/../b?x=../y"), "https://h/b?x=../y");
+        assert_eq!(normalize("file:/etc/../root"), "file:/root");
+    }
+
+    #[test]
+    fn percent_encoding_single_and_double() {
+        assert!(readings("/home/u/%2e%2e/%2e%2e/.ssh/id_rsa").contains(&"/.ssh/id_rsa".to_string()));
+        assert!(readings("/home/u/x/%252e%252e/%252e%252e/.ssh").contains(&"/home/.ssh".to_string()));
+        assert!(readings("file:///etc%2fpasswd").contains(&"file:///etc/passwd".to_string()));
+        assert_eq!(readings("plain")[0], "plain");
+        assert_eq!(readings("plain").len(), 1);
+    }
+
+    #[test]
+    fn backslashes_are_read_as_separators_too() {
+        assert!(readings("C:\\Users\\u\\.ssh\\id_rsa").contains(&"C:/Users/u/.ssh/id_rsa".to_string()));
+    }
+}

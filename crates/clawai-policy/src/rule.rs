@@ -1,0 +1,372 @@
+//! A compiled rule and how one rule matches one call.
+
+use std::fmt;
+use std::str::FromStr;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::call::Call;
+use crate::glob::Glob;
+use crate::normalize::readings;
+use crate::operation::{Operation, detect};
+
+/// What a rule (or the default) decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Forward the message.
+    Allow,
+    /// Refuse the message; it never reaches the other side.
+    Deny,
+    /// Ask the person before forwarding.
+    Prompt,
+    /// Forward the message and mark it for review.
+    Audit,
+}
+
+impl Action {
+    /// The lower-case name used in policies and the audit trail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Deny => "deny",
+            Action::Prompt => "prompt",
+            Action::Audit => "audit",
+        }
+    }
+
+    /// True when the message may go on without asking anybody.
+    pub fn forwards(self) -> bool {
+        matches!(self, Action::Allow | Action::Audit)
+    }
+
+    /// How conditions on strings and arrays combine for this action: an allow needs
+    /// every reading and element to match, anything stricter needs only one.
+    pub(crate) fn quantifier(self) -> Quantifier {
+        if self == Action::Allow { Quantifier::Every } else { Quantifier::Any }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Action {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "allow" => Ok(Action::Allow),
+            "deny" => Ok(Action::Deny),
+            "prompt" => Ok(Action::Prompt),
+            "audit" => Ok(Action::Audit),
+            other => Err(format!("unknown action `{other}`; write one of allow, deny, prompt, audit")),
+        }
+    }
+}
+
+/// How a condition combines several readings or array elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantifier {
+    Any,
+    Every,
+}
+
+impl Quantifier {
+    fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
+        let mut seen = false;
+        for item in items {
+            seen = true;
+            let hit = test(item);
+            match self {
+                Quantifier::Any if hit => return true,
+                Quantifier::Every if !hit => return false,
+                _ => {}
+            }
+        }
+        // `Every` over nothing is not a match: an allow needs something to match.
+        self == Quantifier::Every && seen
+    }
+}
+
+/// Which tool names a tool rule covers.
+#[derive(Debug, Clone)]
+pub(crate) enum ToolNames {
+    /// No name condition (`operation`, `destructive`… alone).
+    Any,
+    /// `tool` or `tools`.
+    Globs(Glob),
+    /// `tool_regex`.
+    Regex(Regex),
+}
+
+/// What kind of message a rule is about.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Tool(ToolNames),
+    Resource(Glob),
+    Prompt(Glob),
+    Method(Glob),
+}
+
+impl Target {
+    /// The method this target is fixed to, if any.
+    pub(crate) fn fixed_method(&self) -> Option<&'static str> {
+        match self {
+            Target::Tool(_) => Some("tools/call"),
+            Target::Resource(_) => Some("resources/read"),
+            Target::Prompt(_) => Some("prompts/get"),
+            Target::Method(_) => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Target::Tool(ToolNames::Any) => "any tool".into(),
+            Target::Tool(ToolNames::Globs(g)) => format!("tool {g}"),
+            Target::Tool(ToolNames::Regex(r)) => format!("tool matching /{}/", r.as_str()),
+            Target::Resource(g) => format!("resource {g}"),
+            Target::Prompt(g) => format!("prompt {g}"),
+            Target::Method(g) => format!("method {g}"),
+        }
+    }
+}
+
+/// A condition on one argument, by dotted path.
+#[derive(Debug, Clone)]
+pub(crate) struct ArgCondition {
+    pub(crate) path: Vec<String>,
+    pub(crate) glob: Glob,
+}
+
+/// One compiled rule of a policy.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The rule's `id`, if it has one.
+    pub id: Option<String>,
+    /// What the rule decides.
+    pub action: Action,
+    /// The rule's `description`, shown in denials and logs.
+    pub description: Option<String>,
+    /// The line of the policy file where the rule starts (1-based; 0 when built in code).
+    pub line: usize,
+    pub(crate) target: Target,
+    pub(crate) server: Option<Glob>,
+    pub(crate) service: Option<Glob>,
+    pub(crate) args: Vec<ArgCondition>,
+    pub(crate) any_arg: Option<Glob>,
+    pub(crate) operations: Vec<Operation>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) read_only: Option<bool>,
+}
+
+/// Why a rule did not match a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// The message is of another kind, or its name/URI does not match.
+    Target,
+    /// The `server` condition.
+    Server,
+    /// The `service` condition.
+    Service,
+    /// An `args.<path>` condition (its dotted path).
+    Arg(String),
+    /// Argument conditions need an object and the arguments are not one.
+    ArgsNotObject,
+    /// The `any_arg` condition.
+    AnyArg,
+    /// The `operation` condition (what the detector found).
+    Operation(Operation),
+    /// The `destructive` condition (the tool's effective value).
+    Destructive(bool),
+    /// The `read_only` condition (the tool's effective value).
+    ReadOnly(bool),
+}
+
+impl Rule {
+    /// A name for messages: the id, else the position and line.
+    pub fn label(&self, index: usize) -> String {
+        match &self.id {
+            Some(id) => format!("`{id}`"),
+            None if self.line > 0 => format!("#{} (line {})", index + 1, self.line),
+            None => format!("#{}", index + 1),
+        }
+    }
+
+    /// True when the rule has no condition beyond its target.
+    pub fn is_unconditional(&self) -> bool {
+        self.server.is_none()
+            && self.service.is_none()
+            && self.args.is_empty()
+            && self.any_arg.is_none()
+            && self.operations.is_empty()
+            && self.destructive.is_none()
+            && self.read_only.is_none()
+    }
+
+    /// A one-line summary of what the rule looks at.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![self.target.describe()];
+        if let Some(s) = &self.server {
+            parts.push(format!("server {s}"));
+        }
+        if let Some(s) = &self.service {
+            parts.push(format!("service {s}"));
+        }
+        for a in &self.args {
+            parts.push(format!("args.{} {}", a.path.join("."), a.glob));
+        }
+        if let Some(g) = &self.any_arg {
+            parts.push(format!("any_arg {g}"));
+        }
+        if !self.operations.is_empty() {
+            let ops: Vec<&str> = self.operations.iter().map(|o| o.as_str()).collect();
+            parts.push(format!("operation {}", ops.join("|")));
+        }
+        if let Some(d) = self.destructive {
+            parts.push(format!("destructive = {d}"));
+        }
+        if let Some(r) = self.read_only {
+            parts.push(format!("read_only = {r}"));
+        }
+        parts.join(", ")
+    }
+
+    /// True when the rule's target covers the call's method and name.
+    pub(crate) fn target_matches(&self, call: &Call) -> bool {
+        match &self.target {
+            Target::Method(g) => g.is_match(call.method),
+            target => {
+                if target.fixed_method() != Some(call.method) {
+                    return false;
+                }
+                match (target, call.name) {
+                    (Target::Tool(ToolNames::Any), _) => true,
+                    (_, None) => false,
+                    (Target::Tool(ToolNames::Globs(g)), Some(n)) => g.is_match(n),
+                    (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
+                    (Target::Resource(g), Some(uri)) => {
+                        self.action.quantifier().over(readings(uri), |r| g.is_match(&r))
+                    }
+                    (Target::Prompt(g), Some(n)) => g.is_match(n),
+                    (Target::Method(_), _) => unreachable!("handled above"),
+                }
+            }
+        }
+    }
+
+    /// Checks every condition after the target, in a fixed order.
+    pub(crate) fn conditions_match(&self, call: &Call) -> Result<(), Miss> {
+        let q = self.action.quantifier();
+        if let Some(g) = &self.server {
+            if !call.server.is_some_and(|s| g.is_match(s)) {
+                return Err(Miss::Server);
+            }
+        }
+        if let Some(g) = &self.service {
+            let parsed = call.name.and_then(|n| detect(n).service);
+            let names = call.server.into_iter().chain(parsed.as_deref());
+            if !q.over(names, |s| g.is_match(s)) {
+                return Err(Miss::Service);
+            }
+        }
+        if !self.operations.is_empty() {
+            let found = call.name.map(|n| detect(n).operation).unwrap_or(Operation::Unknown);
+            if !self.operations.iter().any(|op| op.includes(found)) {
+                return Err(Miss::Operation(found));
+            }
+        }
+        let annotations = call.effective_annotations();
+        if let Some(want) = self.destructive {
+            if annotations.is_destructive() != want {
+                return Err(Miss::Destructive(annotations.is_destructive()));
+            }
+        }
+        if let Some(want) = self.read_only {
+            if annotations.is_read_only() != want {
+                return Err(Miss::ReadOnly(annotations.is_read_only()));
+            }
+        }
+        if !self.args.is_empty() {
+            let Some(object @ Value::Object(_)) = call.arguments else {
+                return Err(Miss::ArgsNotObject);
+            };
+            for cond in &self.args {
+                if !path_matches(object, &cond.path, &cond.glob, q) {
+                    return Err(Miss::Arg(cond.path.join(".")));
+                }
+            }
+        }
+        if let Some(g) = &self.any_arg {
+            let mut strings = Vec::new();
+            if let Some(args) = call.arguments {
+                collect_strings(args, &mut strings);
+            }
+            if !q.over(strings, |s| string_matches(s, g, q)) {
+                return Err(Miss::AnyArg);
+            }
+        }
+        Ok(())
+    }
+
+    /// Target and conditions together.
+    pub(crate) fn check(&self, call: &Call) -> Result<(), Miss> {
+        if !self.target_matches(call) {
+            return Err(Miss::Target);
+        }
+        self.conditions_match(call)
+    }
+}
+
+/// Follows a dotted path into the arguments. Arrays on the way (and at the end) are
+/// crossed with the action's quantifier; a missing key never matches.
+fn path_matches(value: &Value, path: &[String], glob: &Glob, q: Quantifier) -> bool {
+    match value {
+        Value::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
+        Value::Object(map) if !path.is_empty() => {
+            map.get(&path[0]).is_some_and(|v| path_matches(v, &path[1..], glob, q))
+        }
+        _ if !path.is_empty() => false,
+        leaf => leaf_matches(leaf, glob, q),
+    }
+}
+
+fn leaf_matches(value: &Value, glob: &Glob, q: Quantifier) -> bool {
+    match value {
+        Value::String(s) => string_matches(s, glob, q),
+        Value::Number(n) => glob.is_match(&n.to_string()),
+        Value::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
+        Value::Null => glob.is_match("null"),
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
+    q.over(readings(s), |r| glob.is_match(&r))
+}
+
+fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+impl fmt::Display for Miss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Miss::Target => f.write_str("not the same kind of message or name"),
+            Miss::Server => f.write_str("server does not match"),
+            Miss::Service => f.write_str("service does not match"),
+            Miss::Arg(path) => write!(f, "args.{path} does not match (or is missing)"),
+            Miss::ArgsNotObject => f.write_str("arguments are not an object, so argument conditions cannot hold"),
+            Miss::AnyArg => f.write_str("any_arg does not match the string arguments"),
+            Miss::Operation(op) => write!(f, "operation is `{op}`"),
+            Miss::Destructive(v) => write!(f, "tool is {}destructive", if *v { "" } else { "not " }),
+            Miss::ReadOnly(v) => write!(f, "tool is {}read-only", if *v { "" } else { "not " }),
+        }
+    }
+}

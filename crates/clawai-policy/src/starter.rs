@@ -1,0 +1,89 @@
+//! The policy `clawai policy init` writes: useful on day one, and a worked example of
+//! the language.
+
+/// The starter policy's text.
+pub const STARTER_POLICY: &str = r#"# clawai policy: the first rule that matches a message decides.
+# Actions: allow | deny | prompt (ask the person) | audit (allow and mark for review).
+# Check it with `clawai policy check`, try a call with `clawai policy explain`.
+
+[defaults]
+action = "deny"                     # when no rule matches
+
+# --- Credentials never leave the machine -------------------------------------------
+# any_arg is tried on every string in the arguments, at any depth, after paths are
+# normalised (`..`, `//`, percent-encoding), so `/home/u/p/../../.ssh/id_rsa` is caught.
+[[rule]]
+id = "no-credentials"
+action = "deny"
+tool = "**"
+any_arg = [
+  "**/.ssh/**", "**/.aws/**", "**/.gnupg/**", "**/.kube/config", "**/.docker/config.json",
+  "**/.netrc", "**/.git-credentials", "**/.env", "**/.env.*",
+  "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_ed25519*", "**/id_ecdsa*",
+]
+description = "Never touch credential files (SSH, cloud, GPG, .env, private keys)"
+
+[[rule]]
+id = "no-credential-resources"
+action = "deny"
+resource = ["file:///**/.ssh/**", "file:///**/.aws/**", "file:///**/.gnupg/**", "file:///**/.env", "file:///**/*.pem", "file:///**/*.key"]
+description = "Never read credential files as resources"
+
+# --- Ask before anything destructive -------------------------------------------------
+# `destructive` uses the tool's MCP annotations (absent hints count as destructive);
+# `operation` reads the tool name (delete_file, dropTable, github_delete_repo…).
+[[rule]]
+id = "ask-before-delete"
+action = "prompt"
+operation = ["delete", "execute"]
+description = "Deleting or running commands needs a person's approval"
+
+[[rule]]
+id = "ask-before-destructive"
+action = "prompt"
+destructive = true
+description = "The server marks this tool as destructive"
+
+# --- Servers asking the model or the person ----------------------------------------
+[[rule]]
+id = "audit-sampling"
+action = "audit"
+method = ["sampling/createMessage", "elicitation/create"]
+description = "A server asked the client's model or the person; allowed and marked"
+
+# --- Everything else: allowed, and marked in the audit trail -------------------------
+[[rule]]
+id = "audit-the-rest"
+action = "audit"
+method = ["tools/call", "resources/read", "prompts/get"]
+description = "Allowed and marked for review"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Action, Call, Format, ToolAnnotations, load_str};
+    use serde_json::json;
+
+    #[test]
+    fn starter_policy_loads_and_decides_as_documented() {
+        let p = load_str(STARTER_POLICY, Format::Toml, "starter").unwrap();
+        let decide = |name: &str, args: serde_json::Value, ann: Option<ToolAnnotations>| {
+            let params = json!({"name": name, "arguments": args});
+            p.decide(&Call::from_params("tools/call", Some(&params)).with_annotations(ann)).action
+        };
+        let ro = Some(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
+        assert_eq!(decide("read_file", json!({"path": "/home/u/.ssh/id_rsa"}), ro), Action::Deny);
+        assert_eq!(decide("read_file", json!({"path": "/home/u/p/../../u/.aws/credentials"}), ro), Action::Deny);
+        assert_eq!(decide("read_file", json!({"path": "/srv/app/.env"}), ro), Action::Deny);
+        assert_eq!(decide("delete_file", json!({"path": "/tmp/x"}), ro), Action::Prompt);
+        assert_eq!(decide("write_file", json!({"path": "/tmp/x"}), None), Action::Prompt, "unlisted tools count as destructive");
+        assert_eq!(decide("read_file", json!({"path": "/home/u/notes.txt"}), ro), Action::Audit);
+        let res = json!({"uri": "file:///home/u/.ssh/id_rsa"});
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Deny);
+        let res = json!({"uri": "file:///home/u/readme.md"});
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Audit);
+        assert_eq!(p.decide(&Call::from_params("sampling/createMessage", Some(&json!({})))).action, Action::Audit);
+        assert_eq!(p.decide(&Call::from_params("roots/list", None)).action, Action::Deny);
+    }
+}
