@@ -1,0 +1,30 @@
+//! Where clawai keeps its files by default (XDG base directories).
+
+use std::path::PathBuf;
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn xdg(var: &str, fallback: &[&str]) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(dir) if !dir.is_empty() && PathBuf::from(&dir).is_absolute() => PathBuf::from(dir),
+        _ => fallback.iter().fold(home(), |p, part| p.join(part)),
+    }
+}
+
+/// `$XDG_CONFIG_HOME/clawai/policy.toml` (`~/.config/clawai/policy.toml`).
+pub fn default_policy() -> PathBuf {
+    xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("policy.toml")
+}
+
+/// `$XDG_STATE_HOME/clawai/` (`~/.local/state/clawai/`).
+pub fn state_dir() -> PathBuf {
+    xdg("XDG_STATE_HOME", &[".local", "state"]).join("clawai")
+}
+
+/// The policy to use: the flag (or `CLAWAI_POLICY`, which clap folds into the flag),
+/// else the default path.
+pub fn policy_path(flag: Option<PathBuf>) -> PathBuf {
+    flag.unwrap_or_else(default_policy)
+}

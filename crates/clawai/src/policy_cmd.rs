@@ -1,0 +1,309 @@
+//! `clawai policy init|check|test|explain|import`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use clawai_policy::{Action, Call, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, to_toml};
+use serde_json::{Map, Value, json};
+
+use crate::paths;
+use crate::ExitCode;
+
+/// Write, check and test policies.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Write a commented starter policy (refuses to overwrite).
+    Init {
+        /// Where to write it [default: $XDG_CONFIG_HOME/clawai/policy.toml].
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
+    /// Validate a policy: syntax, keys, actions, globs, regexes, unreachable rules.
+    Check {
+        /// The policy file [default: --policy, $CLAWAI_POLICY, then the default path].
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        policy: PolicyArg,
+    },
+    /// Decide recorded calls (fixtures) and compare with what they expect.
+    Test(TestArgs),
+    /// Show every rule considered for one call, why it matched or not, and the decision.
+    Explain(ExplainArgs),
+    /// Convert an AgentShield YAML or mcp-gov rules.json policy to clawai TOML (stdout).
+    Import {
+        /// The policy to convert.
+        file: PathBuf,
+        /// Its format [default: from the extension: .yaml/.yml AgentShield, .json mcp-gov].
+        #[arg(long, value_enum)]
+        from: Option<ImportFormat>,
+    },
+}
+
+/// `--policy FILE`, also read from `CLAWAI_POLICY`.
+#[derive(Debug, Args)]
+pub struct PolicyArg {
+    /// The policy file [env: CLAWAI_POLICY; default: $XDG_CONFIG_HOME/clawai/policy.toml].
+    #[arg(long = "policy", env = "CLAWAI_POLICY", value_name = "FILE")]
+    pub path: Option<PathBuf>,
+}
+
+impl PolicyArg {
+    /// The path to read.
+    pub fn resolve(&self) -> PathBuf {
+        paths::policy_path(self.path.clone())
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImportFormat {
+    Agentshield,
+    Mcpgov,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    #[command(flatten)]
+    policy: PolicyArg,
+    /// One fixture file.
+    #[arg(long, conflicts_with = "fixture_dir", required_unless_present = "fixture_dir")]
+    fixture: Option<PathBuf>,
+    /// Every *.json fixture in a directory.
+    #[arg(long)]
+    fixture_dir: Option<PathBuf>,
+    /// The decision every fixture must get (overrides the fixtures' `expected`).
+    #[arg(long, value_parser = parse_action)]
+    expect: Option<Action>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    policy: PolicyArg,
+    /// A tools/call of this tool.
+    #[arg(long, group = "target")]
+    tool: Option<String>,
+    /// A resources/read of this URI.
+    #[arg(long, group = "target")]
+    resource: Option<String>,
+    /// A prompts/get of this prompt.
+    #[arg(long, group = "target")]
+    prompt: Option<String>,
+    /// Any other method (sampling/createMessage, elicitation/create, …).
+    #[arg(long, group = "target")]
+    method: Option<String>,
+    /// An argument, KEY=VALUE; dotted keys nest; VALUE is JSON when it parses as JSON.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    args: Vec<String>,
+    /// All arguments as one JSON value (instead of --arg).
+    #[arg(long, conflicts_with = "args", value_name = "JSON")]
+    args_json: Option<String>,
+    /// The server the call goes to.
+    #[arg(long)]
+    server: Option<String>,
+    /// The tool's annotations as JSON, e.g. '{"readOnlyHint":true}'.
+    #[arg(long, value_name = "JSON")]
+    annotations: Option<String>,
+}
+
+fn parse_action(s: &str) -> Result<Action, String> {
+    s.parse()
+}
+
+/// Loads a policy for a command, with the error text people need.
+pub fn load(path: &Path) -> Result<Policy> {
+    load_file(path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
+    match cmd {
+        PolicyCommand::Init { path } => init(path.unwrap_or_else(paths::default_policy)),
+        PolicyCommand::Check { file, policy } => check(&file.unwrap_or_else(|| policy.resolve())),
+        PolicyCommand::Test(args) => test(args),
+        PolicyCommand::Explain(args) => explain(args),
+        PolicyCommand::Import { file, from } => import(&file, from),
+    }
+}
+
+fn init(path: PathBuf) -> Result<ExitCode> {
+    if path.exists() {
+        bail!(
+            "{} already exists; clawai does not overwrite a policy. Check it with `clawai policy check {}`, or pass --path to write the starter elsewhere",
+            path.display(),
+            path.display()
+        );
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // create_new: never replace a file that appeared meanwhile.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(STARTER_POLICY.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("Wrote the starter policy to {}.", path.display());
+    println!("It denies credential files, asks before deleting or running commands, and audits the rest.");
+    println!("Next: edit it, then `clawai policy check {}` and `clawai policy explain --tool read_file --arg path=/etc/passwd`.", path.display());
+    Ok(ExitCode::Ok)
+}
+
+fn check(path: &Path) -> Result<ExitCode> {
+    match load_file(path) {
+        Ok(policy) => {
+            println!(
+                "{}: ok, {} rule{}, default {}.",
+                path.display(),
+                policy.rules().len(),
+                if policy.rules().len() == 1 { "" } else { "s" },
+                policy.default_action()
+            );
+            Ok(ExitCode::Ok)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("The policy was not loaded; fix the errors above and run `clawai policy check` again.");
+            Ok(ExitCode::Failure)
+        }
+    }
+}
+
+fn test(args: TestArgs) -> Result<ExitCode> {
+    let policy_path = args.policy.resolve();
+    let policy = load(&policy_path)?;
+    let paths = match (&args.fixture, &args.fixture_dir) {
+        (Some(f), _) => vec![f.clone()],
+        (None, Some(d)) => fixture::in_dir(d).map_err(anyhow::Error::msg)?,
+        (None, None) => bail!("pass --fixture FILE or --fixture-dir DIR"),
+    };
+    let mut results = Vec::new();
+    for path in &paths {
+        let f = fixture::read(path).map_err(anyhow::Error::msg)?;
+        results.push(fixture::run(&policy, path, &f, args.expect).map_err(anyhow::Error::msg)?);
+    }
+    let failed = results.iter().filter(|r| !r.passed()).count();
+    let unchecked = results.iter().filter(|r| r.expected.is_none()).count();
+    let passed = results.len() - failed - unchecked;
+    if args.format == OutputFormat::Json {
+        let items: Vec<Value> = results
+            .iter()
+            .map(|r| {
+                json!({
+                    "fixture": r.path.display().to_string(),
+                    "decision": r.actual.as_str(),
+                    "expected": r.expected.map(Action::as_str),
+                    "passed": r.passed(),
+                    "rule": r.rule_id,
+                    "reason": r.reason,
+                })
+            })
+            .collect();
+        let summary = json!({"policy": policy_path.display().to_string(), "passed": passed, "failed": failed, "unchecked": unchecked, "results": items});
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        for r in &results {
+            let status = match (r.expected, r.passed()) {
+                (None, _) => "----",
+                (Some(_), true) => "PASS",
+                (Some(_), false) => "FAIL",
+            };
+            let expectation = match r.expected {
+                Some(e) if e != r.actual => format!(" (expected {e})"),
+                _ => String::new(),
+            };
+            println!("{status} {}: {}{expectation} ({})", r.path.display(), r.actual, r.reason);
+        }
+        println!("{passed} passed, {failed} failed, {unchecked} without an expected decision ({} fixtures, policy {}).", results.len(), policy_path.display());
+        if failed > 0 {
+            println!("A failed fixture means the policy decides differently from what the fixture expects: fix the policy or the fixture.");
+        }
+    }
+    Ok(if failed > 0 { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+/// `a.b=c` → {"a": {"b": "c"}}; values that parse as JSON are JSON.
+fn build_args(pairs: &[String]) -> Result<Value> {
+    let mut root = Map::new();
+    for pair in pairs {
+        let (key, raw) = pair.split_once('=').with_context(|| format!("--arg {pair}: write KEY=VALUE"))?;
+        let value = serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let last = parts.pop().unwrap_or_default();
+        let mut node = &mut root;
+        for part in parts {
+            let entry = node.entry(part.to_owned()).or_insert_with(|| Value::Object(Map::new()));
+            node = entry.as_object_mut().with_context(|| format!("--arg {pair}: `{part}` is already a value"))?;
+        }
+        node.insert(last.to_owned(), value);
+    }
+    Ok(Value::Object(root))
+}
+
+fn explain(args: ExplainArgs) -> Result<ExitCode> {
+    let policy_path = args.policy.resolve();
+    let policy = load(&policy_path)?;
+    let arguments = match &args.args_json {
+        Some(text) => serde_json::from_str(text).context("--args-json is not valid JSON")?,
+        None => build_args(&args.args)?,
+    };
+    let (method, params) = if let Some(tool) = &args.tool {
+        ("tools/call".to_owned(), json!({"name": tool, "arguments": arguments}))
+    } else if let Some(uri) = &args.resource {
+        ("resources/read".to_owned(), json!({"uri": uri}))
+    } else if let Some(prompt) = &args.prompt {
+        ("prompts/get".to_owned(), json!({"name": prompt, "arguments": arguments}))
+    } else if let Some(method) = &args.method {
+        (method.clone(), arguments)
+    } else {
+        bail!("say what to explain: --tool NAME, --resource URI, --prompt NAME or --method METHOD");
+    };
+    let annotations = match &args.annotations {
+        Some(text) => Some(ToolAnnotations::from_json(&serde_json::from_str(text).context("--annotations is not valid JSON")?)),
+        None => None,
+    };
+    let call = Call::from_params(&method, Some(&params)).with_server(args.server.as_deref()).with_annotations(annotations);
+    let explanation = policy.explain(&call);
+    println!("Policy {} ({} rules), call: {method} {}", policy_path.display(), policy.rules().len(), serde_json::to_string(&params)?);
+    if annotations.is_none() && method == "tools/call" {
+        println!("(no --annotations: the tool counts as destructive and not read-only, as for a tool never listed)");
+    }
+    for step in &explanation.steps {
+        let verdict = match &step.outcome {
+            Ok(()) => "MATCH".to_owned(),
+            Err(miss) => format!("no: {miss}"),
+        };
+        println!("  rule {} [{}] {} -> {verdict}", step.label, step.action, step.summary);
+    }
+    let d = &explanation.decision;
+    println!("Decision: {} ({})", d.action.as_str().to_uppercase(), d.reason());
+    Ok(ExitCode::Ok)
+}
+
+fn import(path: &Path, from: Option<ImportFormat>) -> Result<ExitCode> {
+    let format = match from {
+        Some(ImportFormat::Agentshield) => Format::AgentShield,
+        Some(ImportFormat::Mcpgov) => Format::McpGov,
+        None => match Format::from_path(path) {
+            Format::Toml => bail!("{}: cannot tell the format from the extension; pass --from agentshield or --from mcpgov", path.display()),
+            f => f,
+        },
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = path.display().to_string();
+    let toml_text = to_toml(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Prove the result loads before handing it over.
+    clawai_policy::load_str(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("{toml_text}");
+    Ok(ExitCode::Ok)
+}
