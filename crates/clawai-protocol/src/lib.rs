@@ -1,1 +1,23 @@
-//! placeholder
+//! JSON-RPC 2.0 framing for MCP, as a guard needs it.
+//!
+//! A guard must decide on exactly what the receiver will read, and forward exactly what
+//! it decided on. So this crate never re-encodes a message: it reads one line, looks at
+//! it in place, and hands back the original bytes.
+//!
+//! * [`framing`]: newline-delimited messages with a size limit that keeps memory bounded.
+//! * [`envelope`]: the strict reading of a message from the client (fails closed: bad
+//!   JSON, a BOM, a batch, a wrong `jsonrpc`, a duplicate or case-variant key).
+//! * [`strict`]: a full parse that refuses duplicate and case-variant keys at any depth,
+//!   for the messages a policy decides on.
+//! * [`skim`]: a fast look at the top-level members of a message (for large results
+//!   from the server), without building it.
+//! * [`reply`]: the responses a guard writes itself, and the error codes it uses.
+
+pub mod envelope;
+pub mod framing;
+pub mod reply;
+pub mod skim;
+pub mod strict;
+
+pub use envelope::{Envelope, EnvelopeError, Kind};
+pub use framing::{Frame, LineReader};

@@ -1,0 +1,129 @@
+//! Newline-delimited JSON-RPC framing with a size limit.
+//!
+//! A line longer than the limit is not kept: its first bytes are kept (so the reply can
+//! name the request's id when it comes early) and the rest is discarded up to the next
+//! newline. Memory stays bounded by the limit however long the session.
+
+use std::io::{self, BufRead};
+
+/// Bytes of an oversize line kept to find its id.
+pub const OVERSIZE_PREFIX: usize = 64 * 1024;
+
+/// One frame read from the stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line, with its trailing newline when it had one.
+    Line(Vec<u8>),
+    /// A line over the limit: its first bytes and its full length.
+    Oversize {
+        /// The first [`OVERSIZE_PREFIX`] bytes.
+        prefix: Vec<u8>,
+        /// The length of the line, newline excluded.
+        length: usize,
+    },
+}
+
+/// Reads frames from a buffered reader.
+pub struct LineReader<R> {
+    inner: R,
+    max: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// A reader refusing lines longer than `max` bytes (newline excluded).
+    pub fn new(inner: R, max: usize) -> Self {
+        LineReader { inner, max }
+    }
+
+    /// The next frame, or `None` at end of stream. A last line without a newline is
+    /// returned as a line.
+    pub fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+        let mut line = Vec::new();
+        let mut oversize: Option<usize> = None;
+        loop {
+            let available = match self.inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                return Ok(match (oversize, line.is_empty()) {
+                    (Some(length), _) => Some(Frame::Oversize { prefix: line, length }),
+                    (None, true) => None,
+                    (None, false) => Some(Frame::Line(line)),
+                });
+            }
+            let (chunk, done) = match memchr::memchr(b'\n', available) {
+                Some(i) => (&available[..=i], true),
+                None => (available, false),
+            };
+            let used = chunk.len();
+            let content = if done { used - 1 } else { used };
+            match &mut oversize {
+                Some(length) => *length += content,
+                None if line.len() + content > self.max => {
+                    let had = line.len();
+                    let keep = OVERSIZE_PREFIX.saturating_sub(had).min(content);
+                    line.extend_from_slice(&chunk[..keep]);
+                    line.truncate(OVERSIZE_PREFIX);
+                    line.shrink_to_fit();
+                    oversize = Some(had + content);
+                }
+                None => line.extend_from_slice(chunk),
+            }
+            self.inner.consume(used);
+            if done {
+                return Ok(Some(match oversize {
+                    Some(length) => Frame::Oversize { prefix: line, length },
+                    None => Frame::Line(line),
+                }));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn frames(input: &[u8], max: usize) -> Vec<Frame> {
+        let mut r = LineReader::new(io::BufReader::with_capacity(7, Cursor::new(input.to_vec())), max);
+        let mut out = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_newlines() {
+        assert_eq!(
+            frames(b"{\"a\":1}\n{\"b\":2}\r\nlast", 100),
+            vec![Frame::Line(b"{\"a\":1}\n".to_vec()), Frame::Line(b"{\"b\":2}\r\n".to_vec()), Frame::Line(b"last".to_vec())]
+        );
+    }
+
+    #[test]
+    fn oversize_lines_are_cut_and_the_stream_goes_on() {
+        let mut input = vec![b'x'; 50];
+        input.extend_from_slice(b"\nok\n");
+        let f = frames(&input, 20);
+        assert_eq!(f.len(), 2);
+        match &f[0] {
+            Frame::Oversize { prefix, length } => {
+                assert_eq!(*length, 50);
+                assert!(prefix.len() <= 50);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(f[1], Frame::Line(b"ok\n".to_vec()));
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_passes() {
+        let mut input = vec![b'y'; 20];
+        input.push(b'\n');
+        assert_eq!(frames(&input, 20), vec![Frame::Line(input.clone())]);
+    }
+}

@@ -1,0 +1,69 @@
+//! Responses clawai writes itself, and the error codes it uses.
+//!
+//! Codes in -32000..-32019 are implementation-defined in every MCP revision; clawai
+//! uses these (also listed in the README):
+
+use serde_json::{Value, json};
+
+/// JSON-RPC: the line is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: JSON, but not a valid request (includes batches).
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: the method's params are not usable (e.g. `tools/call` without a name).
+pub const INVALID_PARAMS: i64 = -32602;
+/// clawai: the policy denied the request.
+pub const DENIED: i64 = -32001;
+/// clawai: the policy asks for a person's approval, and none could be obtained.
+pub const APPROVAL_REQUIRED: i64 = -32002;
+/// clawai: the message is ambiguous (duplicate or case-variant keys) and was refused.
+pub const AMBIGUOUS: i64 = -32003;
+/// clawai: the message is larger than the configured limit.
+pub const TOO_LARGE: i64 = -32004;
+/// clawai: the server exited or cannot be reached; the request got no answer.
+pub const SERVER_UNAVAILABLE: i64 = -32005;
+
+/// A JSON-RPC error response, newline-terminated. `id` is the request's id as written
+/// (`None` gives `null`).
+pub fn error(id: Option<&str>, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    frame(id, "error", &error)
+}
+
+/// A `tools/call` result with `isError: true` and one text block, newline-terminated.
+pub fn tool_error(id: Option<&str>, text: &str) -> Vec<u8> {
+    let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    frame(id, "result", &result)
+}
+
+fn frame(id: Option<&str>, member: &str, body: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.unwrap_or("null").as_bytes());
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(member.as_bytes());
+    out.extend_from_slice(b"\":");
+    serde_json::to_writer(&mut out, body).expect("a JSON value always serialises");
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_echoed_as_written() {
+        let line = error(Some("123456789012345678901234567890"), DENIED, "no", None);
+        assert!(line.starts_with(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"#));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["error"]["code"], DENIED);
+        let line = tool_error(Some("\"x\""), "denied");
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["id"], "x");
+        assert_eq!(v["result"]["isError"], true);
+        assert!(error(None, PARSE_ERROR, "p", None).starts_with(br#"{"jsonrpc":"2.0","id":null"#));
+    }
+}

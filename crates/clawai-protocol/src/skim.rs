@@ -1,0 +1,270 @@
+//! A fast look at the top-level members of a JSON object, without building it.
+//!
+//! Used on messages from the server, which can be many MiB: finding `id`, `method`,
+//! `result` and `error` must not cost a full parse. Strings are skipped with `memchr`.
+//! The skim refuses (returns `None`) whenever it cannot be sure to read the object as
+//! any JSON parser would: escaped or repeated member names, or a structure it does not
+//! recognise. Callers then fall back to the strict parse.
+
+use memchr::memchr2;
+
+/// The top-level members of interest, as byte ranges of the input.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Skim<'a> {
+    /// `id`, as written.
+    pub id: Option<&'a [u8]>,
+    /// `method`'s string content (without quotes), when it has no escapes.
+    pub method: Option<&'a str>,
+    /// `result`, as written.
+    pub result: Option<&'a [u8]>,
+    /// `error`, as written.
+    pub error: Option<&'a [u8]>,
+    /// `params`, as written.
+    pub params: Option<&'a [u8]>,
+}
+
+/// Skims a JSON object. `None` when the input is not a plain object this skim can read
+/// with certainty.
+pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
+    let mut s = Skim::default();
+    let mut unsure = false;
+    let complete = members(bytes, |key, value| {
+        match key {
+            b"id" => s.id = Some(value),
+            b"result" => s.result = Some(value),
+            b"error" => s.error = Some(value),
+            b"params" => s.params = Some(value),
+            b"method" => {
+                s.method = value
+                    .strip_prefix(b"\"")
+                    .and_then(|v| v.strip_suffix(b"\""))
+                    .filter(|inner| !inner.contains(&b'\\'))
+                    .and_then(|inner| std::str::from_utf8(inner).ok());
+                unsure |= s.method.is_none();
+            }
+            _ => {}
+        }
+    });
+    (complete && !unsure).then_some(s)
+}
+
+/// The `id` of a message of which only the first bytes are known (an oversize line),
+/// when it comes before the cut.
+pub fn leading_id(prefix: &[u8]) -> Option<&[u8]> {
+    let mut id = None;
+    members(prefix, |key, value| {
+        if key == b"id" && id.is_none() {
+            id = Some(value);
+        }
+    });
+    id.filter(|v| matches!(v.first(), Some(b'"' | b'-' | b'0'..=b'9')))
+}
+
+/// Calls `f` with each top-level member of an object, in order; true when the whole
+/// input was one well-formed object with distinct, escape-free member names.
+fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
+    let mut p = Cursor { b: bytes, i: 0 };
+    let mut seen: Vec<&[u8]> = Vec::with_capacity(6);
+    p.ws();
+    if p.expect(b'{').is_none() {
+        return false;
+    }
+    p.ws();
+    if p.peek() == Some(b'}') {
+        p.i += 1;
+        return p.only_ws_left();
+    }
+    loop {
+        p.ws();
+        if p.expect(b'"').is_none() {
+            return false;
+        }
+        let key_start = p.i;
+        let Some(had_escape) = p.string() else { return false };
+        let key = &bytes[key_start..p.i - 1];
+        if had_escape || seen.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+            return false;
+        }
+        seen.push(key);
+        p.ws();
+        if p.expect(b':').is_none() {
+            return false;
+        }
+        p.ws();
+        let value_start = p.i;
+        if p.value().is_none() {
+            return false;
+        }
+        f(key, &bytes[value_start..p.i]);
+        p.ws();
+        match p.next() {
+            Some(b',') => continue,
+            Some(b'}') => break,
+            _ => return false,
+        }
+    }
+    p.only_ws_left()
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+    fn expect(&mut self, c: u8) -> Option<()> {
+        (self.next()? == c).then_some(())
+    }
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+    fn only_ws_left(&mut self) -> bool {
+        self.ws();
+        self.i == self.b.len()
+    }
+    /// After an opening quote: moves past the closing quote. Returns whether the string
+    /// had escapes.
+    fn string(&mut self) -> Option<bool> {
+        let mut escaped = false;
+        loop {
+            let at = self.i + memchr2(b'"', b'\\', &self.b[self.i..])?;
+            if self.b[at] == b'\\' {
+                escaped = true;
+                self.i = at + 2;
+                if self.i > self.b.len() {
+                    return None;
+                }
+            } else {
+                self.i = at + 1;
+                return Some(escaped);
+            }
+        }
+    }
+    fn value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                self.string().map(|_| ())
+            }
+            b'{' | b'[' => self.nested(),
+            _ => {
+                let start = self.i;
+                while let Some(c) = self.peek() {
+                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    self.i += 1;
+                }
+                let scalar = &self.b[start..self.i];
+                let ok = matches!(scalar, b"true" | b"false" | b"null")
+                    || (!scalar.is_empty() && scalar.iter().all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
+                ok.then_some(())
+            }
+        }
+    }
+    /// Skips a nested object or array, brackets balanced, strings skipped whole.
+    fn nested(&mut self) -> Option<()> {
+        let mut stack: Vec<u8> = Vec::new();
+        loop {
+            match self.next()? {
+                b'"' => {
+                    self.string()?;
+                }
+                c @ (b'{' | b'[') => stack.push(c),
+                b'}' => {
+                    if stack.pop()? != b'{' {
+                        return None;
+                    }
+                }
+                b']' => {
+                    if stack.pop()? != b'[' {
+                        return None;
+                    }
+                }
+                _ => {}
+            }
+            if stack.is_empty() {
+                return Some(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn reads_members() {
+        let line = br#"{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"a \"quoted\" } ]"}],"isError":false}}"#;
+        let s = skim(line).unwrap();
+        assert_eq!(s.id, Some(&b"12"[..]));
+        assert!(s.result.unwrap().ends_with(b"false}"));
+        assert_eq!(s.method, None);
+        let s = skim(br#" {"method":"sampling/createMessage","id":"a","params":{}} "#).unwrap();
+        assert_eq!(s.method, Some("sampling/createMessage"));
+        assert_eq!(s.id, Some(&br#""a""#[..]));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_be_sure_of() {
+        assert!(skim(br#"{"method":"a","method":"b"}"#).is_none());
+        assert!(skim(br#"{"method":"a","Method":"b"}"#).is_none());
+        assert!(skim(br#"{"m\u0065thod":"a"}"#).is_none());
+        assert!(skim(br#"{"method":"sampling\/createMessage"}"#).is_none());
+        assert!(skim(br#"{"a":1}{"b":2}"#).is_none());
+        assert!(skim(br#"[1]"#).is_none());
+        assert!(skim(br#"{"a":[1}"#).is_none());
+        assert!(skim(br#"{"a":"unterminated}"#).is_none());
+    }
+
+    #[test]
+    fn leading_id_of_a_cut_message() {
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"arguments":{"content":"xxxx"#), Some(&br#""big-1""#[..]));
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"arguments":{"content":"xxxx"#), None);
+        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":null,"#), None);
+    }
+
+    proptest! {
+        /// Whenever the skim answers, it agrees with a real parser on the members.
+        #[test]
+        fn agrees_with_serde(v in json_object()) {
+            let text = serde_json::to_vec(&v).unwrap();
+            let s = skim(&text).expect("serde output is always skimmable unless keys repeat by case");
+            let obj = v.as_object().unwrap();
+            let raw = |k: &str| obj.get(k).map(|x| serde_json::to_vec(x).unwrap());
+            prop_assert_eq!(s.id.map(<[u8]>::to_vec), raw("id"));
+            prop_assert_eq!(s.result.map(<[u8]>::to_vec), raw("result"));
+            prop_assert_eq!(s.error.map(<[u8]>::to_vec), raw("error"));
+        }
+    }
+
+    fn json_object() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            "[a-z\"\\\\{}\\[\\] ]{0,12}".prop_map(serde_json::Value::String),
+        ];
+        let value = leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                prop::collection::btree_map("[a-z]{1,3}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        });
+        prop::collection::btree_map(prop_oneof![Just("id".to_string()), Just("result".to_string()), Just("error".to_string()), "[a-z]{4,6}".prop_map(String::from)], value, 0..5)
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+    }
+}
