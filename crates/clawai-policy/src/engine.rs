@@ -95,7 +95,12 @@ impl Policy {
             }
         }
         let set = RegexSet::new(&patterns)?;
-        Ok(Policy { rules, default_action, tools: ToolIndex { set, owner }, other_rules })
+        Ok(Policy {
+            rules,
+            default_action,
+            tools: ToolIndex { set, owner },
+            other_rules,
+        })
     }
 
     /// The rules, in order.
@@ -113,14 +118,23 @@ impl Policy {
         let first = if call.method == "tools/call" {
             self.first_tool_rule(call)
         } else {
-            self.other_rules.iter().copied().find(|&i| self.rules[i].check(call).is_ok())
+            self.other_rules
+                .iter()
+                .copied()
+                .find(|&i| self.rules[i].check(call).is_ok())
         };
         self.decision_for(first)
     }
 
     fn first_tool_rule(&self, call: &Call) -> Option<usize> {
         let mut named: Vec<usize> = match call.name {
-            Some(name) => self.tools.set.matches(name).iter().map(|p| self.tools.owner[p]).collect(),
+            Some(name) => self
+                .tools
+                .set
+                .matches(name)
+                .iter()
+                .map(|p| self.tools.owner[p])
+                .collect(),
             None => Vec::new(),
         };
         named.dedup();
@@ -143,8 +157,14 @@ impl Policy {
 
     fn decision_for(&self, rule: Option<usize>) -> Decision<'_> {
         match rule {
-            Some(i) => Decision { action: self.rules[i].action, rule: Some((i, &self.rules[i])) },
-            None => Decision { action: self.default_action, rule: None },
+            Some(i) => Decision {
+                action: self.rules[i].action,
+                rule: Some((i, &self.rules[i])),
+            },
+            None => Decision {
+                action: self.default_action,
+                rule: None,
+            },
         }
     }
 
@@ -156,12 +176,21 @@ impl Policy {
         for (i, rule) in self.rules.iter().enumerate() {
             let outcome = rule.check(call);
             let matched = outcome.is_ok();
-            steps.push(Step { index: i, label: rule.label(i), summary: rule.summary(), action: rule.action, outcome });
+            steps.push(Step {
+                index: i,
+                label: rule.label(i),
+                summary: rule.summary(),
+                action: rule.action,
+                outcome,
+            });
             if matched {
                 decided = Some(i);
                 break;
             }
         }
-        Explanation { steps, decision: self.decision_for(decided) }
+        Explanation {
+            steps,
+            decision: self.decision_for(decided),
+        }
     }
 }

@@ -65,7 +65,8 @@ impl Operation {
     pub fn includes(self, detected: Operation) -> bool {
         self == detected
             || (self == Operation::Read && detected == Operation::List)
-            || (self == Operation::Write && matches!(detected, Operation::Create | Operation::Update))
+            || (self == Operation::Write
+                && matches!(detected, Operation::Create | Operation::Update))
     }
 
     /// How dangerous the operation is; the detector keeps the highest.
@@ -93,10 +94,16 @@ impl fmt::Display for Operation {
 impl FromStr for Operation {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Operation::ALL.into_iter().find(|op| op.as_str() == s).ok_or_else(|| {
-            let names: Vec<&str> = Operation::ALL.iter().map(|o| o.as_str()).collect();
-            format!("unknown operation `{s}`; expected one of {}", names.join(", "))
-        })
+        Operation::ALL
+            .into_iter()
+            .find(|op| op.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Operation::ALL.iter().map(|o| o.as_str()).collect();
+                format!(
+                    "unknown operation `{s}`; expected one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -112,23 +119,26 @@ pub struct ToolKind {
 fn verb(word: &str) -> Option<Operation> {
     use Operation::*;
     Some(match word {
-        "delete" | "del" | "remove" | "rm" | "rmdir" | "drop" | "destroy" | "purge" | "erase" | "unlink"
-        | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke" | "prune" | "uninstall"
-        | "unset" | "shred" | "nuke" => Delete,
-        "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke" | "spawn" | "cmd"
-        | "command" | "terminal" | "script" | "launch" | "start" => Execute,
-        "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure" | "config" | "sudo"
-        | "role" | "roles" | "invite" | "ban" => Admin,
-        "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store" | "append"
-        | "commit" | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => Write,
-        "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert" | "close"
-        | "archive" | "assign" | "transfer" => Update,
-        "create" | "add" | "new" | "insert" | "make" | "mkdir" | "touch" | "fork" | "copy" | "cp"
-        | "init" | "generate" | "register" => Create,
+        "delete" | "del" | "remove" | "rm" | "rmdir" | "drop" | "destroy" | "purge" | "erase"
+        | "unlink" | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke"
+        | "prune" | "uninstall" | "unset" | "shred" | "nuke" => Delete,
+        "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke"
+        | "spawn" | "cmd" | "command" | "terminal" | "script" | "launch" | "start" => Execute,
+        "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure"
+        | "config" | "sudo" | "role" | "roles" | "invite" | "ban" => Admin,
+        "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store"
+        | "append" | "commit" | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => {
+            Write
+        }
+        "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert"
+        | "close" | "archive" | "assign" | "transfer" => Update,
+        "create" | "add" | "new" | "insert" | "make" | "mkdir" | "touch" | "fork" | "copy"
+        | "cp" | "init" | "generate" | "register" => Create,
         "list" | "ls" | "enumerate" | "browse" | "tree" | "directory" => List,
-        "get" | "read" | "open" | "fetch" | "search" | "find" | "query" | "view" | "show" | "describe" | "cat" | "head"
-        | "tail" | "download" | "lookup" | "inspect" | "check" | "stat" | "info" | "count" | "export"
-        | "retrieve" | "load" | "select" | "grep" | "scan" | "watch" | "status" | "diff" | "log" | "logs" => Read,
+        "get" | "read" | "open" | "fetch" | "search" | "find" | "query" | "view" | "show"
+        | "describe" | "cat" | "head" | "tail" | "download" | "lookup" | "inspect" | "check"
+        | "stat" | "info" | "count" | "export" | "retrieve" | "load" | "select" | "grep"
+        | "scan" | "watch" | "status" | "diff" | "log" | "logs" => Read,
         _ => return None,
     })
 }
@@ -149,7 +159,8 @@ pub fn words(name: &str) -> Vec<String> {
             && i > 0
             && (chars[i - 1].is_lowercase()
                 || chars[i - 1].is_ascii_digit()
-                || (chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+                || (chars[i - 1].is_uppercase()
+                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
         if boundary && !current.is_empty() {
             out.push(std::mem::take(&mut current));
         }
@@ -186,7 +197,13 @@ mod tests {
 
     #[test]
     fn seed_examples() {
-        assert_eq!(detect("github_delete_repo"), ToolKind { service: Some("github".into()), operation: Operation::Delete });
+        assert_eq!(
+            detect("github_delete_repo"),
+            ToolKind {
+                service: Some("github".into()),
+                operation: Operation::Delete
+            }
+        );
         assert_eq!(detect("github_list_repos").operation, Operation::List);
         assert!(Operation::Read.includes(op("github_list_repos")));
     }

@@ -48,7 +48,10 @@ impl<R: BufRead> LineReader<R> {
             };
             if available.is_empty() {
                 return Ok(match (oversize, line.is_empty()) {
-                    (Some(length), _) => Some(Frame::Oversize { prefix: line, length }),
+                    (Some(length), _) => Some(Frame::Oversize {
+                        prefix: line,
+                        length,
+                    }),
                     (None, true) => None,
                     (None, false) => Some(Frame::Line(line)),
                 });
@@ -74,7 +77,10 @@ impl<R: BufRead> LineReader<R> {
             self.inner.consume(used);
             if done {
                 return Ok(Some(match oversize {
-                    Some(length) => Frame::Oversize { prefix: line, length },
+                    Some(length) => Frame::Oversize {
+                        prefix: line,
+                        length,
+                    },
                     None => Frame::Line(line),
                 }));
             }
@@ -88,7 +94,10 @@ mod tests {
     use std::io::Cursor;
 
     fn frames(input: &[u8], max: usize) -> Vec<Frame> {
-        let mut r = LineReader::new(io::BufReader::with_capacity(7, Cursor::new(input.to_vec())), max);
+        let mut r = LineReader::new(
+            io::BufReader::with_capacity(7, Cursor::new(input.to_vec())),
+            max,
+        );
         let mut out = Vec::new();
         while let Some(f) = r.next_frame().unwrap() {
             out.push(f);
@@ -100,7 +109,11 @@ mod tests {
     fn splits_lines_and_keeps_newlines() {
         assert_eq!(
             frames(b"{\"a\":1}\n{\"b\":2}\r\nlast", 100),
-            vec![Frame::Line(b"{\"a\":1}\n".to_vec()), Frame::Line(b"{\"b\":2}\r\n".to_vec()), Frame::Line(b"last".to_vec())]
+            vec![
+                Frame::Line(b"{\"a\":1}\n".to_vec()),
+                Frame::Line(b"{\"b\":2}\r\n".to_vec()),
+                Frame::Line(b"last".to_vec())
+            ]
         );
     }
 

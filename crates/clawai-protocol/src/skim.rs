@@ -28,22 +28,20 @@ pub struct Skim<'a> {
 pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
     let mut s = Skim::default();
     let mut unsure = false;
-    let complete = members(bytes, |key, value| {
-        match key {
-            b"id" => s.id = Some(value),
-            b"result" => s.result = Some(value),
-            b"error" => s.error = Some(value),
-            b"params" => s.params = Some(value),
-            b"method" => {
-                s.method = value
-                    .strip_prefix(b"\"")
-                    .and_then(|v| v.strip_suffix(b"\""))
-                    .filter(|inner| !inner.contains(&b'\\'))
-                    .and_then(|inner| std::str::from_utf8(inner).ok());
-                unsure |= s.method.is_none();
-            }
-            _ => {}
+    let complete = members(bytes, |key, value| match key {
+        b"id" => s.id = Some(value),
+        b"result" => s.result = Some(value),
+        b"error" => s.error = Some(value),
+        b"params" => s.params = Some(value),
+        b"method" => {
+            s.method = value
+                .strip_prefix(b"\"")
+                .and_then(|v| v.strip_suffix(b"\""))
+                .filter(|inner| !inner.contains(&b'\\'))
+                .and_then(|inner| std::str::from_utf8(inner).ok());
+            unsure |= s.method.is_none();
         }
+        _ => {}
     });
     (complete && !unsure).then_some(s)
 }
@@ -58,6 +56,18 @@ pub fn leading_id(prefix: &[u8]) -> Option<&[u8]> {
         }
     });
     id.filter(|v| matches!(v.first(), Some(b'"' | b'-' | b'0'..=b'9')))
+}
+
+/// The value of one top-level member of an object, as written; `None` when absent or
+/// when the object cannot be skimmed.
+pub fn member<'a>(object: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let mut found = None;
+    let complete = members(object, |key, value| {
+        if key == name {
+            found = Some(value);
+        }
+    });
+    found.filter(|_| complete)
 }
 
 /// Calls `f` with each top-level member of an object, in order; true when the whole
@@ -80,7 +90,9 @@ fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
             return false;
         }
         let key_start = p.i;
-        let Some(had_escape) = p.string() else { return false };
+        let Some(had_escape) = p.string() else {
+            return false;
+        };
         let key = &bytes[key_start..p.i - 1];
         if had_escape || seen.iter().any(|k| k.eq_ignore_ascii_case(key)) {
             return false;
@@ -167,7 +179,10 @@ impl Cursor<'_> {
                 }
                 let scalar = &self.b[start..self.i];
                 let ok = matches!(scalar, b"true" | b"false" | b"null")
-                    || (!scalar.is_empty() && scalar.iter().all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
+                    || (!scalar.is_empty()
+                        && scalar
+                            .iter()
+                            .all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
                 ok.then_some(())
             }
         }
@@ -264,7 +279,16 @@ mod tests {
                     .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
             ]
         });
-        prop::collection::btree_map(prop_oneof![Just("id".to_string()), Just("result".to_string()), Just("error".to_string()), "[a-z]{4,6}".prop_map(String::from)], value, 0..5)
-            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+        prop::collection::btree_map(
+            prop_oneof![
+                Just("id".to_string()),
+                Just("result".to_string()),
+                Just("error".to_string()),
+                "[a-z]{4,6}".prop_map(String::from)
+            ],
+            value,
+            0..5,
+        )
+        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
     }
 }

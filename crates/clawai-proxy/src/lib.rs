@@ -1,1 +1,18 @@
-//! placeholder
+//! clawai's guarded proxy.
+//!
+//! * [`guard`]: the one decision path, shared by every transport: parse, decide,
+//!   audit, and say what to do with the message.
+//! * [`stdio`]: the stdio transport (spawn the server, relay lines, lifecycle).
+//! * [`audit`]: the JSON Lines audit trail, and [`redact`]: secrets kept out of it.
+//! * [`reload`]: the policy in force, reloaded when its file changes.
+
+pub mod audit;
+pub mod guard;
+pub mod redact;
+pub mod reload;
+pub mod stdio;
+
+pub use audit::AuditLog;
+pub use guard::{Guard, Verdict};
+pub use reload::PolicyHandle;
+pub use stdio::StdioOptions;

@@ -39,7 +39,8 @@ fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CLAWAI_LOG").unwrap_or_else(|_| "clawai=info,clawai_proxy=info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("CLAWAI_LOG")
+                .unwrap_or_else(|_| "clawai=info,clawai_proxy=info".into()),
         )
         .with_target(false)
         .init();

@@ -1,0 +1,537 @@
+//! The one decision path every transport calls.
+//!
+//! A transport reads a message, hands the bytes to [`Guard::from_client`] or
+//! [`Guard::from_server`], and does what the [`Verdict`] says: forward the original
+//! bytes, answer the sender, or drop. The guard parses, decides with the policy,
+//! records the audit event before anything is forwarded, and keeps the little state a
+//! decision needs (tool annotations from `tools/list`, requests in flight).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+
+use clawai_policy::{Action, Call, Decision, ToolAnnotations};
+use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind};
+use clawai_protocol::reply;
+use clawai_protocol::skim::{leading_id, member, skim};
+use clawai_protocol::strict;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::audit::{AuditLog, Direction, Event, now};
+use crate::redact::redact;
+use crate::reload::PolicyHandle;
+
+/// What the transport does with a message.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward the original bytes, unchanged.
+    Forward,
+    /// Do not forward; send these bytes (one newline-terminated message) back to the
+    /// side the message came from.
+    Reply(Vec<u8>),
+    /// Do not forward, and answer nothing (a refused notification).
+    Drop,
+}
+
+/// Methods the client sends that the policy decides on.
+pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
+/// Methods the server sends that the policy decides on.
+pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+
+struct InFlight {
+    method: String,
+    started: Instant,
+}
+
+/// The guard of one session between one client and one server.
+pub struct Guard {
+    policy: PolicyHandle,
+    audit: AuditLog,
+    server: Option<String>,
+    session: String,
+    tools: RwLock<HashMap<String, ToolAnnotations>>,
+    /// Client requests forwarded to the server, by id as written.
+    from_client: Mutex<HashMap<String, InFlight>>,
+    /// Server requests forwarded to the client, by id as written.
+    from_server: Mutex<HashMap<String, InFlight>>,
+}
+
+impl Guard {
+    /// A guard deciding with `policy`, recording to `audit`, for the server named
+    /// `server` (fed to `server` rules).
+    pub fn new(policy: PolicyHandle, audit: AuditLog, server: Option<String>) -> Guard {
+        Guard {
+            policy,
+            audit,
+            server,
+            session: uuid::Uuid::now_v7().to_string(),
+            tools: RwLock::new(HashMap::new()),
+            from_client: Mutex::new(HashMap::new()),
+            from_server: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The session id written in every audit event.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    fn event<'a>(&'a self, direction: Direction, kind: &'a str) -> Event<'a> {
+        Event {
+            time: now(),
+            session: &self.session,
+            server: self.server.as_deref(),
+            direction: Some(direction),
+            kind,
+            ..Default::default()
+        }
+    }
+
+    /// A message from the client.
+    pub fn from_client(&self, line: &[u8]) -> Verdict {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Verdict::Drop;
+        }
+        let envelope = match Envelope::parse(line) {
+            Ok(e) => e,
+            Err(e) => return self.refuse(Direction::ClientToServer, line.len(), &e),
+        };
+        let id = envelope.id;
+        match (envelope.kind, envelope.method.as_deref()) {
+            (Kind::Request | Kind::Notification, Some(method))
+                if CLIENT_DECIDED.contains(&method) =>
+            {
+                self.decide(Direction::ClientToServer, method, id, line)
+            }
+            (Kind::Request, Some(method)) => {
+                self.pass(Direction::ClientToServer, "request", method, id, line.len());
+                self.track(&self.from_client, id, method);
+                Verdict::Forward
+            }
+            (Kind::Notification, Some(method)) => {
+                self.pass(
+                    Direction::ClientToServer,
+                    "notification",
+                    method,
+                    None,
+                    line.len(),
+                );
+                Verdict::Forward
+            }
+            _ => {
+                self.response(
+                    Direction::ClientToServer,
+                    &self.from_server,
+                    id,
+                    envelope.result.map(|r| r.get().as_bytes()),
+                    envelope.error.is_some(),
+                    line.len(),
+                );
+                Verdict::Forward
+            }
+        }
+    }
+
+    /// A message from the server.
+    pub fn from_server(&self, line: &[u8]) -> Verdict {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Verdict::Drop;
+        }
+        // Large results are skimmed, not parsed; anything unusual takes the strict path.
+        if let Some(s) = skim(line) {
+            let id = s.id.and_then(|i| raw(i));
+            if s.id.is_some() && id.is_none() {
+                return self.refuse_from_server(line.len(), "unusable id");
+            }
+            return match s.method {
+                Some(method) => self.server_message(method, id, line),
+                None if id.is_some() && (s.result.is_some() != s.error.is_some()) => {
+                    self.response(
+                        Direction::ServerToClient,
+                        &self.from_client,
+                        id,
+                        s.result,
+                        s.error.is_some(),
+                        line.len(),
+                    );
+                    Verdict::Forward
+                }
+                None => self.refuse_from_server(
+                    line.len(),
+                    "neither a request, a notification nor a response",
+                ),
+            };
+        }
+        match Envelope::parse(line) {
+            Ok(e) => match e.method.as_deref() {
+                Some(method) => self.server_message(method, e.id, line),
+                None => {
+                    self.response(
+                        Direction::ServerToClient,
+                        &self.from_client,
+                        e.id,
+                        e.result.map(|r| r.get().as_bytes()),
+                        e.error.is_some(),
+                        line.len(),
+                    );
+                    Verdict::Forward
+                }
+            },
+            Err(e) => self.refuse_from_server(line.len(), &e.to_string()),
+        }
+    }
+
+    fn server_message(&self, method: &str, id: Option<&RawValue>, line: &[u8]) -> Verdict {
+        if SERVER_DECIDED.contains(&method) {
+            return self.decide(Direction::ServerToClient, method, id, line);
+        }
+        let kind = if id.is_some() {
+            "request"
+        } else {
+            "notification"
+        };
+        self.pass(Direction::ServerToClient, kind, method, id, line.len());
+        if id.is_some() {
+            self.track(&self.from_server, id, method);
+        }
+        Verdict::Forward
+    }
+
+    /// A client line longer than the limit: refused with an error for its id.
+    pub fn oversize_from_client(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
+        let id = leading_id(prefix).and_then(utf8);
+        let mut event = self.event(Direction::ClientToServer, "refused");
+        event.decision = Some("refused");
+        event.reason = Some(format!(
+            "message of {length} bytes is over the {limit}-byte limit"
+        ));
+        event.size = Some(length);
+        self.audit.record(&event);
+        tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
+        Verdict::Reply(reply::error(
+            id,
+            reply::TOO_LARGE,
+            &format!(
+                "message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"
+            ),
+            None,
+        ))
+    }
+
+    /// A server line longer than the limit: not forwarded; when it was a response, the
+    /// client gets an error for that request instead. Returns the message for the client.
+    pub fn oversize_from_server(
+        &self,
+        prefix: &[u8],
+        length: usize,
+        limit: usize,
+    ) -> Option<Vec<u8>> {
+        let id = leading_id(prefix).and_then(utf8);
+        let mut event = self.event(Direction::ServerToClient, "refused");
+        event.decision = Some("refused");
+        event.reason = Some(format!(
+            "message of {length} bytes is over the {limit}-byte limit"
+        ));
+        event.size = Some(length);
+        self.audit.record(&event);
+        tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
+        let id = id.filter(|i| {
+            self.from_client
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(*i)
+                .is_some()
+        })?;
+        Some(reply::error(
+            Some(id),
+            reply::TOO_LARGE,
+            &format!(
+                "the server's response of {length} bytes was dropped by clawai: the limit is {limit} bytes (--max-message-size)"
+            ),
+            None,
+        ))
+    }
+
+    /// The server is gone: an error for every client request still waiting.
+    pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
+        let pending: Vec<(String, InFlight)> = self
+            .from_client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        pending
+            .into_iter()
+            .map(|(id, flight)| {
+                let mut event = self.event(Direction::ServerToClient, "response");
+                event.method = Some(&flight.method);
+                event.id = raw(id.as_bytes());
+                event.is_error = Some(true);
+                event.reason = Some(why.to_owned());
+                self.audit.record(&event);
+                reply::error(
+                    Some(&id),
+                    reply::SERVER_UNAVAILABLE,
+                    &format!("clawai: {why}; the request got no answer"),
+                    None,
+                )
+            })
+            .collect()
+    }
+
+    fn refuse(&self, direction: Direction, size: usize, error: &EnvelopeError) -> Verdict {
+        let mut event = self.event(direction, "refused");
+        event.decision = Some("refused");
+        event.reason = Some(error.to_string());
+        event.size = Some(size);
+        self.audit.record(&event);
+        tracing::warn!("refused a message from the client: {error}");
+        let id = match error {
+            EnvelopeError::Invalid { id, .. } => id.as_deref(),
+            _ => None,
+        };
+        Verdict::Reply(reply::error(
+            id,
+            error.code(),
+            &format!("clawai refused the message: {error}"),
+            None,
+        ))
+    }
+
+    fn refuse_from_server(&self, size: usize, why: &str) -> Verdict {
+        let mut event = self.event(Direction::ServerToClient, "refused");
+        event.decision = Some("refused");
+        event.reason = Some(why.to_owned());
+        event.size = Some(size);
+        self.audit.record(&event);
+        tracing::warn!("dropped a message from the server: {why}");
+        Verdict::Drop
+    }
+
+    fn pass(
+        &self,
+        direction: Direction,
+        kind: &str,
+        method: &str,
+        id: Option<&RawValue>,
+        size: usize,
+    ) {
+        let mut event = self.event(direction, kind);
+        event.method = Some(method);
+        event.id = id;
+        event.decision = Some("pass");
+        event.size = Some(size);
+        self.audit.record(&event);
+    }
+
+    fn track(&self, table: &Mutex<HashMap<String, InFlight>>, id: Option<&RawValue>, method: &str) {
+        if let Some(id) = id {
+            table.lock().unwrap_or_else(|p| p.into_inner()).insert(
+                id.get().to_owned(),
+                InFlight {
+                    method: method.to_owned(),
+                    started: Instant::now(),
+                },
+            );
+        }
+    }
+
+    fn response(
+        &self,
+        direction: Direction,
+        table: &Mutex<HashMap<String, InFlight>>,
+        id: Option<&RawValue>,
+        result: Option<&[u8]>,
+        is_error: bool,
+        size: usize,
+    ) {
+        let flight = id.and_then(|i| {
+            table
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(i.get())
+        });
+        let is_error = is_error || result.is_some_and(|r| member(r, b"isError") == Some(b"true"));
+        if let (Some(flight), Some(result)) = (&flight, result) {
+            if flight.method == "tools/list" && direction == Direction::ServerToClient {
+                self.record_tools(result);
+            }
+        }
+        let mut event = self.event(direction, "response");
+        event.method = flight.as_ref().map(|f| f.method.as_str());
+        event.id = id;
+        event.is_error = Some(is_error);
+        event.size = Some(size);
+        event.duration_ms = flight
+            .as_ref()
+            .map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
+        self.audit.record(&event);
+    }
+
+    /// Remembers each tool's annotations from a `tools/list` result.
+    fn record_tools(&self, result: &[u8]) {
+        let Ok(value) = serde_json::from_slice::<Value>(result) else {
+            return;
+        };
+        let Some(tools) = value.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        let mut known = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        for tool in tools {
+            if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                let annotations = tool
+                    .get("annotations")
+                    .map(ToolAnnotations::from_json)
+                    .unwrap_or_default();
+                known.insert(name.to_owned(), annotations);
+            }
+        }
+    }
+
+    /// The annotations recorded for a tool, if it was listed.
+    pub fn annotations(&self, tool: &str) -> Option<ToolAnnotations> {
+        self.tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tool)
+            .copied()
+    }
+
+    /// Decides a message the policy applies to.
+    fn decide(
+        &self,
+        direction: Direction,
+        method: &str,
+        id: Option<&RawValue>,
+        line: &[u8],
+    ) -> Verdict {
+        let id_text = id.map(RawValue::get);
+        let refuse = |code: i64, why: String| -> Verdict {
+            let mut event = self.event(direction, "refused");
+            event.method = Some(method);
+            event.id = id;
+            event.decision = Some("refused");
+            event.reason = Some(why.clone());
+            event.size = Some(line.len());
+            self.audit.record(&event);
+            tracing::warn!("refused {method}: {why}");
+            match id_text {
+                Some(_) => Verdict::Reply(reply::error(
+                    id_text,
+                    code,
+                    &format!("clawai refused {method}: {why}"),
+                    None,
+                )),
+                None => Verdict::Drop,
+            }
+        };
+        let message = match strict::parse(line) {
+            Ok(v) => v,
+            Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
+        };
+        let params = message.get("params");
+        if let Err(why) = check_params(method, params) {
+            return refuse(reply::INVALID_PARAMS, why);
+        }
+        let call = Call::from_params(method, params).with_server(self.server.as_deref());
+        let call = match (method, call.name) {
+            ("tools/call", Some(tool)) => call.with_annotations(self.annotations(tool)),
+            _ => call,
+        };
+        let policy = self.policy.current();
+        let decision = policy.decide(&call);
+
+        let mut event = self.event(
+            direction,
+            if id.is_some() {
+                "request"
+            } else {
+                "notification"
+            },
+        );
+        event.method = Some(method);
+        event.id = id;
+        match method {
+            "tools/call" => event.tool = call.name,
+            "resources/read" => event.resource = call.name,
+            "prompts/get" => event.prompt = call.name,
+            _ => {}
+        }
+        event.arguments = call.arguments.map(redact);
+        event.decision = Some(decision.action.as_str());
+        event.rule = decision.rule_id();
+        event.reason = Some(decision.reason());
+        event.size = Some(line.len());
+        self.audit.record(&event);
+
+        if decision.action.forwards() {
+            let table = if direction == Direction::ClientToServer {
+                &self.from_client
+            } else {
+                &self.from_server
+            };
+            self.track(table, id, method);
+            return Verdict::Forward;
+        }
+        let what = call
+            .name
+            .map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
+        tracing::warn!("{} {what}: {}", decision.action, decision.reason());
+        match id_text {
+            None => Verdict::Drop,
+            Some(_) => Verdict::Reply(denial(method, id_text, &decision, &what)),
+        }
+    }
+}
+
+/// The answer to a denied request: a tool result with `isError` for `tools/call` (so the
+/// model reads why), a JSON-RPC error otherwise.
+fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str) -> Vec<u8> {
+    let (code, text) = match decision.action {
+        Action::Prompt => (
+            reply::APPROVAL_REQUIRED,
+            format!(
+                "clawai: {what} needs a person's approval ({}), and no approval channel is available, so it was denied",
+                decision.reason()
+            ),
+        ),
+        _ => (
+            reply::DENIED,
+            format!("clawai denied {what}: {}", decision.reason()),
+        ),
+    };
+    if method == "tools/call" {
+        reply::tool_error(id, &text)
+    } else {
+        let data =
+            serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
+        reply::error(id, code, &text, Some(data))
+    }
+}
+
+/// The shape each decided method needs, so that the policy and the server read the
+/// same call.
+fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
+    let field = |key: &str| params.and_then(|p| p.get(key));
+    let string = |key: &str| match field(key) {
+        Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(format!("`params.{key}` must be a string")),
+        None => Err(format!("`params.{key}` is missing")),
+    };
+    match method {
+        "tools/call" | "prompts/get" => string("name"),
+        "resources/read" => string("uri"),
+        _ => Ok(()),
+    }
+}
+
+fn raw(bytes: &[u8]) -> Option<&RawValue> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| serde_json::from_str::<&RawValue>(s).ok())
+}
+
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok()
+}
