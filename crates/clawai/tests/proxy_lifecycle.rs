@@ -1,0 +1,165 @@
+//! `clawai proxy` lifecycle: start-up refusals, shutdown, server death, signals,
+//! process groups, policy reload.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{ALLOW_ALL, Setup, clawai, pid_alive, scripted_server};
+
+#[test]
+fn missing_policy_refuses_to_start_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(clawai())
+        .args(["proxy", "--policy"])
+        .arg(dir.path().join("nope.toml"))
+        .args(["--audit"])
+        .arg(dir.path().join("a.jsonl"))
+        .args(["--", "python3"])
+        .arg(scripted_server())
+        .env("SCRIPTED_LOG", dir.path().join("server.log"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("clawai policy init"), "{err}");
+    assert!(
+        !dir.path().join("server.log").exists(),
+        "the server was never started"
+    );
+}
+
+#[test]
+fn invalid_policy_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "[[rule]]\naction = \"allow\"\ntol = \"*\"\n",
+    )
+    .unwrap();
+    let out = Command::new(clawai())
+        .args(["proxy", "--policy"])
+        .arg(dir.path().join("p.toml"))
+        .args(["--", "python3"])
+        .arg(scripted_server())
+        .env("CLAWAI_AUDIT", dir.path().join("a.jsonl"))
+        .env("SCRIPTED_LOG", dir.path().join("server.log"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p.toml:3") && err.contains("tol"), "{err}");
+    assert!(!dir.path().join("server.log").exists());
+}
+
+#[test]
+fn client_eof_ends_a_cooperative_server_quickly() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    let started = Instant::now();
+    p.close_stdin();
+    let status = p.wait(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "no need to wait the grace period"
+    );
+}
+
+#[test]
+fn a_stubborn_server_and_its_grandchildren_are_killed_after_the_grace_period() {
+    let mut p = Setup::new(ALLOW_ALL)
+        .arg("--grace")
+        .arg("0.3")
+        .env("SCRIPTED_IGNORE_EOF", "1")
+        .env("SCRIPTED_IGNORE_TERM", "1")
+        .start();
+    p.initialize();
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/grandchild"}));
+    let grandchild = r["result"]["pid"].as_i64().unwrap() as i32;
+    assert!(pid_alive(grandchild));
+    let started = Instant::now();
+    p.close_stdin();
+    p.wait(Duration::from_secs(5));
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "waited the grace period twice (EOF, then SIGTERM)"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!pid_alive(grandchild), "the whole process group is gone");
+}
+
+#[test]
+fn server_exit_fails_pending_requests_and_passes_on_its_code() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    p.send_json(&json!({"jsonrpc":"2.0","id":"pending","method":"test/hang"}));
+    p.send_json(&json!({"jsonrpc":"2.0","id":"bye","method":"test/exit","params":{"code":7}}));
+    let mut ids = vec![p.recv(), p.recv()];
+    ids.sort_by_key(|m| m["id"].as_str().unwrap().to_owned());
+    for m in &ids {
+        assert_eq!(m["error"]["code"], -32005, "{m}");
+    }
+    assert_eq!(ids[0]["id"], "bye");
+    assert_eq!(ids[1]["id"], "pending");
+    assert_eq!(p.wait(Duration::from_secs(5)).code(), Some(7));
+}
+
+#[test]
+fn sigterm_stops_the_server_and_the_proxy() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/grandchild"}));
+    let grandchild = r["result"]["pid"].as_i64().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(p.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = p.wait(Duration::from_secs(6));
+    assert_eq!(status.code(), Some(128 + 15));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!pid_alive(grandchild));
+}
+
+#[test]
+fn policy_edits_apply_without_restart_and_bad_edits_are_ignored() {
+    let deny = "[[rule]]\nid = \"no\"\naction = \"deny\"\ntool = \"safe_read\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    let call = |p: &mut support::Proxy, id: i64| {
+        p.call(
+            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"safe_read"}}),
+        )
+    };
+    assert_eq!(
+        call(&mut p, 1)["result"]["content"][0]["text"],
+        "called safe_read"
+    );
+    let policy = p.dir.path().join("policy.toml");
+    // Replace by rename, as editors do.
+    std::fs::write(p.dir.path().join("policy.toml.tmp"), deny).unwrap();
+    std::fs::rename(p.dir.path().join("policy.toml.tmp"), &policy).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut id = 2;
+    loop {
+        if call(&mut p, id)["result"]["isError"] == true {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new policy never took effect"
+        );
+        id += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(&policy, "[[rule]]\naction = \"allow\"\ntool = \n").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        call(&mut p, 100)["result"]["isError"],
+        true,
+        "an invalid edit keeps the previous policy"
+    );
+}

@@ -1,0 +1,98 @@
+"""server-filesystem through clawai with a restrictive policy: reads outside the
+allowed directory are denied and the file's content never crosses the proxy."""
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import FILESYSTEM, clawai_bin, read_audit, write_policy
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "TOP-SECRET-7f3a9c"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "root"
+    (root / "allowed").mkdir(parents=True)
+    (root / "allowed" / "notes.txt").write_text("public notes")
+    (root / "secret.txt").write_text(SECRET)
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_rsa").write_text(SECRET)
+    return root
+
+
+def policy_for(tmp_path, root):
+    return write_policy(tmp_path, f"""
+[[rule]]
+id = "no-ssh"
+action = "deny"
+tool = "**"
+any_arg = "**/.ssh/**"
+description = "SSH keys never leave the machine"
+
+[[rule]]
+id = "project-reads"
+action = "allow"
+tools = ["read_text_file", "read_file", "list_directory", "read_multiple_files"]
+any_arg = "{root}/allowed/**"
+
+[[rule]]
+id = "listing"
+action = "allow"
+tools = ["list_allowed_directories"]
+
+[[rule]]
+id = "lists"
+action = "allow"
+method = ["tools/list", "resources/list", "prompts/list"]
+""")
+
+
+def proxied(policy, audit, root):
+    return StdioServerParameters(
+        command=clawai_bin(),
+        args=["proxy", "--policy", str(policy), "--audit", str(audit), "--server", "filesystem", "--", "node", str(FILESYSTEM), str(root)],
+    )
+
+
+async def test_reads_inside_are_allowed_and_outside_denied(tmp_path, tree):
+    policy = policy_for(tmp_path, tree)
+    audit = tmp_path / "audit.jsonl"
+    seen = []
+
+    async def on_message(message):
+        seen.append(repr(message))
+
+    with anyio.fail_after(60):
+        async with Client(proxied(policy, audit, tree), mode="legacy", message_handler=on_message) as client:
+            ok = await client.call_tool("read_text_file", {"path": str(tree / "allowed" / "notes.txt")})
+            assert not ok.is_error and "public notes" in ok.content[0].text
+
+            for path in [
+                str(tree / "secret.txt"),
+                str(tree / "allowed" / ".." / "secret.txt"),
+                str(tree / "allowed") + "/%2e%2e/secret.txt",
+                str(tree / ".ssh" / "id_rsa"),
+                str(tree / "allowed" / ".." / ".ssh" / "id_rsa"),
+            ]:
+                denied = await client.call_tool("read_text_file", {"path": path})
+                assert denied.is_error, path
+                assert SECRET not in denied.content[0].text
+                assert "clawai denied" in denied.content[0].text
+
+            many = await client.call_tool("read_multiple_files", {"paths": [str(tree / "allowed" / "notes.txt"), str(tree / "secret.txt")]})
+            assert many.is_error and SECRET not in str(many.model_dump())
+    assert all(SECRET not in m for m in seen)
+    events = read_audit(audit)
+    assert SECRET not in (tmp_path / "audit.jsonl").read_text()
+    decisions = [(e.get("rule"), e["decision"]) for e in events if e.get("tool") in ("read_text_file", "read_multiple_files") and e["kind"] == "request"]
+    assert decisions[0] == ("project-reads", "allow")
+    assert ("no-ssh", "deny") in decisions
+    assert (None, "deny") in decisions, "the default denies what no rule allows"

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A scripted MCP server for clawai's edge-case tests (stdlib only).
+
+Every line it receives is appended, byte for byte, to $SCRIPTED_LOG, so tests can prove
+what crossed the proxy and what did not. Methods under test/ make it misbehave on cue.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+LOG = os.environ.get("SCRIPTED_LOG")
+out = sys.stdout.buffer
+
+
+def send(obj):
+    out.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    out.flush()
+
+
+def result(rid, value):
+    send({"jsonrpc": "2.0", "id": rid, "result": value})
+
+
+def main():
+    if os.environ.get("SCRIPTED_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stdin = sys.stdin.buffer
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            break
+        if LOG:
+            with open(LOG, "ab") as f:
+                f.write(raw if raw.endswith(b"\n") else raw + b"\n")
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict) or "method" not in msg:
+            continue
+        method, rid, params = msg["method"], msg.get("id"), msg.get("params") or {}
+        if rid is None:
+            continue
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            result(rid, {"protocolVersion": params.get("protocolVersion", "2025-11-25"), "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}})
+        elif method == "tools/list":
+            result(rid, {"tools": [
+                {"name": "safe_read", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+                {"name": "wipe", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
+                {"name": "gentle", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": False}},
+            ]})
+        elif method == "tools/call":
+            result(rid, {"content": [{"type": "text", "text": "called " + str(params.get("name"))}], "received": raw.decode("utf-8", "replace")})
+        elif method == "test/echo":
+            result(rid, {"received": raw.decode("utf-8", "replace")})
+        elif method == "test/big":
+            result(rid, {"content": [{"type": "text", "text": "x" * int(params["bytes"])}]})
+        elif method == "test/exit":
+            out.flush()
+            os._exit(int(params.get("code", 3)))
+        elif method == "test/hang":
+            pass
+        elif method == "test/grandchild":
+            child = subprocess.Popen(["sleep", "1000"])
+            result(rid, {"pid": child.pid})
+        elif method == "test/ask":
+            # A server-to-client request whose id collides with the client's.
+            send({"jsonrpc": "2.0", "id": rid, "method": params.get("method", "sampling/createMessage"), "params": params.get("params", {"messages": [], "maxTokens": 1})})
+            answer = json.loads(stdin.readline())
+            if LOG:
+                with open(LOG, "ab") as f:
+                    f.write(json.dumps(answer).encode() + b"\n")
+            result(rid, {"client_answered": answer})
+        else:
+            result(rid, {"method": method})
+    if os.environ.get("SCRIPTED_IGNORE_EOF"):
+        while True:
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
