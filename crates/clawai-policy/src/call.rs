@@ -57,19 +57,11 @@ impl<'a> Call<'a> {
     pub fn from_params(method: &'a str, params: Option<&'a Value>) -> Self {
         let field = |key: &str| params.and_then(|p| p.get(key));
         let (name, arguments) = match method {
-            "tools/call" | "prompts/get" => {
-                (field("name").and_then(Value::as_str), field("arguments"))
-            }
+            "tools/call" | "prompts/get" => (field("name").and_then(Value::as_str), field("arguments")),
             "resources/read" => (field("uri").and_then(Value::as_str), params),
             _ => (None, params),
         };
-        Call {
-            method,
-            name,
-            arguments,
-            server: None,
-            annotations: None,
-        }
+        Call { method, name, arguments, server: None, annotations: None }
     }
 
     /// The same call, from the named server.
@@ -103,12 +95,8 @@ mod tests {
         assert!(ro.is_read_only() && !ro.is_destructive());
         let safe = ToolAnnotations::from_json(&json!({"destructiveHint": false}));
         assert!(!safe.is_destructive());
-        let ro_but_destructive =
-            ToolAnnotations::from_json(&json!({"readOnlyHint": true, "destructiveHint": true}));
-        assert!(
-            !ro_but_destructive.is_destructive(),
-            "destructiveHint only counts when not read-only"
-        );
+        let ro_but_destructive = ToolAnnotations::from_json(&json!({"readOnlyHint": true, "destructiveHint": true}));
+        assert!(!ro_but_destructive.is_destructive(), "destructiveHint only counts when not read-only");
     }
 
     #[test]

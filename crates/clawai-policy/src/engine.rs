@@ -13,6 +13,8 @@ pub struct Policy {
     tools: ToolIndex,
     /// Rules whose target is not a tool name pattern, in order.
     other_rules: Vec<usize>,
+    /// Methods named by `method` rules (catch-alls such as `**` excluded).
+    named_methods: RegexSet,
 }
 
 /// Finds in one pass every rule whose tool name pattern matches a tool name, so that a
@@ -95,12 +97,11 @@ impl Policy {
             }
         }
         let set = RegexSet::new(&patterns)?;
-        Ok(Policy {
-            rules,
-            default_action,
-            tools: ToolIndex { set, owner },
-            other_rules,
-        })
+        let named_methods = RegexSet::new(rules.iter().filter_map(|r| match &r.target {
+            Target::Method(g) if !g.matches_everything() => Some(g.regex_source().to_owned()),
+            _ => None,
+        }))?;
+        Ok(Policy { rules, default_action, tools: ToolIndex { set, owner }, other_rules, named_methods })
     }
 
     /// The rules, in order.
@@ -113,28 +114,26 @@ impl Policy {
         self.default_action
     }
 
+    /// True when a `method` rule names this method (a glob such as `**` that matches
+    /// every method does not count). A proxy decides such methods too, beyond the ones
+    /// it always decides (`tools/call`, `resources/read`, …).
+    pub fn names_method(&self, method: &str) -> bool {
+        self.named_methods.is_match(method)
+    }
+
     /// Decides a call: the first rule that matches, else the default.
     pub fn decide(&self, call: &Call) -> Decision<'_> {
         let first = if call.method == "tools/call" {
             self.first_tool_rule(call)
         } else {
-            self.other_rules
-                .iter()
-                .copied()
-                .find(|&i| self.rules[i].check(call).is_ok())
+            self.other_rules.iter().copied().find(|&i| self.rules[i].check(call).is_ok())
         };
         self.decision_for(first)
     }
 
     fn first_tool_rule(&self, call: &Call) -> Option<usize> {
         let mut named: Vec<usize> = match call.name {
-            Some(name) => self
-                .tools
-                .set
-                .matches(name)
-                .iter()
-                .map(|p| self.tools.owner[p])
-                .collect(),
+            Some(name) => self.tools.set.matches(name).iter().map(|p| self.tools.owner[p]).collect(),
             None => Vec::new(),
         };
         named.dedup();
@@ -157,14 +156,8 @@ impl Policy {
 
     fn decision_for(&self, rule: Option<usize>) -> Decision<'_> {
         match rule {
-            Some(i) => Decision {
-                action: self.rules[i].action,
-                rule: Some((i, &self.rules[i])),
-            },
-            None => Decision {
-                action: self.default_action,
-                rule: None,
-            },
+            Some(i) => Decision { action: self.rules[i].action, rule: Some((i, &self.rules[i])) },
+            None => Decision { action: self.default_action, rule: None },
         }
     }
 
@@ -176,21 +169,12 @@ impl Policy {
         for (i, rule) in self.rules.iter().enumerate() {
             let outcome = rule.check(call);
             let matched = outcome.is_ok();
-            steps.push(Step {
-                index: i,
-                label: rule.label(i),
-                summary: rule.summary(),
-                action: rule.action,
-                outcome,
-            });
+            steps.push(Step { index: i, label: rule.label(i), summary: rule.summary(), action: rule.action, outcome });
             if matched {
                 decided = Some(i);
                 break;
             }
         }
-        Explanation {
-            steps,
-            decision: self.decision_for(decided),
-        }
+        Explanation { steps, decision: self.decision_for(decided) }
     }
 }

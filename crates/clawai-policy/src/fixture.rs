@@ -64,22 +64,15 @@ impl FixtureResult {
 
 /// Reads a fixture file, with an error that names the file.
 pub fn read(path: &Path) -> Result<Fixture, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read fixture: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}:{}:{}: not a fixture: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read fixture: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{}:{}:{}: not a fixture: {e}", path.display(), e.line(), e.column()))
 }
 
 /// The fixtures of a directory (`*.json`, sorted by name, not recursive).
 pub fn in_dir(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: cannot read fixture directory: {e}", dir.display()))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read fixture directory: {e}", dir.display()))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
@@ -92,18 +85,10 @@ pub fn in_dir(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Decides a fixture with a policy. `expect` overrides the fixture's own `expected`.
-pub fn run(
-    policy: &Policy,
-    path: &Path,
-    fixture: &Fixture,
-    expect: Option<Action>,
-) -> Result<FixtureResult, String> {
+pub fn run(policy: &Policy, path: &Path, fixture: &Fixture, expect: Option<Action>) -> Result<FixtureResult, String> {
     let expected = match (expect, &fixture.expected) {
         (Some(e), _) => Some(e),
-        (None, Some(text)) => Some(
-            text.parse::<Action>()
-                .map_err(|e| format!("{}: `expected`: {e}", path.display()))?,
-        ),
+        (None, Some(text)) => Some(text.parse::<Action>().map_err(|e| format!("{}: `expected`: {e}", path.display()))?),
         (None, None) => None,
     };
     let annotations = fixture.annotations.as_ref().map(ToolAnnotations::from_json);

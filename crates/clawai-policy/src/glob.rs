@@ -44,15 +44,9 @@ impl Glob {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let sources: Vec<String> = patterns
-            .into_iter()
-            .map(|p| p.as_ref().to_owned())
-            .collect();
+        let sources: Vec<String> = patterns.into_iter().map(|p| p.as_ref().to_owned()).collect();
         if sources.is_empty() {
-            return Err(GlobError {
-                pattern: String::new(),
-                reason: "an empty list matches nothing".into(),
-            });
+            return Err(GlobError { pattern: String::new(), reason: "an empty list matches nothing".into() });
         }
         let mut alternatives = Vec::with_capacity(sources.len());
         for source in &sources {
@@ -64,12 +58,8 @@ impl Glob {
             }
             alternatives.push(to_regex_body(source));
         }
-        let regex = Regex::new(&format!("(?s)^(?:{})$", alternatives.join("|"))).map_err(|e| {
-            GlobError {
-                pattern: sources.join(", "),
-                reason: e.to_string(),
-            }
-        })?;
+        let regex = Regex::new(&format!("(?s)^(?:{})$", alternatives.join("|")))
+            .map_err(|e| GlobError { pattern: sources.join(", "), reason: e.to_string() })?;
         Ok(Glob { sources, regex })
     }
 
@@ -85,9 +75,7 @@ impl Glob {
 
     /// True when the glob matches every string (`**`).
     pub fn matches_everything(&self) -> bool {
-        self.sources
-            .iter()
-            .any(|s| s.chars().all(|c| c == '*') && s.len() >= 2)
+        self.sources.iter().any(|s| s.chars().all(|c| c == '*') && s.len() >= 2)
     }
 
     /// True when every string that `pattern` (a single glob) can match is also matched by
@@ -223,9 +211,7 @@ mod tests {
                 let rest = &p[p.iter().take_while(|c| **c == '*').count()..];
                 (0..=s.len()).any(|k| plain(rest, &s[k..]))
             }
-            Some('*') => (0..=s.len())
-                .take_while(|k| *k == 0 || s[k - 1] != '/')
-                .any(|k| plain(&p[1..], &s[k..])),
+            Some('*') => (0..=s.len()).take_while(|k| *k == 0 || s[k - 1] != '/').any(|k| plain(&p[1..], &s[k..])),
             Some('?') => !s.is_empty() && plain(&p[1..], &s[1..]),
             Some(c) => s.first() == Some(c) && plain(&p[1..], &s[1..]),
         }
@@ -246,11 +232,7 @@ mod tests {
                 let starts = i == 0 || p[i - 1] == '/';
                 let ends = end == p.len() || p[end] == '/';
                 if starts && ends && p.len() > end - i {
-                    let (from, to) = if end < p.len() {
-                        (i, end + 1)
-                    } else {
-                        (i - 1, end)
-                    };
+                    let (from, to) = if end < p.len() { (i, end + 1) } else { (i - 1, end) };
                     let reduced: String = p[..from].iter().chain(p[to..].iter()).collect();
                     if reference(&reduced, text) {
                         return true;

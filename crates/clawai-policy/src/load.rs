@@ -53,20 +53,8 @@ impl fmt::Display for PolicyError {
 }
 
 impl PolicyError {
-    fn one(
-        path: &str,
-        line: Option<usize>,
-        column: Option<usize>,
-        message: impl Into<String>,
-    ) -> Self {
-        PolicyError {
-            path: path.to_owned(),
-            diagnostics: vec![Diagnostic {
-                line,
-                column,
-                message: message.into(),
-            }],
-        }
+    fn one(path: &str, line: Option<usize>, column: Option<usize>, message: impl Into<String>) -> Self {
+        PolicyError { path: path.to_owned(), diagnostics: vec![Diagnostic { line, column, message: message.into() }] }
     }
 }
 
@@ -84,12 +72,7 @@ pub enum Format {
 impl Format {
     /// Picks the format from the file extension (`.yaml`/`.yml`, `.json`, else TOML).
     pub fn from_path(path: &Path) -> Format {
-        match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("yaml" | "yml") => Format::AgentShield,
             Some("json") => Format::McpGov,
             _ => Format::Toml,
@@ -106,12 +89,7 @@ pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
         } else {
             ""
         };
-        PolicyError::one(
-            &name,
-            None,
-            None,
-            format!("cannot read the policy: {e}{hint}"),
-        )
+        PolicyError::one(&name, None, None, format!("cannot read the policy: {e}{hint}"))
     })?;
     load_str(&text, Format::from_path(path), &name)
 }
@@ -201,11 +179,7 @@ struct Collector<'t> {
 impl Collector<'_> {
     fn error(&mut self, offset: usize, message: impl Into<String>) {
         let (line, column) = self.lines.at(offset);
-        self.diagnostics.push(Diagnostic {
-            line: Some(line),
-            column: Some(column),
-            message: message.into(),
-        });
+        self.diagnostics.push(Diagnostic { line: Some(line), column: Some(column), message: message.into() });
     }
 
     fn glob(&mut self, spanned: &Spanned<OneOrMany>, field: &str) -> Option<Glob> {
@@ -234,10 +208,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         };
         PolicyError::one(name, line, column, explain_toml_error(e.message()))
     })?;
-    let mut c = Collector {
-        lines: Lines(text),
-        diagnostics: Vec::new(),
-    };
+    let mut c = Collector { lines: Lines(text), diagnostics: Vec::new() };
     let default_action = match &raw.defaults {
         Some(d) => match d.action.get_ref().parse::<Action>() {
             Ok(a) => a,
@@ -260,13 +231,9 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         find_shadowed(&rules, &mut c);
     }
     if !c.diagnostics.is_empty() {
-        return Err(PolicyError {
-            path: name.to_owned(),
-            diagnostics: c.diagnostics,
-        });
+        return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
     }
-    Policy::new(rules, default_action)
-        .map_err(|e| PolicyError::one(name, None, None, e.to_string()))
+    Policy::new(rules, default_action).map_err(|e| PolicyError::one(name, None, None, e.to_string()))
 }
 
 /// Adds what to do to serde's messages for the mistakes people make most.
@@ -278,7 +245,9 @@ fn explain_toml_error(message: &str) -> String {
         } else if message.contains("`rules`") {
             out.push_str("; rules are written as `[[rule]]` tables");
         } else {
-            out.push_str("; fix the spelling or remove the key (unknown keys are refused so that a typo never widens a rule)");
+            out.push_str(
+                "; fix the spelling or remove the key (unknown keys are refused so that a typo never widens a rule)",
+            );
         }
     }
     out
@@ -286,13 +255,13 @@ fn explain_toml_error(message: &str) -> String {
 
 fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> Option<Rule> {
     let before = c.diagnostics.len();
-    let label = raw.id.as_ref().map_or_else(
-        || format!("rule at line {line}"),
-        |id| format!("rule `{id}`"),
-    );
+    let label = raw.id.as_ref().map_or_else(|| format!("rule at line {line}"), |id| format!("rule `{id}`"));
     let action = match &raw.action {
         None => {
-            c.error(start, format!("{label} has no `action`; add action = \"allow\" | \"deny\" | \"prompt\" | \"audit\""));
+            c.error(
+                start,
+                format!("{label} has no `action`; add action = \"allow\" | \"deny\" | \"prompt\" | \"audit\""),
+            );
             None
         }
         Some(a) => match a.get_ref().parse::<Action>() {
@@ -311,18 +280,9 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
     let any_arg = raw.any_arg.as_ref().and_then(|s| c.glob(s, "any_arg"));
     let mut args = Vec::new();
     if let Some(table) = &raw.args {
-        flatten_args(
-            table.get_ref(),
-            &mut Vec::new(),
-            table.span().start,
-            &mut args,
-            c,
-        );
+        flatten_args(table.get_ref(), &mut Vec::new(), table.span().start, &mut args, c);
         if table.get_ref().is_empty() {
-            c.error(
-                table.span().start,
-                format!("{label}: `args` is empty; remove it or add `args.NAME = \"glob\"`"),
-            );
+            c.error(table.span().start, format!("{label}: `args` is empty; remove it or add `args.NAME = \"glob\"`"));
         }
     }
     let mut operations = Vec::new();
@@ -367,9 +327,7 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
     let named: Vec<(&str, usize)> = [
         raw.tool.as_ref().map(|s| ("tool", s.span().start)),
         raw.tools.as_ref().map(|s| ("tools", s.span().start)),
-        raw.tool_regex
-            .as_ref()
-            .map(|s| ("tool_regex", s.span().start)),
+        raw.tool_regex.as_ref().map(|s| ("tool_regex", s.span().start)),
         raw.resource.as_ref().map(|s| ("resource", s.span().start)),
         raw.prompt.as_ref().map(|s| ("prompt", s.span().start)),
     ]
@@ -399,36 +357,22 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
     let target = match named.first().map(|(k, _)| *k) {
         Some("tool") => {
             let t = raw.tool.as_ref()?;
-            Target::Tool(ToolNames::Globs(c.glob_list(
-                vec![t.get_ref().clone()],
-                t.span().start,
-                "tool",
-            )?))
+            Target::Tool(ToolNames::Globs(c.glob_list(vec![t.get_ref().clone()], t.span().start, "tool")?))
         }
         Some("tools") => {
             let t = raw.tools.as_ref()?;
             if t.get_ref().is_empty() {
-                c.error(
-                    t.span().start,
-                    format!("{label}: `tools` is empty, so the rule could never match"),
-                );
+                c.error(t.span().start, format!("{label}: `tools` is empty, so the rule could never match"));
                 return None;
             }
-            Target::Tool(ToolNames::Globs(c.glob_list(
-                t.get_ref().clone(),
-                t.span().start,
-                "tools",
-            )?))
+            Target::Tool(ToolNames::Globs(c.glob_list(t.get_ref().clone(), t.span().start, "tools")?))
         }
         Some("tool_regex") => {
             let t = raw.tool_regex.as_ref()?;
             match regex::Regex::new(t.get_ref()) {
                 Ok(r) => Target::Tool(ToolNames::Regex(r)),
                 Err(e) => {
-                    c.error(
-                        t.span().start,
-                        format!("{label}: invalid `tool_regex`: {e}"),
-                    );
+                    c.error(t.span().start, format!("{label}: invalid `tool_regex`: {e}"));
                     return None;
                 }
             }
@@ -443,7 +387,9 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
                 } else if let Some(key) = tool_only.first() {
                     c.error(
                         m.span().start,
-                        format!("{label}: `{key}` is about tools, but `method` is not \"tools/call\"; drop one of them"),
+                        format!(
+                            "{label}: `{key}` is about tools, but `method` is not \"tools/call\"; drop one of them"
+                        ),
                     );
                     return None;
                 } else {
@@ -474,10 +420,7 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
     if !tool_only.is_empty() && target.fixed_method() != Some("tools/call") {
         c.error(
             start,
-            format!(
-                "{label}: `{}` only applies to tools, but the rule's target is not a tool",
-                tool_only[0]
-            ),
+            format!("{label}: `{}` only applies to tools, but the rule's target is not a tool", tool_only[0]),
         );
         return None;
     }
@@ -505,29 +448,20 @@ fn flatten_args(
             }
             toml::Value::String(s) => Some(vec![s.clone()]),
             toml::Value::Integer(i) => Some(vec![i.to_string()]),
-            toml::Value::Float(f) => Some(vec![
-                serde_json::Number::from_f64(*f).map_or(f.to_string(), |n| n.to_string()),
-            ]),
+            toml::Value::Float(f) => {
+                Some(vec![serde_json::Number::from_f64(*f).map_or(f.to_string(), |n| n.to_string())])
+            }
             toml::Value::Boolean(b) => Some(vec![b.to_string()]),
-            toml::Value::Array(items) => items
-                .iter()
-                .map(|v| v.as_str().map(str::to_owned))
-                .collect(),
+            toml::Value::Array(items) => items.iter().map(|v| v.as_str().map(str::to_owned)).collect(),
             toml::Value::Datetime(_) => None,
         };
         match patterns {
             Some(p) => {
                 if let Some(glob) = c.glob_list(p, offset, &format!("args.{shown}")) {
-                    out.push(ArgCondition {
-                        path: prefix.clone(),
-                        glob,
-                    });
+                    out.push(ArgCondition { path: prefix.clone(), glob });
                 }
             }
-            None => c.error(
-                offset,
-                format!("`args.{shown}` must be a glob string (or a list of them)"),
-            ),
+            None => c.error(offset, format!("`args.{shown}` must be a glob string (or a list of them)")),
         }
         prefix.truncate(depth);
     }
@@ -537,9 +471,10 @@ fn flatten_args(
 /// already decides everything they could match.
 fn find_shadowed(rules: &[Rule], c: &mut Collector) {
     for (j, later) in rules.iter().enumerate() {
-        let shadow = rules[..j].iter().enumerate().find(|(_, earlier)| {
-            earlier.is_unconditional() && target_covers(&earlier.target, &later.target)
-        });
+        let shadow = rules[..j]
+            .iter()
+            .enumerate()
+            .find(|(_, earlier)| earlier.is_unconditional() && target_covers(&earlier.target, &later.target));
         if let Some((i, earlier)) = shadow {
             let (line, column) = (later.line, 1);
             c.diagnostics.push(Diagnostic {
@@ -568,15 +503,10 @@ fn target_covers(earlier: &Target, later: &Target) -> bool {
         },
         (Target::Tool(ToolNames::Regex(r)), Target::Tool(names)) => match names {
             ToolNames::Regex(s) => r.as_str() == s.as_str(),
-            ToolNames::Globs(h) => h
-                .sources()
-                .iter()
-                .all(|p| crate::glob::is_literal(p) && r.is_match(p)),
+            ToolNames::Globs(h) => h.sources().iter().all(|p| crate::glob::is_literal(p) && r.is_match(p)),
             ToolNames::Any => false,
         },
-        (Target::Resource(g), Target::Resource(h)) | (Target::Prompt(g), Target::Prompt(h)) => {
-            globs_cover(g, h)
-        }
+        (Target::Resource(g), Target::Resource(h)) | (Target::Prompt(g), Target::Prompt(h)) => globs_cover(g, h),
         _ => false,
     }
 }

@@ -37,9 +37,7 @@ pub fn decode_fully(value: &str) -> String {
         if !current.contains('%') {
             break;
         }
-        let next = percent_decode_str(&current)
-            .decode_utf8_lossy()
-            .into_owned();
+        let next = percent_decode_str(&current).decode_utf8_lossy().into_owned();
         if next == current {
             break;
         }
@@ -61,15 +59,9 @@ pub fn normalize(value: &str) -> String {
                 Some(i) => after.split_at(i),
                 None => (after, ""),
             };
-            let cut = path_and_more
-                .find(['?', '#'])
-                .unwrap_or(path_and_more.len());
+            let cut = path_and_more.find(['?', '#']).unwrap_or(path_and_more.len());
             let (path, tail) = path_and_more.split_at(cut);
-            let path = if path.is_empty() {
-                String::new()
-            } else {
-                normalize_path(path)
-            };
+            let path = if path.is_empty() { String::new() } else { normalize_path(path) };
             return format!("{scheme}://{authority}{path}{tail}");
         }
         if scheme.eq_ignore_ascii_case("file") {
@@ -85,9 +77,7 @@ fn split_scheme(value: &str) -> Option<(&str, &str)> {
     let scheme = &value[..colon];
     let valid = scheme.len() >= 2
         && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     valid.then(|| (scheme, &value[colon + 1..]))
 }
 
@@ -130,10 +120,7 @@ mod tests {
 
     #[test]
     fn dot_segments_and_slashes() {
-        assert_eq!(
-            normalize("/home/u/projects/../../.ssh/id_rsa"),
-            "/home/.ssh/id_rsa"
-        );
+        assert_eq!(normalize("/home/u/projects/../../.ssh/id_rsa"), "/home/.ssh/id_rsa");
         assert_eq!(normalize("/a//b/./c/"), "/a/b/c/");
         assert_eq!(normalize("/../../etc/passwd"), "/etc/passwd");
         assert_eq!(normalize("a/../../b"), "../b");
@@ -144,26 +131,16 @@ mod tests {
 
     #[test]
     fn uris() {
-        assert_eq!(
-            normalize("file:///home/u/../../etc/passwd"),
-            "file:///etc/passwd"
-        );
-        assert_eq!(
-            normalize("file://localhost//etc/./shadow"),
-            "file://localhost/etc/shadow"
-        );
+        assert_eq!(normalize("file:///home/u/../../etc/passwd"), "file:///etc/passwd");
+        assert_eq!(normalize("file://localhost//etc/./shadow"), "file://localhost/etc/shadow");
         assert_eq!(normalize("https://h/a/../b?x=../y"), "https://h/b?x=../y");
         assert_eq!(normalize("file:/etc/../root"), "file:/root");
     }
 
     #[test]
     fn percent_encoding_single_and_double() {
-        assert!(
-            readings("/home/u/%2e%2e/%2e%2e/.ssh/id_rsa").contains(&"/.ssh/id_rsa".to_string())
-        );
-        assert!(
-            readings("/home/u/x/%252e%252e/%252e%252e/.ssh").contains(&"/home/.ssh".to_string())
-        );
+        assert!(readings("/home/u/%2e%2e/%2e%2e/.ssh/id_rsa").contains(&"/.ssh/id_rsa".to_string()));
+        assert!(readings("/home/u/x/%252e%252e/%252e%252e/.ssh").contains(&"/home/.ssh".to_string()));
         assert!(readings("file:///etc%2fpasswd").contains(&"file:///etc/passwd".to_string()));
         assert_eq!(readings("plain")[0], "plain");
         assert_eq!(readings("plain").len(), 1);
@@ -171,8 +148,6 @@ mod tests {
 
     #[test]
     fn backslashes_are_read_as_separators_too() {
-        assert!(
-            readings("C:\\Users\\u\\.ssh\\id_rsa").contains(&"C:/Users/u/.ssh/id_rsa".to_string())
-        );
+        assert!(readings("C:\\Users\\u\\.ssh\\id_rsa").contains(&"C:/Users/u/.ssh/id_rsa".to_string()));
     }
 }

@@ -65,8 +65,7 @@ impl Operation {
     pub fn includes(self, detected: Operation) -> bool {
         self == detected
             || (self == Operation::Read && detected == Operation::List)
-            || (self == Operation::Write
-                && matches!(detected, Operation::Create | Operation::Update))
+            || (self == Operation::Write && matches!(detected, Operation::Create | Operation::Update))
     }
 
     /// How dangerous the operation is; the detector keeps the highest.
@@ -94,16 +93,10 @@ impl fmt::Display for Operation {
 impl FromStr for Operation {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Operation::ALL
-            .into_iter()
-            .find(|op| op.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Operation::ALL.iter().map(|o| o.as_str()).collect();
-                format!(
-                    "unknown operation `{s}`; expected one of {}",
-                    names.join(", ")
-                )
-            })
+        Operation::ALL.into_iter().find(|op| op.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = Operation::ALL.iter().map(|o| o.as_str()).collect();
+            format!("unknown operation `{s}`; expected one of {}", names.join(", "))
+        })
     }
 }
 
@@ -119,26 +112,23 @@ pub struct ToolKind {
 fn verb(word: &str) -> Option<Operation> {
     use Operation::*;
     Some(match word {
-        "delete" | "del" | "remove" | "rm" | "rmdir" | "drop" | "destroy" | "purge" | "erase"
-        | "unlink" | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke"
-        | "prune" | "uninstall" | "unset" | "shred" | "nuke" => Delete,
-        "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke"
-        | "spawn" | "cmd" | "command" | "terminal" | "script" | "launch" | "start" => Execute,
-        "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure"
-        | "config" | "sudo" | "role" | "roles" | "invite" | "ban" => Admin,
-        "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store"
-        | "append" | "commit" | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => {
-            Write
-        }
-        "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert"
-        | "close" | "archive" | "assign" | "transfer" => Update,
-        "create" | "add" | "new" | "insert" | "make" | "mkdir" | "touch" | "fork" | "copy"
-        | "cp" | "init" | "generate" | "register" => Create,
+        "delete" | "del" | "remove" | "rm" | "rmdir" | "drop" | "destroy" | "purge" | "erase" | "unlink"
+        | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke" | "prune" | "uninstall"
+        | "unset" | "shred" | "nuke" => Delete,
+        "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke" | "spawn" | "cmd"
+        | "command" | "terminal" | "script" | "launch" | "start" => Execute,
+        "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure" | "config" | "sudo"
+        | "role" | "roles" | "invite" | "ban" => Admin,
+        "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store" | "append" | "commit"
+        | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => Write,
+        "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert" | "close"
+        | "archive" | "assign" | "transfer" => Update,
+        "create" | "add" | "new" | "insert" | "make" | "mkdir" | "touch" | "fork" | "copy" | "cp" | "init"
+        | "generate" | "register" => Create,
         "list" | "ls" | "enumerate" | "browse" | "tree" | "directory" => List,
-        "get" | "read" | "open" | "fetch" | "search" | "find" | "query" | "view" | "show"
-        | "describe" | "cat" | "head" | "tail" | "download" | "lookup" | "inspect" | "check"
-        | "stat" | "info" | "count" | "export" | "retrieve" | "load" | "select" | "grep"
-        | "scan" | "watch" | "status" | "diff" | "log" | "logs" => Read,
+        "get" | "read" | "open" | "fetch" | "search" | "find" | "query" | "view" | "show" | "describe" | "cat"
+        | "head" | "tail" | "download" | "lookup" | "inspect" | "check" | "stat" | "info" | "count" | "export"
+        | "retrieve" | "load" | "select" | "grep" | "scan" | "watch" | "status" | "diff" | "log" | "logs" => Read,
         _ => return None,
     })
 }
@@ -159,8 +149,7 @@ pub fn words(name: &str) -> Vec<String> {
             && i > 0
             && (chars[i - 1].is_lowercase()
                 || chars[i - 1].is_ascii_digit()
-                || (chars[i - 1].is_uppercase()
-                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
+                || (chars[i - 1].is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())));
         if boundary && !current.is_empty() {
             out.push(std::mem::take(&mut current));
         }
@@ -175,11 +164,7 @@ pub fn words(name: &str) -> Vec<String> {
 /// Reads a tool name into service and operation.
 pub fn detect(name: &str) -> ToolKind {
     let words = words(name);
-    let operation = words
-        .iter()
-        .filter_map(|w| verb(w))
-        .max_by_key(|op| op.severity())
-        .unwrap_or(Operation::Unknown);
+    let operation = words.iter().filter_map(|w| verb(w)).max_by_key(|op| op.severity()).unwrap_or(Operation::Unknown);
     let service = match words.first() {
         Some(first) if words.len() > 1 && verb(first).is_none() => Some(first.clone()),
         _ => None,
@@ -199,10 +184,7 @@ mod tests {
     fn seed_examples() {
         assert_eq!(
             detect("github_delete_repo"),
-            ToolKind {
-                service: Some("github".into()),
-                operation: Operation::Delete
-            }
+            ToolKind { service: Some("github".into()), operation: Operation::Delete }
         );
         assert_eq!(detect("github_list_repos").operation, Operation::List);
         assert!(Operation::Read.includes(op("github_list_repos")));

@@ -43,11 +43,7 @@ impl Action {
     /// How conditions on strings and arrays combine for this action: an allow needs
     /// every reading and element to match, anything stricter needs only one.
     pub(crate) fn quantifier(self) -> Quantifier {
-        if self == Action::Allow {
-            Quantifier::Every
-        } else {
-            Quantifier::Any
-        }
+        if self == Action::Allow { Quantifier::Every } else { Quantifier::Any }
     }
 }
 
@@ -65,9 +61,7 @@ impl FromStr for Action {
             "deny" => Ok(Action::Deny),
             "prompt" => Ok(Action::Prompt),
             "audit" => Ok(Action::Audit),
-            other => Err(format!(
-                "unknown action `{other}`; write one of allow, deny, prompt, audit"
-            )),
+            other => Err(format!("unknown action `{other}`; write one of allow, deny, prompt, audit")),
         }
     }
 }
@@ -252,10 +246,9 @@ impl Rule {
                     (_, None) => false,
                     (Target::Tool(ToolNames::Globs(g)), Some(n)) => g.is_match(n),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
-                    (Target::Resource(g), Some(uri)) => self
-                        .action
-                        .quantifier()
-                        .over(readings(uri), |r| g.is_match(&r)),
+                    (Target::Resource(g), Some(uri)) => {
+                        self.action.quantifier().over(readings(uri), |r| g.is_match(&r))
+                    }
                     (Target::Prompt(g), Some(n)) => g.is_match(n),
                     (Target::Method(_), _) => unreachable!("handled above"),
                 }
@@ -279,10 +272,7 @@ impl Rule {
             }
         }
         if !self.operations.is_empty() {
-            let found = call
-                .name
-                .map(|n| detect(n).operation)
-                .unwrap_or(Operation::Unknown);
+            let found = call.name.map(|n| detect(n).operation).unwrap_or(Operation::Unknown);
             if !self.operations.iter().any(|op| op.includes(found)) {
                 return Err(Miss::Operation(found));
             }
@@ -334,9 +324,9 @@ impl Rule {
 fn path_matches(value: &Value, path: &[String], glob: &Glob, q: Quantifier) -> bool {
     match value {
         Value::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
-        Value::Object(map) if !path.is_empty() => map
-            .get(&path[0])
-            .is_some_and(|v| path_matches(v, &path[1..], glob, q)),
+        Value::Object(map) if !path.is_empty() => {
+            map.get(&path[0]).is_some_and(|v| path_matches(v, &path[1..], glob, q))
+        }
         _ if !path.is_empty() => false,
         leaf => leaf_matches(leaf, glob, q),
     }
@@ -372,9 +362,7 @@ impl fmt::Display for Miss {
             Miss::Server => f.write_str("server does not match"),
             Miss::Service => f.write_str("service does not match"),
             Miss::Arg(path) => write!(f, "args.{path} does not match (or is missing)"),
-            Miss::ArgsNotObject => {
-                f.write_str("arguments are not an object, so argument conditions cannot hold")
-            }
+            Miss::ArgsNotObject => f.write_str("arguments are not an object, so argument conditions cannot hold"),
             Miss::AnyArg => f.write_str("any_arg does not match the string arguments"),
             Miss::Operation(op) => write!(f, "operation is `{op}`"),
             Miss::Destructive(v) => {

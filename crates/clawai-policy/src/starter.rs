@@ -70,65 +70,24 @@ mod tests {
         let p = load_str(STARTER_POLICY, Format::Toml, "starter").unwrap();
         let decide = |name: &str, args: serde_json::Value, ann: Option<ToolAnnotations>| {
             let params = json!({"name": name, "arguments": args});
-            p.decide(&Call::from_params("tools/call", Some(&params)).with_annotations(ann))
-                .action
+            p.decide(&Call::from_params("tools/call", Some(&params)).with_annotations(ann)).action
         };
-        let ro = Some(ToolAnnotations {
-            read_only_hint: Some(true),
-            destructive_hint: None,
-        });
-        assert_eq!(
-            decide("read_file", json!({"path": "/home/u/.ssh/id_rsa"}), ro),
-            Action::Deny
-        );
-        assert_eq!(
-            decide(
-                "read_file",
-                json!({"path": "/home/u/p/../../u/.aws/credentials"}),
-                ro
-            ),
-            Action::Deny
-        );
-        assert_eq!(
-            decide("read_file", json!({"path": "/srv/app/.env"}), ro),
-            Action::Deny
-        );
-        assert_eq!(
-            decide("delete_file", json!({"path": "/tmp/x"}), ro),
-            Action::Prompt
-        );
+        let ro = Some(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
+        assert_eq!(decide("read_file", json!({"path": "/home/u/.ssh/id_rsa"}), ro), Action::Deny);
+        assert_eq!(decide("read_file", json!({"path": "/home/u/p/../../u/.aws/credentials"}), ro), Action::Deny);
+        assert_eq!(decide("read_file", json!({"path": "/srv/app/.env"}), ro), Action::Deny);
+        assert_eq!(decide("delete_file", json!({"path": "/tmp/x"}), ro), Action::Prompt);
         assert_eq!(
             decide("write_file", json!({"path": "/tmp/x"}), None),
             Action::Prompt,
             "unlisted tools count as destructive"
         );
-        assert_eq!(
-            decide("read_file", json!({"path": "/home/u/notes.txt"}), ro),
-            Action::Audit
-        );
+        assert_eq!(decide("read_file", json!({"path": "/home/u/notes.txt"}), ro), Action::Audit);
         let res = json!({"uri": "file:///home/u/.ssh/id_rsa"});
-        assert_eq!(
-            p.decide(&Call::from_params("resources/read", Some(&res)))
-                .action,
-            Action::Deny
-        );
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Deny);
         let res = json!({"uri": "file:///home/u/readme.md"});
-        assert_eq!(
-            p.decide(&Call::from_params("resources/read", Some(&res)))
-                .action,
-            Action::Audit
-        );
-        assert_eq!(
-            p.decide(&Call::from_params(
-                "sampling/createMessage",
-                Some(&json!({}))
-            ))
-            .action,
-            Action::Audit
-        );
-        assert_eq!(
-            p.decide(&Call::from_params("roots/list", None)).action,
-            Action::Deny
-        );
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Audit);
+        assert_eq!(p.decide(&Call::from_params("sampling/createMessage", Some(&json!({})))).action, Action::Audit);
+        assert_eq!(p.decide(&Call::from_params("roots/list", None)).action, Action::Deny);
     }
 }

@@ -77,9 +77,7 @@ impl<'a> Envelope<'a> {
     /// Reads one message (a line, with or without its newline).
     pub fn parse(line: &'a [u8]) -> Result<Envelope<'a>, EnvelopeError> {
         if line.starts_with(b"\xEF\xBB\xBF") {
-            return Err(EnvelopeError::Parse(
-                "the line starts with a byte order mark".into(),
-            ));
+            return Err(EnvelopeError::Parse("the line starts with a byte order mark".into()));
         }
         let first = line.iter().copied().find(|b| !b.is_ascii_whitespace());
         match first {
@@ -93,19 +91,13 @@ impl<'a> Envelope<'a> {
             Some(b'{') => {}
             Some(_) => {
                 return Err(match serde_json::from_slice::<IgnoredAny>(line) {
-                    Ok(_) => EnvelopeError::Invalid {
-                        id: None,
-                        reason: "a message must be a JSON object".into(),
-                    },
+                    Ok(_) => EnvelopeError::Invalid { id: None, reason: "a message must be a JSON object".into() },
                     Err(e) => EnvelopeError::Parse(e.to_string()),
                 });
             }
         }
         let raw: Members<'a> = serde_json::from_slice(line).map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => EnvelopeError::Invalid {
-                id: None,
-                reason: strip_position(&e),
-            },
+            serde_json::error::Category::Data => EnvelopeError::Invalid { id: None, reason: strip_position(&e) },
             _ => EnvelopeError::Parse(e.to_string()),
         })?;
         raw.validate()
@@ -137,9 +129,7 @@ struct Members<'a> {
 
 impl<'a> Members<'a> {
     fn validate(self) -> Result<Envelope<'a>, EnvelopeError> {
-        let usable_id = self
-            .id
-            .filter(|id| matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')));
+        let usable_id = self.id.filter(|id| matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')));
         let invalid = |reason: &str| EnvelopeError::Invalid {
             id: usable_id.map(|i| i.get().to_owned()),
             reason: reason.to_owned(),
@@ -148,8 +138,7 @@ impl<'a> Members<'a> {
             return Err(invalid("`jsonrpc` must be \"2.0\""));
         }
         if let Some(id) = self.id {
-            let ok = usable_id.is_some()
-                || (id.get() == "null" && self.method.is_none() && self.error.is_some());
+            let ok = usable_id.is_some() || (id.get() == "null" && self.method.is_none() && self.error.is_some());
             if !ok {
                 return Err(invalid("`id` must be a string or a number"));
             }
@@ -159,12 +148,7 @@ impl<'a> Members<'a> {
                 return Err(invalid("`params` must be an object or an array"));
             }
         }
-        let kind = match (
-            &self.method,
-            self.id,
-            self.result.is_some(),
-            self.error.is_some(),
-        ) {
+        let kind = match (&self.method, self.id, self.result.is_some(), self.error.is_some()) {
             (Some(_), _, true, _) | (Some(_), _, _, true) => {
                 return Err(invalid("a request cannot carry `result` or `error`"));
             }
@@ -175,9 +159,7 @@ impl<'a> Members<'a> {
                 return Err(invalid("a response carries `result` or `error`, not both"));
             }
             (None, _, false, false) => {
-                return Err(invalid(
-                    "a message needs a `method`, or a `result` or `error`",
-                ));
+                return Err(invalid("a message needs a `method`, or a `result` or `error`"));
             }
             (None, None, _, _) => return Err(invalid("a response needs an `id`")),
         };
@@ -227,11 +209,7 @@ impl<'de> de::Deserialize<'de> for Members<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
                 let mut m = Members::default();
-                fn once<T, E: de::Error>(
-                    slot: &mut Option<T>,
-                    value: T,
-                    key: &str,
-                ) -> Result<(), E> {
+                fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), E> {
                     if slot.is_some() {
                         return Err(E::custom(format!("member `{key}` appears twice")));
                     }
@@ -240,24 +218,14 @@ impl<'de> de::Deserialize<'de> for Members<'de> {
                 }
                 while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
                     match key.as_ref() {
-                        "jsonrpc" => {
-                            once(&mut m.jsonrpc, map.next_value::<Text<'de>>()?.0, "jsonrpc")?
-                        }
+                        "jsonrpc" => once(&mut m.jsonrpc, map.next_value::<Text<'de>>()?.0, "jsonrpc")?,
                         "id" => once(&mut m.id, map.next_value::<&'de RawValue>()?, "id")?,
-                        "method" => {
-                            once(&mut m.method, map.next_value::<Text<'de>>()?.0, "method")?
-                        }
-                        "params" => {
-                            once(&mut m.params, map.next_value::<&'de RawValue>()?, "params")?
-                        }
-                        "result" => {
-                            once(&mut m.result, map.next_value::<&'de RawValue>()?, "result")?
-                        }
+                        "method" => once(&mut m.method, map.next_value::<Text<'de>>()?.0, "method")?,
+                        "params" => once(&mut m.params, map.next_value::<&'de RawValue>()?, "params")?,
+                        "result" => once(&mut m.result, map.next_value::<&'de RawValue>()?, "result")?,
                         "error" => once(&mut m.error, map.next_value::<&'de RawValue>()?, "error")?,
                         other => {
-                            if let Some(known) =
-                                MEMBERS.iter().find(|k| k.eq_ignore_ascii_case(other))
-                            {
+                            if let Some(known) = MEMBERS.iter().find(|k| k.eq_ignore_ascii_case(other)) {
                                 return Err(de::Error::custom(format!(
                                     "member `{other}` differs from `{known}` only in case; refused because a receiver might read it as `{known}`"
                                 )));
@@ -283,35 +251,17 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Ok(Kind::Request)
-        );
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Ok(Kind::Notification)
-        );
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
-            Ok(Kind::Response)
-        );
-        assert_eq!(
-            kind(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#),
-            Ok(Kind::Response)
-        );
-        assert_eq!(
-            kind("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"x\",\"extra\":[1]}\r\n"),
-            Ok(Kind::Request)
-        );
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(Kind::Request));
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Kind::Notification));
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#), Ok(Kind::Response));
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#), Ok(Kind::Response));
+        assert_eq!(kind("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"x\",\"extra\":[1]}\r\n"), Ok(Kind::Request));
     }
 
     #[test]
     fn ids_are_kept_as_written() {
         let line = br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#;
-        assert_eq!(
-            Envelope::parse(line).unwrap().id_text(),
-            Some("123456789012345678901234567890")
-        );
+        assert_eq!(Envelope::parse(line).unwrap().id_text(), Some("123456789012345678901234567890"));
         let line = br#"{"jsonrpc":"2.0","id":"x\"y","method":"ping"}"#;
         assert_eq!(Envelope::parse(line).unwrap().id_text(), Some(r#""x\"y""#));
     }
@@ -325,25 +275,15 @@ mod tests {
             "\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"a\"}",
             "",
         ] {
-            assert!(
-                matches!(kind(bad), Err(EnvelopeError::Parse(_))),
-                "{bad:?}: {:?}",
-                kind(bad)
-            );
+            assert!(matches!(kind(bad), Err(EnvelopeError::Parse(_))), "{bad:?}: {:?}", kind(bad));
         }
         let invalid_utf8 = b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\"}";
-        assert!(matches!(
-            Envelope::parse(invalid_utf8),
-            Err(EnvelopeError::Parse(_))
-        ));
+        assert!(matches!(Envelope::parse(invalid_utf8), Err(EnvelopeError::Parse(_))));
     }
 
     #[test]
     fn batches_and_invalid_requests() {
-        assert_eq!(
-            kind(r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#),
-            Err(EnvelopeError::Batch)
-        );
+        assert_eq!(kind(r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#), Err(EnvelopeError::Batch));
         for bad in [
             r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
             r#"{"id":1,"method":"ping"}"#,
@@ -355,11 +295,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
             r#"42"#,
         ] {
-            assert!(
-                matches!(kind(bad), Err(EnvelopeError::Invalid { .. })),
-                "{bad}: {:?}",
-                kind(bad)
-            );
+            assert!(matches!(kind(bad), Err(EnvelopeError::Invalid { .. })), "{bad}: {:?}", kind(bad));
         }
         match Envelope::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#) {
             Err(EnvelopeError::Invalid { id, .. }) => assert_eq!(id.as_deref(), Some("7")),
@@ -376,10 +312,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"ping","meth\u006fd":"tools/call"}"#,
         ] {
-            assert!(
-                matches!(kind(bad), Err(EnvelopeError::Invalid { .. })),
-                "{bad}"
-            );
+            assert!(matches!(kind(bad), Err(EnvelopeError::Invalid { .. })), "{bad}");
         }
     }
 }

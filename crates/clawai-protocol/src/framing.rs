@@ -48,10 +48,7 @@ impl<R: BufRead> LineReader<R> {
             };
             if available.is_empty() {
                 return Ok(match (oversize, line.is_empty()) {
-                    (Some(length), _) => Some(Frame::Oversize {
-                        prefix: line,
-                        length,
-                    }),
+                    (Some(length), _) => Some(Frame::Oversize { prefix: line, length }),
                     (None, true) => None,
                     (None, false) => Some(Frame::Line(line)),
                 });
@@ -77,10 +74,7 @@ impl<R: BufRead> LineReader<R> {
             self.inner.consume(used);
             if done {
                 return Ok(Some(match oversize {
-                    Some(length) => Frame::Oversize {
-                        prefix: line,
-                        length,
-                    },
+                    Some(length) => Frame::Oversize { prefix: line, length },
                     None => Frame::Line(line),
                 }));
             }
@@ -94,10 +88,7 @@ mod tests {
     use std::io::Cursor;
 
     fn frames(input: &[u8], max: usize) -> Vec<Frame> {
-        let mut r = LineReader::new(
-            io::BufReader::with_capacity(7, Cursor::new(input.to_vec())),
-            max,
-        );
+        let mut r = LineReader::new(io::BufReader::with_capacity(7, Cursor::new(input.to_vec())), max);
         let mut out = Vec::new();
         while let Some(f) = r.next_frame().unwrap() {
             out.push(f);

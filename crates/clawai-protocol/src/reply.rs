@@ -57,9 +57,7 @@ mod tests {
     #[test]
     fn ids_are_echoed_as_written() {
         let line = error(Some("123456789012345678901234567890"), DENIED, "no", None);
-        assert!(
-            line.starts_with(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"#)
-        );
+        assert!(line.starts_with(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"#));
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["error"]["code"], DENIED);
         let line = tool_error(Some("\"x\""), "denied");

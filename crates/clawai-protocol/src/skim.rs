@@ -180,9 +180,7 @@ impl Cursor<'_> {
                 let scalar = &self.b[start..self.i];
                 let ok = matches!(scalar, b"true" | b"false" | b"null")
                     || (!scalar.is_empty()
-                        && scalar
-                            .iter()
-                            .all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
+                        && scalar.iter().all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')));
                 ok.then_some(())
             }
         }
@@ -246,8 +244,16 @@ mod tests {
 
     #[test]
     fn leading_id_of_a_cut_message() {
-        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"arguments":{"content":"xxxx"#), Some(&br#""big-1""#[..]));
-        assert_eq!(leading_id(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"arguments":{"content":"xxxx"#), None);
+        assert_eq!(
+            leading_id(
+                br#"{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"arguments":{"content":"xxxx"#
+            ),
+            Some(&br#""big-1""#[..])
+        );
+        assert_eq!(
+            leading_id(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"arguments":{"content":"xxxx"#),
+            None
+        );
         assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":null,"#), None);
     }
 

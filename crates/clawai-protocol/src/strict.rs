@@ -18,9 +18,7 @@ pub struct Ambiguous(pub String);
 
 /// Parses JSON text into a value, refusing duplicate and case-variant keys anywhere.
 pub fn parse(text: &[u8]) -> Result<Value, Ambiguous> {
-    serde_json::from_slice::<Strict>(text)
-        .map(|s| s.0)
-        .map_err(|e| Ambiguous(e.to_string()))
+    serde_json::from_slice::<Strict>(text).map(|s| s.0).map_err(|e| Ambiguous(e.to_string()))
 }
 
 struct Strict(Value);
@@ -49,9 +47,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
         Ok(Strict(Value::Number(v.into())))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
-        Ok(Strict(
-            Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
+        Ok(Strict(Number::from_f64(v).map_or(Value::Null, Value::Number)))
     }
     fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
         Ok(Strict(Value::String(v.to_owned())))
@@ -77,9 +73,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let mut folded = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "key `{key}` appears twice in one object"
-                )));
+                return Err(de::Error::custom(format!("key `{key}` appears twice in one object")));
             }
             if !folded.insert(key.to_ascii_lowercase()) {
                 return Err(de::Error::custom(format!(
@@ -108,10 +102,7 @@ mod tests {
         assert!(parse(br#"{"name":"a","name":"b"}"#).is_err());
         assert!(parse(br#"{"params":{"arguments":{"path":"/ok","path":"/etc/shadow"}}}"#).is_err());
         assert!(parse(br#"[{"x":1},{"y":{"z":1,"z":2}}]"#).is_err());
-        assert!(
-            parse(br#"{"path":"a","p\u0061th":"b"}"#).is_err(),
-            "escapes are decoded before comparing"
-        );
+        assert!(parse(br#"{"path":"a","p\u0061th":"b"}"#).is_err(), "escapes are decoded before comparing");
     }
 
     #[test]

@@ -105,27 +105,13 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        Ok(AuditLog {
-            sink: Mutex::new(Sink {
-                file: Some(file),
-                path: path.to_owned(),
-                written,
-                max_bytes,
-                keep,
-            }),
-        })
+        Ok(AuditLog { sink: Mutex::new(Sink { file: Some(file), path: path.to_owned(), written, max_bytes, keep }) })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
         AuditLog {
-            sink: Mutex::new(Sink {
-                file: None,
-                path: PathBuf::new(),
-                written: 0,
-                max_bytes: u64::MAX,
-                keep: 0,
-            }),
+            sink: Mutex::new(Sink { file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 }),
         }
     }
 
@@ -146,19 +132,13 @@ impl AuditLog {
         line.push(b'\n');
         if sink.written + line.len() as u64 > sink.max_bytes && sink.written > 0 {
             if let Err(e) = sink.rotate() {
-                tracing::error!(
-                    "audit trail {} could not be rotated: {e}",
-                    sink.path.display()
-                );
+                tracing::error!("audit trail {} could not be rotated: {e}", sink.path.display());
             }
         }
         let result = sink.file.as_mut().map(|f| f.write_all(&line));
         match result {
             Some(Ok(())) => sink.written += line.len() as u64,
-            Some(Err(e)) => tracing::error!(
-                "audit trail {} could not be written: {e}",
-                sink.path.display()
-            ),
+            Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", sink.path.display()),
             None => {}
         }
     }

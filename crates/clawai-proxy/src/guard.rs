@@ -34,7 +34,8 @@ pub enum Verdict {
     Drop,
 }
 
-/// Methods the client sends that the policy decides on.
+/// Methods the client sends that the policy always decides on. Any other method is
+/// decided too when a `method` rule of the policy names it.
 pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
 /// Methods the server sends that the policy decides on.
 pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
@@ -100,7 +101,7 @@ impl Guard {
         let id = envelope.id;
         match (envelope.kind, envelope.method.as_deref()) {
             (Kind::Request | Kind::Notification, Some(method))
-                if CLIENT_DECIDED.contains(&method) =>
+                if CLIENT_DECIDED.contains(&method) || self.policy.names_method(method) =>
             {
                 self.decide(Direction::ClientToServer, method, id, line)
             }
@@ -110,13 +111,7 @@ impl Guard {
                 Verdict::Forward
             }
             (Kind::Notification, Some(method)) => {
-                self.pass(
-                    Direction::ClientToServer,
-                    "notification",
-                    method,
-                    None,
-                    line.len(),
-                );
+                self.pass(Direction::ClientToServer, "notification", method, None, line.len());
                 Verdict::Forward
             }
             _ => {
@@ -157,10 +152,7 @@ impl Guard {
                     );
                     Verdict::Forward
                 }
-                None => self.refuse_from_server(
-                    line.len(),
-                    "neither a request, a notification nor a response",
-                ),
+                None => self.refuse_from_server(line.len(), "neither a request, a notification nor a response"),
             };
         }
         match Envelope::parse(line) {
@@ -183,14 +175,10 @@ impl Guard {
     }
 
     fn server_message(&self, method: &str, id: Option<&RawValue>, line: &[u8]) -> Verdict {
-        if SERVER_DECIDED.contains(&method) {
+        if SERVER_DECIDED.contains(&method) || self.policy.names_method(method) {
             return self.decide(Direction::ServerToClient, method, id, line);
         }
-        let kind = if id.is_some() {
-            "request"
-        } else {
-            "notification"
-        };
+        let kind = if id.is_some() { "request" } else { "notification" };
         self.pass(Direction::ServerToClient, kind, method, id, line.len());
         if id.is_some() {
             self.track(&self.from_server, id, method);
@@ -203,46 +191,29 @@ impl Guard {
         let id = leading_id(prefix).and_then(utf8);
         let mut event = self.event(Direction::ClientToServer, "refused");
         event.decision = Some("refused");
-        event.reason = Some(format!(
-            "message of {length} bytes is over the {limit}-byte limit"
-        ));
+        event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
         self.audit.record(&event);
         tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
         Verdict::Reply(reply::error(
             id,
             reply::TOO_LARGE,
-            &format!(
-                "message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"
-            ),
+            &format!("message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"),
             None,
         ))
     }
 
     /// A server line longer than the limit: not forwarded; when it was a response, the
     /// client gets an error for that request instead. Returns the message for the client.
-    pub fn oversize_from_server(
-        &self,
-        prefix: &[u8],
-        length: usize,
-        limit: usize,
-    ) -> Option<Vec<u8>> {
+    pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Option<Vec<u8>> {
         let id = leading_id(prefix).and_then(utf8);
         let mut event = self.event(Direction::ServerToClient, "refused");
         event.decision = Some("refused");
-        event.reason = Some(format!(
-            "message of {length} bytes is over the {limit}-byte limit"
-        ));
+        event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
         self.audit.record(&event);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
-        let id = id.filter(|i| {
-            self.from_client
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(*i)
-                .is_some()
-        })?;
+        let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
         Some(reply::error(
             Some(id),
             reply::TOO_LARGE,
@@ -255,12 +226,8 @@ impl Guard {
 
     /// The server is gone: an error for every client request still waiting.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
-        let pending: Vec<(String, InFlight)> = self
-            .from_client
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
+        let pending: Vec<(String, InFlight)> =
+            self.from_client.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
         pending
             .into_iter()
             .map(|(id, flight)| {
@@ -291,12 +258,7 @@ impl Guard {
             EnvelopeError::Invalid { id, .. } => id.as_deref(),
             _ => None,
         };
-        Verdict::Reply(reply::error(
-            id,
-            error.code(),
-            &format!("clawai refused the message: {error}"),
-            None,
-        ))
+        Verdict::Reply(reply::error(id, error.code(), &format!("clawai refused the message: {error}"), None))
     }
 
     fn refuse_from_server(&self, size: usize, why: &str) -> Verdict {
@@ -309,14 +271,7 @@ impl Guard {
         Verdict::Drop
     }
 
-    fn pass(
-        &self,
-        direction: Direction,
-        kind: &str,
-        method: &str,
-        id: Option<&RawValue>,
-        size: usize,
-    ) {
+    fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) {
         let mut event = self.event(direction, kind);
         event.method = Some(method);
         event.id = id;
@@ -327,13 +282,10 @@ impl Guard {
 
     fn track(&self, table: &Mutex<HashMap<String, InFlight>>, id: Option<&RawValue>, method: &str) {
         if let Some(id) = id {
-            table.lock().unwrap_or_else(|p| p.into_inner()).insert(
-                id.get().to_owned(),
-                InFlight {
-                    method: method.to_owned(),
-                    started: Instant::now(),
-                },
-            );
+            table
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.get().to_owned(), InFlight { method: method.to_owned(), started: Instant::now() });
         }
     }
 
@@ -346,12 +298,7 @@ impl Guard {
         is_error: bool,
         size: usize,
     ) {
-        let flight = id.and_then(|i| {
-            table
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(i.get())
-        });
+        let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove(i.get()));
         let is_error = is_error || result.is_some_and(|r| member(r, b"isError") == Some(b"true"));
         if let (Some(flight), Some(result)) = (&flight, result) {
             if flight.method == "tools/list" && direction == Direction::ServerToClient {
@@ -363,9 +310,7 @@ impl Guard {
         event.id = id;
         event.is_error = Some(is_error);
         event.size = Some(size);
-        event.duration_ms = flight
-            .as_ref()
-            .map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
+        event.duration_ms = flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
         self.audit.record(&event);
     }
 
@@ -380,10 +325,7 @@ impl Guard {
         let mut known = self.tools.write().unwrap_or_else(|p| p.into_inner());
         for tool in tools {
             if let Some(name) = tool.get("name").and_then(Value::as_str) {
-                let annotations = tool
-                    .get("annotations")
-                    .map(ToolAnnotations::from_json)
-                    .unwrap_or_default();
+                let annotations = tool.get("annotations").map(ToolAnnotations::from_json).unwrap_or_default();
                 known.insert(name.to_owned(), annotations);
             }
         }
@@ -391,21 +333,11 @@ impl Guard {
 
     /// The annotations recorded for a tool, if it was listed.
     pub fn annotations(&self, tool: &str) -> Option<ToolAnnotations> {
-        self.tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(tool)
-            .copied()
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).get(tool).copied()
     }
 
     /// Decides a message the policy applies to.
-    fn decide(
-        &self,
-        direction: Direction,
-        method: &str,
-        id: Option<&RawValue>,
-        line: &[u8],
-    ) -> Verdict {
+    fn decide(&self, direction: Direction, method: &str, id: Option<&RawValue>, line: &[u8]) -> Verdict {
         let id_text = id.map(RawValue::get);
         let refuse = |code: i64, why: String| -> Verdict {
             let mut event = self.event(direction, "refused");
@@ -417,12 +349,9 @@ impl Guard {
             self.audit.record(&event);
             tracing::warn!("refused {method}: {why}");
             match id_text {
-                Some(_) => Verdict::Reply(reply::error(
-                    id_text,
-                    code,
-                    &format!("clawai refused {method}: {why}"),
-                    None,
-                )),
+                Some(_) => {
+                    Verdict::Reply(reply::error(id_text, code, &format!("clawai refused {method}: {why}"), None))
+                }
                 None => Verdict::Drop,
             }
         };
@@ -442,14 +371,7 @@ impl Guard {
         let policy = self.policy.current();
         let decision = policy.decide(&call);
 
-        let mut event = self.event(
-            direction,
-            if id.is_some() {
-                "request"
-            } else {
-                "notification"
-            },
-        );
+        let mut event = self.event(direction, if id.is_some() { "request" } else { "notification" });
         event.method = Some(method);
         event.id = id;
         match method {
@@ -466,17 +388,11 @@ impl Guard {
         self.audit.record(&event);
 
         if decision.action.forwards() {
-            let table = if direction == Direction::ClientToServer {
-                &self.from_client
-            } else {
-                &self.from_server
-            };
+            let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };
             self.track(table, id, method);
             return Verdict::Forward;
         }
-        let what = call
-            .name
-            .map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
+        let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
         tracing::warn!("{} {what}: {}", decision.action, decision.reason());
         match id_text {
             None => Verdict::Drop,
@@ -496,16 +412,12 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str) -> Ve
                 decision.reason()
             ),
         ),
-        _ => (
-            reply::DENIED,
-            format!("clawai denied {what}: {}", decision.reason()),
-        ),
+        _ => (reply::DENIED, format!("clawai denied {what}: {}", decision.reason())),
     };
     if method == "tools/call" {
         reply::tool_error(id, &text)
     } else {
-        let data =
-            serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
+        let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
         reply::error(id, code, &text, Some(data))
     }
 }
@@ -527,9 +439,7 @@ fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
 }
 
 fn raw(bytes: &[u8]) -> Option<&RawValue> {
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| serde_json::from_str::<&RawValue>(s).ok())
+    std::str::from_utf8(bytes).ok().and_then(|s| serde_json::from_str::<&RawValue>(s).ok())
 }
 
 fn utf8(bytes: &[u8]) -> Option<&str> {

@@ -30,11 +30,7 @@ static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// True when a key's name says its value is a secret.
 pub fn is_secret_key(key: &str) -> bool {
-    let folded: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_lowercase();
+    let folded: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
     const WORDS: [&str; 14] = [
         "password",
         "passwd",
@@ -51,10 +47,7 @@ pub fn is_secret_key(key: &str) -> bool {
         "sessionid",
         "signature",
     ];
-    WORDS.iter().any(|w| folded.contains(w))
-        || folded == "pwd"
-        || folded == "pass"
-        || folded == "key"
+    WORDS.iter().any(|w| folded.contains(w)) || folded == "pwd" || folded == "pass" || folded == "key"
 }
 
 /// A copy of `value` with secrets replaced.
@@ -65,11 +58,7 @@ pub fn redact(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if is_secret_key(k) && !v.is_null() {
-                        Value::String(REDACTED.into())
-                    } else {
-                        redact(v)
-                    };
+                    let v = if is_secret_key(k) && !v.is_null() { Value::String(REDACTED.into()) } else { redact(v) };
                     (k.clone(), v)
                 })
                 .collect(),
@@ -115,22 +104,12 @@ mod tests {
         for c in cases {
             let out = redact_str(c);
             assert!(out.contains(REDACTED), "{c} -> {out}");
-            for secret in [
-                "ghp_abc",
-                "sk-proj",
-                "sk-ant",
-                "AKIAIOSF",
-                "xoxb-",
-                "b3BlbnNzaC1",
-                "abcdefghijklmnop",
-                "eyJhbGci",
-            ] {
+            for secret in
+                ["ghp_abc", "sk-proj", "sk-ant", "AKIAIOSF", "xoxb-", "b3BlbnNzaC1", "abcdefghijklmnop", "eyJhbGci"]
+            {
                 assert!(!out.contains(secret), "{c} -> {out}");
             }
         }
-        assert_eq!(
-            redact_str("an ordinary sentence about tokens"),
-            "an ordinary sentence about tokens"
-        );
+        assert_eq!(redact_str("an ordinary sentence about tokens"), "an ordinary sentence about tokens");
     }
 }

@@ -22,14 +22,17 @@ pub struct PolicyHandle {
 impl PolicyHandle {
     /// A handle on a fixed policy.
     pub fn new(policy: Policy) -> Self {
-        PolicyHandle {
-            current: Arc::new(ArcSwap::from_pointee(policy)),
-        }
+        PolicyHandle { current: Arc::new(ArcSwap::from_pointee(policy)) }
     }
 
     /// The policy in force now.
     pub fn current(&self) -> Arc<Policy> {
         self.current.load_full()
+    }
+
+    /// True when the policy in force decides `method` (see [`Policy::names_method`]).
+    pub fn names_method(&self, method: &str) -> bool {
+        self.current.load().names_method(method)
     }
 
     /// Replaces the policy.
@@ -41,55 +44,42 @@ impl PolicyHandle {
     /// returned watcher must be kept alive.
     pub fn watch(&self, path: &Path) -> notify::Result<notify::RecommendedWatcher> {
         let path: PathBuf = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        let dir = path
-            .parent()
-            .map(Path::to_owned)
-            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = path.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from("."));
         let (tx, rx) = mpsc::channel();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if let Ok(event) = event {
-                    let _ = tx.send(event);
-                }
-            })?;
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event {
+                let _ = tx.send(event);
+            }
+        })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         let handle = self.clone();
-        std::thread::Builder::new()
-            .name("policy-reload".into())
-            .spawn(move || {
-                let file_name = path.file_name().map(|n| n.to_owned());
-                let concerns = |e: &notify::Event| {
-                    e.paths
-                        .iter()
-                        .any(|p| p.file_name() == file_name.as_deref())
-                };
-                while let Ok(event) = rx.recv() {
-                    if !concerns(&event) {
-                        continue;
-                    }
-                    // Debounce: a save is often several events in a row.
-                    std::thread::sleep(Duration::from_millis(100));
-                    while rx.try_recv().is_ok() {}
-                    if !path.exists() {
-                        tracing::warn!(
-                            "policy {} was removed; keeping the policy in force",
-                            path.display()
-                        );
-                        continue;
-                    }
-                    match load_file(&path) {
-                        Ok(policy) => {
-                            let rules = policy.rules().len();
-                            handle.replace(policy);
-                            tracing::info!("policy {} reloaded ({rules} rules)", path.display());
-                        }
-                        Err(e) => tracing::error!(
-                            "policy {} changed but is invalid; keeping the previous policy:\n{e}",
-                            path.display()
-                        ),
-                    }
+        std::thread::Builder::new().name("policy-reload".into()).spawn(move || {
+            let file_name = path.file_name().map(|n| n.to_owned());
+            let concerns = |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == file_name.as_deref());
+            while let Ok(event) = rx.recv() {
+                if !concerns(&event) {
+                    continue;
                 }
-            })?;
+                // Debounce: a save is often several events in a row.
+                std::thread::sleep(Duration::from_millis(100));
+                while rx.try_recv().is_ok() {}
+                if !path.exists() {
+                    tracing::warn!("policy {} was removed; keeping the policy in force", path.display());
+                    continue;
+                }
+                match load_file(&path) {
+                    Ok(policy) => {
+                        let rules = policy.rules().len();
+                        handle.replace(policy);
+                        tracing::info!("policy {} reloaded ({rules} rules)", path.display());
+                    }
+                    Err(e) => tracing::error!(
+                        "policy {} changed but is invalid; keeping the previous policy:\n{e}",
+                        path.display()
+                    ),
+                }
+            }
+        })?;
         Ok(watcher)
     }
 }

@@ -44,19 +44,12 @@ type Shared<W> = Arc<Mutex<W>>;
 
 /// Spawns the server and relays until one side ends. Returns the exit code for clawai.
 pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
-    let (program, args) = options.command.split_first().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "no server command given (write it after `--`)",
-        )
-    })?;
+    let (program, args) = options
+        .command
+        .split_first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no server command given (write it after `--`)"))?;
     let mut command = Command::new(program);
-    command
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0);
+    command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0);
     #[cfg(target_os = "linux")]
     unsafe {
         // If clawai itself is killed, the server must not live on unguarded.
@@ -65,9 +58,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
             Ok(())
         });
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
+    let mut child = command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
     let pgid = Pid::from_raw(child.id() as i32);
     let server_in: Shared<Option<ChildStdin>> = Arc::new(Mutex::new(child.stdin.take()));
     let server_out = child.stdout.take().expect("stdout is piped");
@@ -76,34 +67,22 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
 
     spawn_signals(events.clone())?;
     {
-        let (guard, server_in, client_out, events) = (
-            guard.clone(),
-            server_in.clone(),
-            client_out.clone(),
-            events.clone(),
-        );
+        let (guard, server_in, client_out, events) =
+            (guard.clone(), server_in.clone(), client_out.clone(), events.clone());
         let max = options.max_message;
-        thread::Builder::new()
-            .name("client-to-server".into())
-            .spawn(move || {
-                relay_client(&guard, max, &server_in, &client_out);
-                let _ = events.send(Event::ClientClosed);
-            })?;
+        thread::Builder::new().name("client-to-server".into()).spawn(move || {
+            relay_client(&guard, max, &server_in, &client_out);
+            let _ = events.send(Event::ClientClosed);
+        })?;
     }
     let server_reader = {
-        let (guard, server_in, client_out, events) = (
-            guard.clone(),
-            server_in.clone(),
-            client_out.clone(),
-            events.clone(),
-        );
+        let (guard, server_in, client_out, events) =
+            (guard.clone(), server_in.clone(), client_out.clone(), events.clone());
         let max = options.max_message;
-        thread::Builder::new()
-            .name("server-to-client".into())
-            .spawn(move || {
-                relay_server(&guard, max, server_out, &server_in, &client_out);
-                let _ = events.send(Event::ServerClosed);
-            })?
+        thread::Builder::new().name("server-to-client".into()).spawn(move || {
+            relay_server(&guard, max, server_out, &server_in, &client_out);
+            let _ = events.send(Event::ServerClosed);
+        })?
     };
     drop(events);
 
@@ -136,11 +115,7 @@ fn supervise(
         Ok(Event::ClientClosed) | Err(_) => {
             let status = shut_down(child, pgid, server_in, grace);
             tracing::debug!("client closed the connection; server {}", describe(&status));
-            if status.code().is_some_and(|c| c != 0) {
-                exit_code(&status)
-            } else {
-                0
-            }
+            if status.code().is_some_and(|c| c != 0) { exit_code(&status) } else { 0 }
         }
         Ok(Event::Signal(signal)) => {
             tracing::info!("received signal {signal}; stopping the MCP server");
@@ -151,12 +126,7 @@ fn supervise(
 }
 
 /// Closes the server's stdin, waits, then SIGTERM, then SIGKILL, to the whole group.
-fn shut_down(
-    child: &mut Child,
-    pgid: Pid,
-    server_in: &Shared<Option<ChildStdin>>,
-    grace: Duration,
-) -> ExitStatus {
+fn shut_down(child: &mut Child, pgid: Pid, server_in: &Shared<Option<ChildStdin>>, grace: Duration) -> ExitStatus {
     server_in.lock().unwrap_or_else(|p| p.into_inner()).take();
     let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, pgid, grace));
     kill_group(pgid, Signal::SIGKILL);
@@ -190,9 +160,7 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 }
 
 fn exit_code(status: &ExitStatus) -> i32 {
-    status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 fn describe(status: &ExitStatus) -> String {
@@ -206,13 +174,11 @@ fn describe(status: &ExitStatus) -> String {
 fn spawn_signals(events: Sender<Event>) -> io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
-    thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                let _ = events.send(Event::Signal(signal));
-            }
-        })?;
+    thread::Builder::new().name("signals".into()).spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let _ = events.send(Event::Signal(signal));
+        }
+    })?;
     Ok(())
 }
 
@@ -239,12 +205,7 @@ fn write_to_server(server_in: &Shared<Option<ChildStdin>>, bytes: &[u8]) -> bool
     ok.and_then(|_| stdin.flush()).is_ok()
 }
 
-fn relay_client(
-    guard: &Guard,
-    max: usize,
-    server_in: &Shared<Option<ChildStdin>>,
-    client_out: &Shared<io::Stdout>,
-) {
+fn relay_client(guard: &Guard, max: usize, server_in: &Shared<Option<ChildStdin>>, client_out: &Shared<io::Stdout>) {
     let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, io::stdin()), max);
     loop {
         let frame = match reader.next_frame() {
@@ -257,9 +218,7 @@ fn relay_client(
         };
         let (verdict, line) = match &frame {
             Frame::Line(line) => (guard.from_client(line), line.as_slice()),
-            Frame::Oversize { prefix, length } => {
-                (guard.oversize_from_client(prefix, *length, max), &[][..])
-            }
+            Frame::Oversize { prefix, length } => (guard.oversize_from_client(prefix, *length, max), &[][..]),
         };
         match verdict {
             Verdict::Forward => {

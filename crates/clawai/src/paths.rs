@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."))
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn xdg(var: &str, fallback: &[&str]) -> PathBuf {
@@ -17,9 +15,7 @@ fn xdg(var: &str, fallback: &[&str]) -> PathBuf {
 
 /// `$XDG_CONFIG_HOME/clawai/policy.toml` (`~/.config/clawai/policy.toml`).
 pub fn default_policy() -> PathBuf {
-    xdg("XDG_CONFIG_HOME", &[".config"])
-        .join("clawai")
-        .join("policy.toml")
+    xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("policy.toml")
 }
 
 /// `$XDG_STATE_HOME/clawai/` (`~/.local/state/clawai/`).

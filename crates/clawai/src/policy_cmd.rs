@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::{
-    Action, Call, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY,
-    to_toml,
+    Action, Call, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, to_toml,
 };
 use serde_json::{Map, Value, json};
 
@@ -76,11 +75,7 @@ pub struct TestArgs {
     #[command(flatten)]
     policy: PolicyArg,
     /// One fixture file.
-    #[arg(
-        long,
-        conflicts_with = "fixture_dir",
-        required_unless_present = "fixture_dir"
-    )]
+    #[arg(long, conflicts_with = "fixture_dir", required_unless_present = "fixture_dir")]
     fixture: Option<PathBuf>,
     /// Every *.json fixture in a directory.
     #[arg(long)]
@@ -159,12 +154,9 @@ fn init(path: PathBuf) -> Result<ExitCode> {
         .create_new(true)
         .open(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(STARTER_POLICY.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(STARTER_POLICY.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
     println!("Wrote the starter policy to {}.", path.display());
-    println!(
-        "It denies credential files, asks before deleting or running commands, and audits the rest."
-    );
+    println!("It denies credential files, asks before deleting or running commands, and audits the rest.");
     println!(
         "Next: edit it, then `clawai policy check {}` and `clawai policy explain --tool read_file --arg path=/etc/passwd`.",
         path.display()
@@ -186,9 +178,7 @@ fn check(path: &Path) -> Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("{e}");
-            eprintln!(
-                "The policy was not loaded; fix the errors above and run `clawai policy check` again."
-            );
+            eprintln!("The policy was not loaded; fix the errors above and run `clawai policy check` again.");
             Ok(ExitCode::Failure)
         }
     }
@@ -237,12 +227,7 @@ fn test(args: TestArgs) -> Result<ExitCode> {
                 Some(e) if e != r.actual => format!(" (expected {e})"),
                 _ => String::new(),
             };
-            println!(
-                "{status} {}: {}{expectation} ({})",
-                r.path.display(),
-                r.actual,
-                r.reason
-            );
+            println!("{status} {}: {}{expectation} ({})", r.path.display(), r.actual, r.reason);
         }
         println!(
             "{passed} passed, {failed} failed, {unchecked} without an expected decision ({} fixtures, policy {}).",
@@ -255,32 +240,21 @@ fn test(args: TestArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if failed > 0 {
-        ExitCode::Failure
-    } else {
-        ExitCode::Ok
-    })
+    Ok(if failed > 0 { ExitCode::Failure } else { ExitCode::Ok })
 }
 
 /// `a.b=c` → {"a": {"b": "c"}}; values that parse as JSON are JSON.
 fn build_args(pairs: &[String]) -> Result<Value> {
     let mut root = Map::new();
     for pair in pairs {
-        let (key, raw) = pair
-            .split_once('=')
-            .with_context(|| format!("--arg {pair}: write KEY=VALUE"))?;
-        let value =
-            serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+        let (key, raw) = pair.split_once('=').with_context(|| format!("--arg {pair}: write KEY=VALUE"))?;
+        let value = serde_json::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
         let mut parts: Vec<&str> = key.split('.').collect();
         let last = parts.pop().unwrap_or_default();
         let mut node = &mut root;
         for part in parts {
-            let entry = node
-                .entry(part.to_owned())
-                .or_insert_with(|| Value::Object(Map::new()));
-            node = entry
-                .as_object_mut()
-                .with_context(|| format!("--arg {pair}: `{part}` is already a value"))?;
+            let entry = node.entry(part.to_owned()).or_insert_with(|| Value::Object(Map::new()));
+            node = entry.as_object_mut().with_context(|| format!("--arg {pair}: `{part}` is already a value"))?;
         }
         node.insert(last.to_owned(), value);
     }
@@ -295,31 +269,24 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         None => build_args(&args.args)?,
     };
     let (method, params) = if let Some(tool) = &args.tool {
-        (
-            "tools/call".to_owned(),
-            json!({"name": tool, "arguments": arguments}),
-        )
+        ("tools/call".to_owned(), json!({"name": tool, "arguments": arguments}))
     } else if let Some(uri) = &args.resource {
         ("resources/read".to_owned(), json!({"uri": uri}))
     } else if let Some(prompt) = &args.prompt {
-        (
-            "prompts/get".to_owned(),
-            json!({"name": prompt, "arguments": arguments}),
-        )
+        ("prompts/get".to_owned(), json!({"name": prompt, "arguments": arguments}))
     } else if let Some(method) = &args.method {
         (method.clone(), arguments)
     } else {
         bail!("say what to explain: --tool NAME, --resource URI, --prompt NAME or --method METHOD");
     };
     let annotations = match &args.annotations {
-        Some(text) => Some(ToolAnnotations::from_json(
-            &serde_json::from_str(text).context("--annotations is not valid JSON")?,
-        )),
+        Some(text) => {
+            Some(ToolAnnotations::from_json(&serde_json::from_str(text).context("--annotations is not valid JSON")?))
+        }
         None => None,
     };
-    let call = Call::from_params(&method, Some(&params))
-        .with_server(args.server.as_deref())
-        .with_annotations(annotations);
+    let call =
+        Call::from_params(&method, Some(&params)).with_server(args.server.as_deref()).with_annotations(annotations);
     let explanation = policy.explain(&call);
     println!(
         "Policy {} ({} rules), call: {method} {}",
@@ -328,26 +295,17 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         serde_json::to_string(&params)?
     );
     if annotations.is_none() && method == "tools/call" {
-        println!(
-            "(no --annotations: the tool counts as destructive and not read-only, as for a tool never listed)"
-        );
+        println!("(no --annotations: the tool counts as destructive and not read-only, as for a tool never listed)");
     }
     for step in &explanation.steps {
         let verdict = match &step.outcome {
             Ok(()) => "MATCH".to_owned(),
             Err(miss) => format!("no: {miss}"),
         };
-        println!(
-            "  rule {} [{}] {} -> {verdict}",
-            step.label, step.action, step.summary
-        );
+        println!("  rule {} [{}] {} -> {verdict}", step.label, step.action, step.summary);
     }
     let d = &explanation.decision;
-    println!(
-        "Decision: {} ({})",
-        d.action.as_str().to_uppercase(),
-        d.reason()
-    );
+    println!("Decision: {} ({})", d.action.as_str().to_uppercase(), d.reason());
     Ok(ExitCode::Ok)
 }
 
@@ -363,8 +321,7 @@ fn import(path: &Path, from: Option<ImportFormat>) -> Result<ExitCode> {
             f => f,
         },
     };
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let name = path.display().to_string();
     let toml_text = to_toml(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
     // Prove the result loads before handing it over.

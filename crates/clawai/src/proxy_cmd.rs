@@ -67,18 +67,11 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
             policy_path.display()
         );
     }
-    let policy = crate::policy_cmd::load(&policy_path)
-        .context("the policy is invalid, so the server was not started")?;
-    let audit_path = args
-        .audit
-        .unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
+    let policy =
+        crate::policy_cmd::load(&policy_path).context("the policy is invalid, so the server was not started")?;
+    let audit_path = args.audit.unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
     let audit = AuditLog::open(&audit_path, args.audit_max_bytes, AuditLog::DEFAULT_KEEP)
-        .with_context(|| {
-            format!(
-                "cannot open the audit trail {}; pass --audit FILE",
-                audit_path.display()
-            )
-        })?;
+        .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
     let handle = PolicyHandle::new(policy);
     let _watcher = if args.no_reload {
         None
@@ -86,10 +79,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         match handle.watch(&policy_path) {
             Ok(w) => Some(w),
             Err(e) => {
-                tracing::warn!(
-                    "cannot watch {} for changes ({e}); edits need a restart",
-                    policy_path.display()
-                );
+                tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
                 None
             }
         }

@@ -25,20 +25,13 @@ fn missing_policy_refuses_to_start_and_says_what_to_do() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("clawai policy init"), "{err}");
-    assert!(
-        !dir.path().join("server.log").exists(),
-        "the server was never started"
-    );
+    assert!(!dir.path().join("server.log").exists(), "the server was never started");
 }
 
 #[test]
 fn invalid_policy_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("p.toml"),
-        "[[rule]]\naction = \"allow\"\ntol = \"*\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("p.toml"), "[[rule]]\naction = \"allow\"\ntol = \"*\"\n").unwrap();
     let out = Command::new(clawai())
         .args(["proxy", "--policy"])
         .arg(dir.path().join("p.toml"))
@@ -62,10 +55,7 @@ fn client_eof_ends_a_cooperative_server_quickly() {
     p.close_stdin();
     let status = p.wait(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "no need to wait the grace period"
-    );
+    assert!(started.elapsed() < Duration::from_secs(2), "no need to wait the grace period");
 }
 
 #[test]
@@ -83,10 +73,7 @@ fn a_stubborn_server_and_its_grandchildren_are_killed_after_the_grace_period() {
     let started = Instant::now();
     p.close_stdin();
     p.wait(Duration::from_secs(5));
-    assert!(
-        started.elapsed() >= Duration::from_millis(500),
-        "waited the grace period twice (EOF, then SIGTERM)"
-    );
+    assert!(started.elapsed() >= Duration::from_millis(500), "waited the grace period twice (EOF, then SIGTERM)");
     std::thread::sleep(Duration::from_millis(200));
     assert!(!pid_alive(grandchild), "the whole process group is gone");
 }
@@ -113,11 +100,7 @@ fn sigterm_stops_the_server_and_the_proxy() {
     p.initialize();
     let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/grandchild"}));
     let grandchild = r["result"]["pid"].as_i64().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(p.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(p.child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = p.wait(Duration::from_secs(6));
     assert_eq!(status.code(), Some(128 + 15));
     std::thread::sleep(Duration::from_millis(200));
@@ -130,14 +113,9 @@ fn policy_edits_apply_without_restart_and_bad_edits_are_ignored() {
     let mut p = Setup::new(ALLOW_ALL).start();
     p.initialize();
     let call = |p: &mut support::Proxy, id: i64| {
-        p.call(
-            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"safe_read"}}),
-        )
+        p.call(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"safe_read"}}))
     };
-    assert_eq!(
-        call(&mut p, 1)["result"]["content"][0]["text"],
-        "called safe_read"
-    );
+    assert_eq!(call(&mut p, 1)["result"]["content"][0]["text"], "called safe_read");
     let policy = p.dir.path().join("policy.toml");
     // Replace by rename, as editors do.
     std::fs::write(p.dir.path().join("policy.toml.tmp"), deny).unwrap();
@@ -148,18 +126,11 @@ fn policy_edits_apply_without_restart_and_bad_edits_are_ignored() {
         if call(&mut p, id)["result"]["isError"] == true {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the new policy never took effect"
-        );
+        assert!(Instant::now() < deadline, "the new policy never took effect");
         id += 1;
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::write(&policy, "[[rule]]\naction = \"allow\"\ntool = \n").unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        call(&mut p, 100)["result"]["isError"],
-        true,
-        "an invalid edit keeps the previous policy"
-    );
+    assert_eq!(call(&mut p, 100)["result"]["isError"], true, "an invalid edit keeps the previous policy");
 }

@@ -36,14 +36,7 @@ method = "**"
 fn ids_of_every_shape_come_back_as_written() {
     let mut p = Setup::new(ALLOW_ALL).start();
     p.initialize();
-    for id in [
-        "0",
-        "\"\"",
-        "\"a b\\\"c\"",
-        "1180591620717411303424",
-        "-7",
-        "1.0",
-    ] {
+    for id in ["0", "\"\"", "\"a b\\\"c\"", "1180591620717411303424", "-7", "1.0"] {
         p.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"test/echo"}}"#).as_bytes());
         let raw = p.recv_raw();
         let text = String::from_utf8(raw).unwrap();
@@ -69,10 +62,7 @@ fn messages_are_forwarded_byte_for_byte() {
     p.send(odd.as_bytes());
     let r = p.recv();
     assert_eq!(r["id"], 5);
-    assert!(
-        p.server_log().contains(&format!("{odd}\n")),
-        "the server received the exact bytes"
-    );
+    assert!(p.server_log().contains(&format!("{odd}\n")), "the server received the exact bytes");
     let call = r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"safe_read","arguments":{"path":"/a/./b","b":1e2},"_meta":{"progressToken":"p"}}}"#;
     p.send(call.as_bytes());
     let r = p.recv();
@@ -96,12 +86,7 @@ fn invalid_lines_get_parse_errors_and_are_never_forwarded() {
     for line in &bad {
         p.send(line);
         let r = p.recv();
-        assert_eq!(
-            r["error"]["code"],
-            -32700,
-            "{}",
-            String::from_utf8_lossy(line)
-        );
+        assert_eq!(r["error"]["code"], -32700, "{}", String::from_utf8_lossy(line));
         assert!(r["id"].is_null());
     }
     p.send(br#"{"jsonrpc":"1.0","id":9,"method":"test/echo"}"#);
@@ -132,12 +117,10 @@ fn denied_tool_call_is_an_error_result_and_never_reaches_the_server() {
     assert_eq!(r["id"], "w");
     assert_eq!(r["result"]["isError"], true);
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(
-        text.contains("no-wipe") && text.contains("Wiping is not allowed"),
-        "{text}"
-    );
+    assert!(text.contains("no-wipe") && text.contains("Wiping is not allowed"), "{text}");
     assert!(!p.server_log().contains("wipe"));
-    let r = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///srv/../etc/shadow"}}));
+    let r =
+        p.call(&json!({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///srv/../etc/shadow"}}));
     assert_eq!(r["error"]["code"], -32001);
     assert_eq!(r["error"]["data"]["rule"], "no-etc");
     assert!(!p.server_log().contains("shadow"));
@@ -153,11 +136,7 @@ fn decided_methods_sent_as_notifications_are_dropped_when_denied() {
     p.expect_silence(Duration::from_millis(300));
     let _ = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/echo"}));
     assert!(!p.server_log().contains("wipe"));
-    let denied: Vec<_> = p
-        .audit()
-        .into_iter()
-        .filter(|e| e["tool"] == "wipe")
-        .collect();
+    let denied: Vec<_> = p.audit().into_iter().filter(|e| e["tool"] == "wipe").collect();
     assert_eq!(denied[0]["kind"], "notification");
     assert_eq!(denied[0]["decision"], "deny");
 }
@@ -177,29 +156,13 @@ fn ambiguous_calls_are_refused() {
     for line in smuggled {
         p.send(line.as_bytes());
         let r = p.recv();
-        assert!(
-            r["error"]["code"] == -32003 || r["error"]["code"] == -32600,
-            "{line}: {r}"
-        );
-        assert!(
-            r["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("clawai refused"),
-            "{r}"
-        );
+        assert!(r["error"]["code"] == -32003 || r["error"]["code"] == -32600, "{line}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("clawai refused"), "{r}");
     }
-    let r =
-        p.call(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}));
-    assert_eq!(
-        r["error"]["code"], -32602,
-        "a tools/call without a name is refused"
-    );
+    let r = p.call(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}));
+    assert_eq!(r["error"]["code"], -32602, "a tools/call without a name is refused");
     let log = p.server_log();
-    assert!(
-        !log.contains("wipe") && !log.contains("shadow") && !log.contains("\"id\":7"),
-        "{log}"
-    );
+    assert!(!log.contains("wipe") && !log.contains("shadow") && !log.contains("\"id\":7"), "{log}");
 }
 
 #[test]
@@ -210,18 +173,12 @@ fn denied_server_requests_are_answered_to_the_server_and_never_reach_the_client(
     let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/ask","params":{"method":"sampling/createMessage"}}));
     assert_eq!(r["id"], 1);
     let answer = &r["result"]["client_answered"];
-    assert_eq!(
-        answer["error"]["code"], -32001,
-        "clawai answered the server: {r}"
-    );
+    assert_eq!(answer["error"]["code"], -32001, "clawai answered the server: {r}");
     // An allowed server request reaches the client, which answers it.
     p.send_json(&json!({"jsonrpc":"2.0","id":2,"method":"test/ask","params":{"method":"roots/list","params":{}}}));
     let ask = p.recv();
     assert_eq!(ask["method"], "roots/list");
-    assert_eq!(
-        ask["id"], 2,
-        "server ids pass untouched even when they collide with client ids"
-    );
+    assert_eq!(ask["id"], 2, "server ids pass untouched even when they collide with client ids");
     p.send_json(&json!({"jsonrpc":"2.0","id":2,"result":{"roots":[]}}));
     let r = p.recv();
     assert_eq!(r["result"]["client_answered"]["result"]["roots"], json!([]));
@@ -229,10 +186,7 @@ fn denied_server_requests_are_answered_to_the_server_and_never_reach_the_client(
 
 #[test]
 fn oversize_messages_are_refused_with_their_id_and_the_session_goes_on() {
-    let mut p = Setup::new(ALLOW_ALL)
-        .arg("--max-message-size")
-        .arg("2000")
-        .start();
+    let mut p = Setup::new(ALLOW_ALL).arg("--max-message-size").arg("2000").start();
     p.initialize();
     let big = "y".repeat(5000);
     p.send(format!(r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"safe_read","arguments":{{"data":"{big}"}}}}}}"#).as_bytes());
@@ -252,23 +206,15 @@ fn oversize_messages_are_refused_with_their_id_and_the_session_goes_on() {
 fn large_results_pass_intact() {
     let mut p = Setup::new(ALLOW_ALL).start();
     p.initialize();
-    let r = p.call(
-        &json!({"jsonrpc":"2.0","id":1,"method":"test/big","params":{"bytes":8 * 1024 * 1024}}),
-    );
-    assert_eq!(
-        r["result"]["content"][0]["text"].as_str().unwrap().len(),
-        8 * 1024 * 1024
-    );
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/big","params":{"bytes":8 * 1024 * 1024}}));
+    assert_eq!(r["result"]["content"][0]["text"].as_str().unwrap().len(), 8 * 1024 * 1024);
 }
 
 #[test]
 fn notifications_before_the_initialize_result_and_discover_first() {
     let mut p = Setup::new(ALLOW_ALL).start();
     let r = p.call(&json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}));
-    assert_eq!(
-        r["result"]["method"], "server/discover",
-        "server/discover may come first"
-    );
+    assert_eq!(r["result"]["method"], "server/discover", "server/discover may come first");
     p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}));
     let first = p.recv();
     assert_eq!(first["method"], "notifications/tools/list_changed");
@@ -284,12 +230,7 @@ fn annotations_from_tools_list_feed_destructive_rules() {
     // Before tools/list, every tool counts as destructive.
     let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gentle","arguments":{}}}));
     assert_eq!(r["result"]["isError"], true);
-    assert!(
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("approval")
-    );
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("approval"));
     let _ = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
     let r = p.call(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gentle","arguments":{}}}));
     assert_eq!(r["result"]["content"][0]["text"], "called gentle");
@@ -302,13 +243,11 @@ fn server_rules_see_the_server_name() {
     let policy = "[[rule]]\nid = \"gh\"\naction = \"deny\"\ntool = \"**\"\nserver = \"github\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
     let mut p = Setup::new(policy).arg("--server").arg("github").start();
     p.initialize();
-    let r = p
-        .call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe_read"}}));
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe_read"}}));
     assert_eq!(r["result"]["isError"], true);
     let mut p = Setup::new(policy).arg("--server").arg("gitlab").start();
     p.initialize();
-    let r = p
-        .call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe_read"}}));
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe_read"}}));
     assert_eq!(r["result"]["content"][0]["text"], "called safe_read");
 }
 
@@ -322,34 +261,35 @@ fn audit_events_are_written_before_forwarding_and_secrets_are_redacted() {
     let events = p.audit();
     let text = serde_json::to_string(&events).unwrap();
     assert!(!text.contains("hunter2") && !text.contains(token), "{text}");
-    let call = events
-        .iter()
-        .find(|e| e["tool"] == "safe_read" && e["kind"] == "request")
-        .unwrap();
-    for key in [
-        "time",
-        "session",
-        "server",
-        "direction",
-        "method",
-        "id",
-        "tool",
-        "arguments",
-        "decision",
-        "rule",
-        "reason",
-    ] {
+    let call = events.iter().find(|e| e["tool"] == "safe_read" && e["kind"] == "request").unwrap();
+    for key in
+        ["time", "session", "server", "direction", "method", "id", "tool", "arguments", "decision", "rule", "reason"]
+    {
         assert!(call.get(key).is_some(), "missing {key} in {call}");
     }
     assert_eq!(call["arguments"]["path"], "/tmp/x");
     assert_eq!(call["server"], "s1");
-    let response = events
-        .iter()
-        .find(|e| e["kind"] == "response" && e["id"] == "c1")
-        .unwrap();
+    let response = events.iter().find(|e| e["kind"] == "response" && e["id"] == "c1").unwrap();
     assert_eq!(response["is_error"], false);
     assert!(response["duration_ms"].as_f64().unwrap() >= 0.0);
     assert!(response["size"].as_u64().unwrap() > 0);
     // The server received the secret unredacted: redaction is for the audit copy only.
     assert!(p.server_log().contains("hunter2"));
+}
+
+#[test]
+fn methods_named_by_method_rules_are_decided_too() {
+    let policy = "[[rule]]\nid = \"no-roots\"\naction = \"deny\"\nmethod = \"roots/list\"\n[[rule]]\nid = \"no-complete\"\naction = \"deny\"\nmethod = \"completion/*\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+    let mut p = Setup::new(policy).start();
+    p.initialize();
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{}}));
+    assert_eq!(r["error"]["code"], -32001);
+    assert_eq!(r["error"]["data"]["rule"], "no-complete");
+    // A server request the policy names is answered to the server.
+    let r = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"test/ask","params":{"method":"roots/list","params":{}}}));
+    assert_eq!(r["result"]["client_answered"]["error"]["data"]["rule"], "no-roots");
+    // Methods no rule names pass through.
+    let r = p.call(&json!({"jsonrpc":"2.0","id":3,"method":"test/echo"}));
+    assert_eq!(r["id"], 3);
+    assert!(!p.server_log().contains("completion/complete"));
 }

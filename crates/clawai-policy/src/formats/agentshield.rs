@@ -63,19 +63,15 @@ fn action(decision: &str) -> Result<&'static str, ConvertError> {
 
 /// Converts AgentShield YAML to clawai TOML.
 pub fn convert(text: &str) -> Result<String, ConvertError> {
-    let file: File = serde_saphyr::from_str(text)
-        .map_err(|e| ConvertError::new(format!("not an AgentShield policy: {e}")))?;
+    let file: File =
+        serde_saphyr::from_str(text).map_err(|e| ConvertError::new(format!("not an AgentShield policy: {e}")))?;
     // AgentShield's own default when the file has none.
     let default = match &file.defaults {
         Some(d) => action(&d.decision)?,
         None => "audit",
     };
-    let mut out = String::from(
-        "# Converted from an AgentShield mcp-policy.yaml by `clawai policy import`.\n",
-    );
-    out.push_str(
-        "# AgentShield's \"most restrictive decision wins\" is kept by ordering the rules:\n",
-    );
+    let mut out = String::from("# Converted from an AgentShield mcp-policy.yaml by `clawai policy import`.\n");
+    out.push_str("# AgentShield's \"most restrictive decision wins\" is kept by ordering the rules:\n");
     out.push_str("# blocked tools, then BLOCK rules, then AUDIT rules, then ALLOW rules.\n\n");
     out.push_str(&format!("[defaults]\naction = {}\n\n", quote(default)));
     out.push_str(&pass_through_rule("AgentShield"));
@@ -101,16 +97,8 @@ pub fn convert(text: &str) -> Result<String, ConvertError> {
 fn rule_toml(rule: &YamlRule, n: usize, action: &str) -> Result<String, ConvertError> {
     let id = rule.id.clone().unwrap_or_else(|| format!("rule-{}", n + 1));
     let m = &rule.matcher;
-    let mut out = format!(
-        "[[rule]]\nid = {}\naction = {}\n",
-        quote(&id),
-        quote(action)
-    );
-    let targets = [
-        m.tool_name.is_some(),
-        m.tool_name_regex.is_some(),
-        m.tool_name_any.is_some(),
-    ];
+    let mut out = format!("[[rule]]\nid = {}\naction = {}\n", quote(&id), quote(action));
+    let targets = [m.tool_name.is_some(), m.tool_name_regex.is_some(), m.tool_name_any.is_some()];
     if targets.iter().filter(|t| **t).count() > 1 {
         return Err(ConvertError::new(format!(
             "rule `{id}` combines tool_name, tool_name_regex and tool_name_any; split it into one rule per tool condition"

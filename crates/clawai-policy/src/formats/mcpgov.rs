@@ -18,8 +18,7 @@ pub fn convert(text: &str) -> Result<String, ConvertError> {
         message: format!("not valid JSON: {e}"),
     })?;
     let entries = entries(&json)?;
-    let mut out =
-        String::from("# Converted from an mcp-gov rules.json by `clawai policy import`.\n");
+    let mut out = String::from("# Converted from an mcp-gov rules.json by `clawai policy import`.\n");
     out.push_str("# mcp-gov forwards every call it does not deny, hence the default below.\n\n");
     out.push_str("[defaults]\naction = \"allow\"\n\n");
     out.push_str(&pass_through_rule("mcp-gov"));
@@ -34,7 +33,10 @@ pub fn convert(text: &str) -> Result<String, ConvertError> {
                 quote(perm),
                 quote(service),
                 quote(operation.as_str()),
-                quote(&format!("mcp-gov: {operation} on {service} is {perm}{}", if perm == "deny" { "ied" } else { "ed" }))
+                quote(&format!(
+                    "mcp-gov: {operation} on {service} is {perm}{}",
+                    if perm == "deny" { "ied" } else { "ed" }
+                ))
             ));
         }
     }
@@ -48,14 +50,11 @@ fn entries(json: &Value) -> Result<Vec<Entry>, ConvertError> {
     let perm = |v: &Value, at: &str| -> Result<String, ConvertError> {
         match v.as_str() {
             Some(p @ ("allow" | "deny")) => Ok(p.to_owned()),
-            _ => Err(ConvertError::new(format!(
-                "{at}: permission must be \"allow\" or \"deny\", found {v}"
-            ))),
+            _ => Err(ConvertError::new(format!("{at}: permission must be \"allow\" or \"deny\", found {v}"))),
         }
     };
     let op = |s: &str, at: &str| -> Result<Operation, ConvertError> {
-        s.parse::<Operation>()
-            .map_err(|e| ConvertError::new(format!("{at}: {e}")))
+        s.parse::<Operation>().map_err(|e| ConvertError::new(format!("{at}: {e}")))
     };
     match json {
         Value::Object(map) if map.get("rules").is_some_and(Value::is_array) => {
@@ -69,13 +68,10 @@ fn entries(json: &Value) -> Result<Vec<Entry>, ConvertError> {
                 let ops = rule
                     .get("operations")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| {
-                        ConvertError::new(format!("{at}: missing \"operations\" list"))
-                    })?;
+                    .ok_or_else(|| ConvertError::new(format!("{at}: missing \"operations\" list")))?;
                 for o in ops {
-                    let name = o.as_str().ok_or_else(|| {
-                        ConvertError::new(format!("{at}: operations must be strings"))
-                    })?;
+                    let name =
+                        o.as_str().ok_or_else(|| ConvertError::new(format!("{at}: operations must be strings")))?;
                     out.push((service.to_owned(), op(name, &at)?, permission.clone()));
                 }
             }
@@ -83,9 +79,7 @@ fn entries(json: &Value) -> Result<Vec<Entry>, ConvertError> {
         Value::Object(map) => {
             for (service, ops) in map {
                 let ops = ops.as_object().ok_or_else(|| {
-                    ConvertError::new(format!(
-                        "\"{service}\" must map operations to \"allow\" or \"deny\""
-                    ))
+                    ConvertError::new(format!("\"{service}\" must map operations to \"allow\" or \"deny\""))
                 })?;
                 for (name, p) in ops {
                     let at = format!("{service}.{name}");

@@ -19,11 +19,7 @@ pub struct ConvertError {
 
 impl ConvertError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
-        ConvertError {
-            line: None,
-            column: None,
-            message: message.into(),
-        }
+        ConvertError { line: None, column: None, message: message.into() }
     }
 }
 
@@ -34,28 +30,20 @@ pub(crate) fn quote(s: &str) -> String {
 
 /// A TOML key, quoted when it is not a bare key.
 pub(crate) fn key(s: &str) -> String {
-    let bare = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let bare = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if bare { s.to_owned() } else { quote(s) }
 }
 
 /// Methods that clawai intercepts but the other formats let through unexamined; the
 /// converted policy allows them explicitly so it decides exactly as the original did.
-pub(crate) const PASSED_THROUGH: [&str; 4] = [
-    "resources/read",
-    "prompts/get",
-    "sampling/createMessage",
-    "elicitation/create",
-];
+pub(crate) const PASSED_THROUGH: [&str; 4] =
+    ["resources/read", "prompts/get", "sampling/createMessage", "elicitation/create"];
 
 pub(crate) fn pass_through_rule(origin: &str) -> String {
     let methods: Vec<String> = PASSED_THROUGH.iter().map(|m| quote(m)).collect();
     format!(
         "[[rule]]\nid = \"passthrough\"\naction = \"allow\"\nmethod = [{}]\ndescription = {}\n\n",
         methods.join(", "),
-        quote(&format!(
-            "{origin} only examines tools/call; everything else passes through"
-        ))
+        quote(&format!("{origin} only examines tools/call; everything else passes through"))
     )
 }

@@ -15,15 +15,12 @@ fn error(text: &str) -> PolicyError {
 
 fn tool(p: &Policy, name: &str, args: Value) -> Action {
     let params = json!({"name": name, "arguments": args});
-    p.decide(&Call::from_params("tools/call", Some(&params)))
-        .action
+    p.decide(&Call::from_params("tools/call", Some(&params))).action
 }
 
 fn tool_id(p: &Policy, name: &str, args: Value) -> Option<String> {
     let params = json!({"name": name, "arguments": args});
-    p.decide(&Call::from_params("tools/call", Some(&params)))
-        .rule_id()
-        .map(str::to_owned)
+    p.decide(&Call::from_params("tools/call", Some(&params))).rule_id().map(str::to_owned)
 }
 
 #[test]
@@ -44,10 +41,7 @@ fn first_match_wins_and_default_is_deny() {
     assert_eq!(tool_id(&p, "read_text", json!({})).as_deref(), Some("b"));
     assert_eq!(tool(&p, "write_file", json!({})), Action::Deny);
     assert_eq!(p.default_action(), Action::Deny);
-    let d = p.decide(&Call::from_params(
-        "tools/call",
-        Some(&json!({"name": "write_file"})),
-    ));
+    let d = p.decide(&Call::from_params("tools/call", Some(&json!({"name": "write_file"}))));
     assert!(d.rule.is_none());
     assert!(d.reason().contains("default"));
 }
@@ -113,38 +107,17 @@ fn each_target_only_matches_its_method() {
         method = "sampling/createMessage"
     "#,
     );
-    let decide = |method: &str, params: Value| {
-        p.decide(&Call::from_params(method, Some(&params)))
-            .rule_id()
-            .map(str::to_owned)
-    };
-    assert_eq!(
-        decide("tools/call", json!({"name": "x"})).as_deref(),
-        Some("t")
-    );
-    assert_eq!(
-        decide("resources/read", json!({"uri": "file:///srv/a.txt"})).as_deref(),
-        Some("r")
-    );
-    assert_eq!(
-        decide("resources/read", json!({"uri": "file:///etc/passwd"})),
-        None
-    );
-    assert_eq!(
-        decide("prompts/get", json!({"name": "summarize"})).as_deref(),
-        Some("p")
-    );
+    let decide =
+        |method: &str, params: Value| p.decide(&Call::from_params(method, Some(&params))).rule_id().map(str::to_owned);
+    assert_eq!(decide("tools/call", json!({"name": "x"})).as_deref(), Some("t"));
+    assert_eq!(decide("resources/read", json!({"uri": "file:///srv/a.txt"})).as_deref(), Some("r"));
+    assert_eq!(decide("resources/read", json!({"uri": "file:///etc/passwd"})), None);
+    assert_eq!(decide("prompts/get", json!({"name": "summarize"})).as_deref(), Some("p"));
     assert_eq!(decide("prompts/get", json!({"name": "other"})), None);
-    assert_eq!(
-        decide("sampling/createMessage", json!({})).as_deref(),
-        Some("m")
-    );
+    assert_eq!(decide("sampling/createMessage", json!({})).as_deref(), Some("m"));
     assert_eq!(decide("elicitation/create", json!({})), None);
     // A tool named like a resource or prompt is still only a tool.
-    assert_eq!(
-        decide("resources/read", json!({"uri": "x", "name": "x"})),
-        None
-    );
+    assert_eq!(decide("resources/read", json!({"uri": "x", "name": "x"})), None);
 }
 
 #[test]
@@ -159,13 +132,7 @@ fn resource_uris_are_normalised() {
         resource = "file:///srv/**"
     "#,
     );
-    let read = |uri: &str| {
-        p.decide(&Call::from_params(
-            "resources/read",
-            Some(&json!({"uri": uri})),
-        ))
-        .action
-    };
+    let read = |uri: &str| p.decide(&Call::from_params("resources/read", Some(&json!({"uri": uri})))).action;
     assert_eq!(read("file:///srv/../etc/shadow"), Action::Deny);
     assert_eq!(read("file:///srv/%2e%2e/etc/shadow"), Action::Deny);
     assert_eq!(read("file:///srv/%252e%252e/etc/shadow"), Action::Deny);
@@ -185,20 +152,9 @@ fn server_condition_uses_the_server_name() {
     );
     let params = json!({"name": "x"});
     let call = Call::from_params("tools/call", Some(&params));
-    assert_eq!(
-        p.decide(&call.with_server(Some("github-enterprise")))
-            .action,
-        Action::Allow
-    );
-    assert_eq!(
-        p.decide(&call.with_server(Some("gitlab"))).action,
-        Action::Deny
-    );
-    assert_eq!(
-        p.decide(&call).action,
-        Action::Deny,
-        "an unknown server never matches a server condition"
-    );
+    assert_eq!(p.decide(&call.with_server(Some("github-enterprise"))).action, Action::Allow);
+    assert_eq!(p.decide(&call.with_server(Some("gitlab"))).action, Action::Deny);
+    assert_eq!(p.decide(&call).action, Action::Deny, "an unknown server never matches a server condition");
 }
 
 #[test]
@@ -217,89 +173,30 @@ fn args_paths_are_normalised_before_matching() {
         args.path = "/home/u/projects/**"
     "#,
     );
-    assert_eq!(
-        tool(&p, "read_file", json!({"path": "/home/u/projects/a.rs"})),
-        Action::Allow
-    );
-    assert_eq!(
-        tool(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/../../.ssh/id_rsa"})
-        ),
-        Action::Deny
-    );
-    assert_eq!(
-        tool_id(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/../.ssh/id_rsa"})
-        )
-        .as_deref(),
-        Some("ssh")
-    );
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/a.rs"})), Action::Allow);
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/../../.ssh/id_rsa"})), Action::Deny);
+    assert_eq!(tool_id(&p, "read_file", json!({"path": "/home/u/projects/../.ssh/id_rsa"})).as_deref(), Some("ssh"));
     // Escapes the allowed tree without naming .ssh: the allow must not hold.
-    assert_eq!(
-        tool(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/../../../etc/shadow"})
-        ),
-        Action::Deny
-    );
-    assert_eq!(
-        tool_id(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/../../../etc/shadow"})
-        ),
-        None
-    );
-    assert_eq!(
-        tool(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/%2e%2e/%2e%2e/.ssh/id_rsa"})
-        ),
-        Action::Deny
-    );
-    assert_eq!(
-        tool(
-            &p,
-            "read_file",
-            json!({"path": "/home/u/projects/%252e%252e/secret"})
-        ),
-        Action::Deny
-    );
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/../../../etc/shadow"})), Action::Deny);
+    assert_eq!(tool_id(&p, "read_file", json!({"path": "/home/u/projects/../../../etc/shadow"})), None);
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/%2e%2e/%2e%2e/.ssh/id_rsa"})), Action::Deny);
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/%252e%252e/secret"})), Action::Deny);
     assert_eq!(
         tool(&p, "read_file", json!({"path": "/home/u//projects/ok.txt"})),
         Action::Deny,
         "the spelled reading must match an allow too"
     );
-    assert_eq!(
-        tool(&p, "read_file", json!({"path": "~/.ssh/id_rsa"})),
-        Action::Deny
-    );
-    assert_eq!(
-        tool(&p, "read_file", json!({"path": ".ssh/id_rsa"})),
-        Action::Deny
-    );
+    assert_eq!(tool(&p, "read_file", json!({"path": "~/.ssh/id_rsa"})), Action::Deny);
+    assert_eq!(tool(&p, "read_file", json!({"path": ".ssh/id_rsa"})), Action::Deny);
 }
 
 #[test]
 fn relative_and_tilde_paths_never_match_an_absolute_allow() {
-    let p =
-        policy("[[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"/home/u/**\"\n");
-    assert_eq!(
-        tool(&p, "read_file", json!({"path": "/home/u/a"})),
-        Action::Allow
-    );
+    let p = policy("[[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"/home/u/**\"\n");
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/a"})), Action::Allow);
     assert_eq!(tool(&p, "read_file", json!({"path": "~/a"})), Action::Deny);
     assert_eq!(tool(&p, "read_file", json!({"path": "a/b"})), Action::Deny);
-    assert_eq!(
-        tool(&p, "read_file", json!({"path": "../home/u/a"})),
-        Action::Deny
-    );
+    assert_eq!(tool(&p, "read_file", json!({"path": "../home/u/a"})), Action::Deny);
 }
 
 #[test]
@@ -319,28 +216,11 @@ fn arrays_any_for_deny_every_for_allow() {
     "#,
     );
     let call = |paths: Value| tool_id(&p, "read_multiple_files", json!({"paths": paths}));
-    assert_eq!(
-        call(json!(["/home/a", "/etc/passwd"])).as_deref(),
-        Some("deny-etc")
-    );
-    assert_eq!(
-        call(json!(["/home/a", "/home/b"])).as_deref(),
-        Some("allow-home")
-    );
-    assert_eq!(
-        call(json!(["/home/a", "/tmp/b"])),
-        None,
-        "allow needs every element"
-    );
-    assert_eq!(
-        call(json!([["/home/a"], ["/home/b", "/tmp/x"]])),
-        None,
-        "nested arrays too"
-    );
-    assert_eq!(
-        call(json!([["/home/a"], ["/etc/x"]])).as_deref(),
-        Some("deny-etc")
-    );
+    assert_eq!(call(json!(["/home/a", "/etc/passwd"])).as_deref(), Some("deny-etc"));
+    assert_eq!(call(json!(["/home/a", "/home/b"])).as_deref(), Some("allow-home"));
+    assert_eq!(call(json!(["/home/a", "/tmp/b"])), None, "allow needs every element");
+    assert_eq!(call(json!([["/home/a"], ["/home/b", "/tmp/x"]])), None, "nested arrays too");
+    assert_eq!(call(json!([["/home/a"], ["/etc/x"]])).as_deref(), Some("deny-etc"));
     assert_eq!(call(json!([])), None, "an empty array matches nothing");
 }
 
@@ -361,34 +241,10 @@ fn dotted_args_reach_into_nested_objects() {
         tool = "**"
     "#,
     );
-    assert_eq!(
-        tool(
-            &p,
-            "fetch",
-            json!({"options": {"target": {"host": "db.internal"}}})
-        ),
-        Action::Deny
-    );
-    assert_eq!(
-        tool(
-            &p,
-            "fetch",
-            json!({"options": {"target": {"host": "example.com"}}})
-        ),
-        Action::Allow
-    );
-    assert_eq!(
-        tool(
-            &p,
-            "fetch",
-            json!({"files": [{"path": "/etc/x"}, {"path": "/tmp"}]})
-        ),
-        Action::Deny
-    );
-    assert_eq!(
-        tool(&p, "fetch", json!({"files": [{"path": "/tmp"}]})),
-        Action::Allow
-    );
+    assert_eq!(tool(&p, "fetch", json!({"options": {"target": {"host": "db.internal"}}})), Action::Deny);
+    assert_eq!(tool(&p, "fetch", json!({"options": {"target": {"host": "example.com"}}})), Action::Allow);
+    assert_eq!(tool(&p, "fetch", json!({"files": [{"path": "/etc/x"}, {"path": "/tmp"}]})), Action::Deny);
+    assert_eq!(tool(&p, "fetch", json!({"files": [{"path": "/tmp"}]})), Action::Allow);
 }
 
 #[test]
@@ -415,29 +271,13 @@ fn numbers_and_booleans_match_as_json_text_and_missing_never_matches() {
         tool = "**"
     "#,
     );
-    assert_eq!(
-        tool_id(&p, "git_push", json!({"force": true})).as_deref(),
-        Some("force")
-    );
+    assert_eq!(tool_id(&p, "git_push", json!({"force": true})).as_deref(), Some("force"));
     assert_eq!(tool_id(&p, "git_push", json!({"force": false})), None);
-    assert_eq!(
-        tool_id(&p, "git_push", json!({})),
-        None,
-        "missing argument: rule does not match"
-    );
-    assert_eq!(
-        tool_id(&p, "connect", json!({"port": 22})).as_deref(),
-        Some("port")
-    );
-    assert_eq!(
-        tool_id(&p, "connect", json!({"port": "22"})).as_deref(),
-        Some("port")
-    );
+    assert_eq!(tool_id(&p, "git_push", json!({})), None, "missing argument: rule does not match");
+    assert_eq!(tool_id(&p, "connect", json!({"port": 22})).as_deref(), Some("port"));
+    assert_eq!(tool_id(&p, "connect", json!({"port": "22"})).as_deref(), Some("port"));
     assert_eq!(tool_id(&p, "connect", json!({"port": 2222})), None);
-    assert_eq!(
-        tool_id(&p, "pay", json!({"amount": 1000000})).as_deref(),
-        Some("big")
-    );
+    assert_eq!(tool_id(&p, "pay", json!({"amount": 1000000})).as_deref(), Some("big"));
 }
 
 #[test]
@@ -454,15 +294,7 @@ fn any_arg_sees_every_string_at_any_depth() {
         tool = "**"
     "#,
     );
-    assert_eq!(
-        tool_id(
-            &p,
-            "x",
-            json!({"a": {"b": [1, {"c": "/root/.aws/credentials"}]}})
-        )
-        .as_deref(),
-        Some("aws")
-    );
+    assert_eq!(tool_id(&p, "x", json!({"a": {"b": [1, {"c": "/root/.aws/credentials"}]}})).as_deref(), Some("aws"));
     assert_eq!(
         tool_id(&p, "x", json!({"cmd": "cat /root/x/../.aws/config"})).as_deref(),
         Some("aws"),
@@ -478,29 +310,16 @@ fn any_arg_sees_every_string_at_any_depth() {
         Some("aws"),
         "non-object arguments are searched too"
     );
-    assert_eq!(
-        tool_id(&p, "x", json!({"p": "/root/p/../.aws/credentials"})).as_deref(),
-        Some("aws")
-    );
+    assert_eq!(tool_id(&p, "x", json!({"p": "/root/p/../.aws/credentials"})).as_deref(), Some("aws"));
     assert_eq!(tool_id(&p, "x", json!({"p": "/root/ok"})), None);
 }
 
 #[test]
 fn any_arg_in_an_allow_rule_needs_every_string() {
     let p = policy("[[rule]]\naction = \"allow\"\ntool = \"**\"\nany_arg = \"/work/**\"\n");
-    assert_eq!(
-        tool(&p, "x", json!({"a": "/work/a", "b": ["/work/b"]})),
-        Action::Allow
-    );
-    assert_eq!(
-        tool(&p, "x", json!({"a": "/work/a", "b": ["/etc/b"]})),
-        Action::Deny
-    );
-    assert_eq!(
-        tool(&p, "x", json!({})),
-        Action::Deny,
-        "no strings: nothing to allow on"
-    );
+    assert_eq!(tool(&p, "x", json!({"a": "/work/a", "b": ["/work/b"]})), Action::Allow);
+    assert_eq!(tool(&p, "x", json!({"a": "/work/a", "b": ["/etc/b"]})), Action::Deny);
+    assert_eq!(tool(&p, "x", json!({})), Action::Deny, "no strings: nothing to allow on");
 }
 
 #[test]
@@ -518,19 +337,12 @@ fn non_object_arguments_only_match_rules_without_argument_conditions() {
         tool = "run"
     "#,
     );
-    assert_eq!(
-        tool_id(&p, "run", json!({"cmd": "ls -l"})).as_deref(),
-        Some("cond")
-    );
+    assert_eq!(tool_id(&p, "run", json!({"cmd": "ls -l"})).as_deref(), Some("cond"));
     assert_eq!(tool_id(&p, "run", json!("ls -l")).as_deref(), Some("plain"));
     assert_eq!(tool_id(&p, "run", json!(["ls"])).as_deref(), Some("plain"));
     let params = json!({"name": "run"});
     let d = p.decide(&Call::from_params("tools/call", Some(&params)));
-    assert_eq!(
-        d.rule_id(),
-        Some("plain"),
-        "absent arguments cannot satisfy argument conditions"
-    );
+    assert_eq!(d.rule_id(), Some("plain"), "absent arguments cannot satisfy argument conditions");
 }
 
 #[test]
@@ -548,22 +360,10 @@ fn operation_condition_uses_the_detector() {
         operation = "read"
     "#,
     );
-    assert_eq!(
-        tool_id(&p, "github_delete_repo", json!({})).as_deref(),
-        Some("no-delete")
-    );
-    assert_eq!(
-        tool_id(&p, "removeFile", json!({})).as_deref(),
-        Some("no-delete")
-    );
-    assert_eq!(
-        tool_id(&p, "drop-table", json!({})).as_deref(),
-        Some("no-delete")
-    );
-    assert_eq!(
-        tool_id(&p, "github_list_repos", json!({})).as_deref(),
-        Some("reads")
-    );
+    assert_eq!(tool_id(&p, "github_delete_repo", json!({})).as_deref(), Some("no-delete"));
+    assert_eq!(tool_id(&p, "removeFile", json!({})).as_deref(), Some("no-delete"));
+    assert_eq!(tool_id(&p, "drop-table", json!({})).as_deref(), Some("no-delete"));
+    assert_eq!(tool_id(&p, "github_list_repos", json!({})).as_deref(), Some("reads"));
     assert_eq!(tool_id(&p, "write_file", json!({})), None);
 }
 
@@ -575,14 +375,8 @@ fn service_condition_reads_server_or_tool_prefix() {
     assert_eq!(tool(&p, "github_delete_repo", json!({})), Action::Deny);
     let params = json!({"name": "delete_branch"});
     let call = Call::from_params("tools/call", Some(&params));
-    assert_eq!(
-        p.decide(&call.with_server(Some("github"))).action,
-        Action::Deny
-    );
-    assert_eq!(
-        p.decide(&call.with_server(Some("gitlab"))).action,
-        Action::Allow
-    );
+    assert_eq!(p.decide(&call.with_server(Some("github"))).action, Action::Deny);
+    assert_eq!(p.decide(&call.with_server(Some("gitlab"))).action, Action::Allow);
 }
 
 #[test]
@@ -605,34 +399,15 @@ fn annotations_with_spec_defaults() {
     );
     let params = json!({"name": "t", "arguments": {}});
     let call = Call::from_params("tools/call", Some(&params));
-    let with = |a: Option<ToolAnnotations>| {
-        p.decide(&call.with_annotations(a))
-            .rule_id()
-            .map(str::to_owned)
-    };
+    let with = |a: Option<ToolAnnotations>| p.decide(&call.with_annotations(a)).rule_id().map(str::to_owned);
     assert_eq!(
-        with(Some(ToolAnnotations {
-            read_only_hint: Some(true),
-            destructive_hint: None
-        }))
-        .as_deref(),
+        with(Some(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None })).as_deref(),
         Some("ro")
     );
+    assert_eq!(with(None).as_deref(), Some("destructive"), "an unlisted tool is destructive by default");
+    assert_eq!(with(Some(ToolAnnotations::default())).as_deref(), Some("destructive"));
     assert_eq!(
-        with(None).as_deref(),
-        Some("destructive"),
-        "an unlisted tool is destructive by default"
-    );
-    assert_eq!(
-        with(Some(ToolAnnotations::default())).as_deref(),
-        Some("destructive")
-    );
-    assert_eq!(
-        with(Some(ToolAnnotations {
-            read_only_hint: Some(false),
-            destructive_hint: Some(false)
-        }))
-        .as_deref(),
+        with(Some(ToolAnnotations { read_only_hint: Some(false), destructive_hint: Some(false) })).as_deref(),
         Some("rest")
     );
 }
@@ -671,7 +446,11 @@ fn thousand_rules_decide_like_a_linear_scan() {
     let mut text = String::new();
     for i in 0..1000 {
         let action = ["allow", "deny", "prompt", "audit"][i % 4];
-        text.push_str(&format!("[[rule]]\nid = \"r{i}\"\naction = \"{action}\"\ntool = \"svc{}_*\"\nargs.path = \"/d{}/**\"\n", i % 37, i % 11));
+        text.push_str(&format!(
+            "[[rule]]\nid = \"r{i}\"\naction = \"{action}\"\ntool = \"svc{}_*\"\nargs.path = \"/d{}/**\"\n",
+            i % 37,
+            i % 11
+        ));
     }
     let p = policy(&text);
     for n in 0..200 {
@@ -679,10 +458,7 @@ fn thousand_rules_decide_like_a_linear_scan() {
         let args = json!({"path": format!("/d{}/x", n % 13)});
         let params = json!({"name": name, "arguments": args});
         let call = Call::from_params("tools/call", Some(&params));
-        assert_eq!(
-            p.decide(&call).rule_id(),
-            p.explain(&call).decision.rule_id()
-        );
+        assert_eq!(p.decide(&call).rule_id(), p.explain(&call).decision.rule_id());
     }
 }
 
@@ -699,10 +475,7 @@ fn syntax_errors_name_file_and_line() {
 fn unknown_keys_are_refused_never_ignored() {
     for (text, line) in [
         ("[[rule]]\naction = \"deny\"\ntol = \"x\"\n", 3),
-        (
-            "[[rule]]\naction = \"deny\"\ntool = \"x\"\narg.path = \"/etc/**\"\n",
-            4,
-        ),
+        ("[[rule]]\naction = \"deny\"\ntool = \"x\"\narg.path = \"/etc/**\"\n", 4),
         ("[[rules]]\naction = \"deny\"\ntool = \"x\"\n", 1),
         ("[defaults]\ndecision = \"deny\"\n", 2),
     ] {
@@ -711,28 +484,20 @@ fn unknown_keys_are_refused_never_ignored() {
         assert!(e.to_string().contains("unknown field"), "{e}");
     }
     assert!(
-        error("[[rule]]\naction = \"deny\"\ntool = \"x\"\narg.path = \"/etc/**\"\n")
-            .to_string()
-            .contains("args.NAME")
+        error("[[rule]]\naction = \"deny\"\ntool = \"x\"\narg.path = \"/etc/**\"\n").to_string().contains("args.NAME")
     );
 }
 
 #[test]
 fn bad_actions_globs_and_regexes() {
     let e = error("[[rule]]\naction = \"block\"\ntool = \"x\"\n");
-    assert!(
-        e.to_string().contains("test.toml:2:") && e.to_string().contains("unknown action `block`"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("test.toml:2:") && e.to_string().contains("unknown action `block`"), "{e}");
     let e = error("[defaults]\naction = \"maybe\"\n");
     assert!(e.to_string().contains("unknown action"), "{e}");
     let e = error("[[rule]]\ntool = \"x\"\n");
     assert!(e.to_string().contains("no `action`"), "{e}");
     let e = error("[[rule]]\naction = \"deny\"\ntool_regex = \"(unclosed\"\n");
-    assert!(
-        e.to_string().contains("test.toml:3:") && e.to_string().contains("tool_regex"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("test.toml:3:") && e.to_string().contains("tool_regex"), "{e}");
     let e = error("[[rule]]\naction = \"deny\"\ntool = \"\"\n");
     assert!(e.to_string().contains("empty pattern"), "{e}");
     let e = error("[[rule]]\naction = \"deny\"\noperation = \"nuke\"\n");
@@ -749,9 +514,7 @@ fn missing_and_contradictory_targets() {
     assert!(e.to_string().contains("contradicts"), "{e}");
     let e = error("[[rule]]\naction = \"deny\"\nresource = \"file:///x\"\ndestructive = true\n");
     assert!(e.to_string().contains("only applies to tools"), "{e}");
-    let e = error(
-        "[[rule]]\naction = \"deny\"\nmethod = \"sampling/createMessage\"\noperation = \"delete\"\n",
-    );
+    let e = error("[[rule]]\naction = \"deny\"\nmethod = \"sampling/createMessage\"\noperation = \"delete\"\n");
     assert!(e.to_string().contains("about tools"), "{e}");
     // Consistent combinations are fine.
     policy("[[rule]]\naction = \"deny\"\ntool = \"x\"\nmethod = \"tools/call\"\n");
@@ -764,14 +527,10 @@ fn shadowed_rules_are_refused() {
     );
     let text = e.to_string();
     assert!(
-        text.contains("test.toml:6:")
-            && text.contains("`never` can never match")
-            && text.contains("`all`"),
+        text.contains("test.toml:6:") && text.contains("`never` can never match") && text.contains("`all`"),
         "{text}"
     );
-    error(
-        "[[rule]]\naction = \"allow\"\nmethod = \"**\"\n[[rule]]\naction = \"deny\"\nresource = \"file:///x\"\n",
-    );
+    error("[[rule]]\naction = \"allow\"\nmethod = \"**\"\n[[rule]]\naction = \"deny\"\nresource = \"file:///x\"\n");
     error(
         "[[rule]]\naction = \"allow\"\ntool = \"read_file\"\n[[rule]]\naction = \"deny\"\ntool = \"read_file\"\nargs.path = \"/etc/**\"\n",
     );
@@ -779,21 +538,13 @@ fn shadowed_rules_are_refused() {
         "[[rule]]\naction = \"allow\"\nmethod = \"tools/call\"\n[[rule]]\naction = \"deny\"\noperation = \"delete\"\n",
     );
     // Not shadowed: the earlier rule has a condition, or covers something else.
-    policy(
-        "[[rule]]\naction = \"allow\"\ntool = \"*\"\nserver = \"a\"\n[[rule]]\naction = \"deny\"\ntool = \"rm\"\n",
-    );
-    policy(
-        "[[rule]]\naction = \"allow\"\ntool = \"read_*\"\n[[rule]]\naction = \"deny\"\ntool = \"write_*\"\n",
-    );
-    policy(
-        "[[rule]]\naction = \"allow\"\ntool = \"*\"\n[[rule]]\naction = \"deny\"\nresource = \"**\"\n",
-    );
+    policy("[[rule]]\naction = \"allow\"\ntool = \"*\"\nserver = \"a\"\n[[rule]]\naction = \"deny\"\ntool = \"rm\"\n");
+    policy("[[rule]]\naction = \"allow\"\ntool = \"read_*\"\n[[rule]]\naction = \"deny\"\ntool = \"write_*\"\n");
+    policy("[[rule]]\naction = \"allow\"\ntool = \"*\"\n[[rule]]\naction = \"deny\"\nresource = \"**\"\n");
 }
 
 #[test]
 fn errors_are_all_reported_and_nothing_is_half_loaded() {
-    let e = error(
-        "[[rule]]\naction = \"nope\"\ntool = \"a\"\n[[rule]]\naction = \"deny\"\ntool_regex = \"(\"\n",
-    );
+    let e = error("[[rule]]\naction = \"nope\"\ntool = \"a\"\n[[rule]]\naction = \"deny\"\ntool_regex = \"(\"\n");
     assert_eq!(e.diagnostics.len(), 2, "{e}");
 }

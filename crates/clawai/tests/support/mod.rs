@@ -37,11 +37,7 @@ pub struct Setup<'a> {
 
 impl<'a> Setup<'a> {
     pub fn new(policy: &'a str) -> Self {
-        Setup {
-            policy,
-            args: Vec::new(),
-            env: Vec::new(),
-        }
+        Setup { policy, args: Vec::new(), env: Vec::new() }
     }
     pub fn arg(mut self, a: &str) -> Self {
         self.args.push(a.to_owned());
@@ -89,12 +85,7 @@ impl<'a> Setup<'a> {
             }
         });
         let stdin = child.stdin.take();
-        Proxy {
-            child,
-            stdin,
-            lines: rx,
-            dir,
-        }
+        Proxy { child, stdin, lines: rx, dir }
     }
 }
 
@@ -114,19 +105,13 @@ impl Proxy {
 
     /// The next line from the proxy, raw.
     pub fn recv_raw(&mut self) -> Vec<u8> {
-        self.lines
-            .recv_timeout(TIMEOUT)
-            .expect("a message from clawai in time")
+        self.lines.recv_timeout(TIMEOUT).expect("a message from clawai in time")
     }
 
     pub fn recv(&mut self) -> Value {
         let line = self.recv_raw();
-        serde_json::from_slice(&line).unwrap_or_else(|e| {
-            panic!(
-                "clawai wrote invalid JSON ({e}): {}",
-                String::from_utf8_lossy(&line)
-            )
-        })
+        serde_json::from_slice(&line)
+            .unwrap_or_else(|e| panic!("clawai wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&line)))
     }
 
     /// Nothing arrives within `wait`.
@@ -162,10 +147,7 @@ impl Proxy {
             if let Some(s) = self.child.try_wait().unwrap() {
                 return s;
             }
-            assert!(
-                Instant::now() < deadline,
-                "clawai did not exit within {limit:?}"
-            );
+            assert!(Instant::now() < deadline, "clawai did not exit within {limit:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

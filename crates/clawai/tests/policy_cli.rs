@@ -1,0 +1,186 @@
+//! `clawai policy …` as a person (or CI) runs it.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn clawai(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clawai"));
+    cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME").env_remove("CLAWAI_POLICY").env_remove("XDG_STATE_HOME");
+    cmd
+}
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn init_writes_the_starter_at_the_default_path_and_refuses_to_overwrite() {
+    let home = tempfile::tempdir().unwrap();
+    let out = clawai(home.path()).args(["policy", "init"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path = home.path().join(".config/clawai/policy.toml");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(written.contains("no-credentials"));
+    assert!(stdout(&out).contains("Next:"));
+    std::fs::write(&path, "# mine\n").unwrap();
+    let out = clawai(home.path()).args(["policy", "init"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("already exists"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n", "never overwritten");
+    // XDG_CONFIG_HOME is honoured.
+    let xdg = home.path().join("xdg");
+    let out = clawai(home.path()).env("XDG_CONFIG_HOME", &xdg).args(["policy", "init"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(xdg.join("clawai/policy.toml").exists());
+    // And the starter checks clean with the default lookup.
+    let out = clawai(home.path()).env("XDG_CONFIG_HOME", &xdg).args(["policy", "check"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("ok,"));
+}
+
+#[test]
+fn check_reports_file_line_and_fails() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = home.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\naction = \"deny\"\ntool = \"x\"\n\n[[rule]]\naction = \"alow\"\ntool = \"y\"\n")
+        .unwrap();
+    let out = clawai(home.path()).args(["policy", "check"]).arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("bad.toml:6:") && err.contains("unknown action `alow`"), "{err}");
+    // CLAWAI_POLICY is the lookup when no file is given.
+    let out = clawai(home.path()).env("CLAWAI_POLICY", &bad).args(["policy", "check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let missing = clawai(home.path()).args(["policy", "check", "/nonexistent/p.toml"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("clawai policy init"));
+}
+
+#[test]
+fn test_runs_seed_fixtures_and_fails_on_mismatch() {
+    let home = tempfile::tempdir().unwrap();
+    let root = repo();
+    for (policy, dir) in [
+        ("examples/policies/seed000.toml", "examples/fixtures/seed000"),
+        ("examples/policies/seed004.yaml", "examples/fixtures/seed004"),
+    ] {
+        let out = clawai(home.path())
+            .args(["policy", "test", "--policy"])
+            .arg(root.join(policy))
+            .arg("--fixture-dir")
+            .arg(root.join(dir))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        assert!(stdout(&out).contains(" 0 failed"), "{}", stdout(&out));
+    }
+    // --expect overrides: the ssh read is not allowed, so this must fail.
+    let out = clawai(home.path())
+        .args(["policy", "test", "--policy"])
+        .arg(root.join("examples/policies/seed000.toml"))
+        .arg("--fixture")
+        .arg(root.join("examples/fixtures/seed000/read-ssh-key.json"))
+        .args(["--expect", "allow"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("FAIL") && stdout(&out).contains("expected allow"), "{}", stdout(&out));
+    // JSON output for machines.
+    let out = clawai(home.path())
+        .args(["policy", "test", "--format", "json", "--policy"])
+        .arg(root.join("examples/policies/seed000.toml"))
+        .arg("--fixture-dir")
+        .arg(root.join("examples/fixtures/seed000"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["failed"], 0);
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["passed"] == true));
+}
+
+#[test]
+fn test_fails_when_a_fixture_expects_otherwise() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("fx");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(home.path().join("p.toml"), "[[rule]]\naction = \"allow\"\ntool = \"read_*\"\n").unwrap();
+    std::fs::write(dir.join("a.json"), r#"{"method":"tools/call","params":{"name":"read_file"},"expected":"allow"}"#)
+        .unwrap();
+    std::fs::write(dir.join("b.json"), r#"{"method":"tools/call","params":{"name":"rm"},"expected":"allow"}"#).unwrap();
+    let out = clawai(home.path())
+        .args(["policy", "test", "--policy"])
+        .arg(home.path().join("p.toml"))
+        .arg("--fixture-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("1 passed, 1 failed"), "{}", stdout(&out));
+    std::fs::write(dir.join("c.json"), "{ broken").unwrap();
+    let out = clawai(home.path())
+        .args(["policy", "test", "--policy"])
+        .arg(home.path().join("p.toml"))
+        .arg("--fixture-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("c.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn explain_shows_every_rule_considered_and_the_decision() {
+    let home = tempfile::tempdir().unwrap();
+    let out = clawai(home.path())
+        .args(["policy", "explain", "--policy"])
+        .arg(repo().join("examples/policies/seed000.toml"))
+        .args(["--tool", "filesystem_read", "--arg", "path=/home/user/projects/../.ssh/id_rsa"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("#1 (line 3)") && text.contains("#3 (line 14)") && text.contains("args.path does not match"),
+        "{text}"
+    );
+    assert!(text.contains("Decision: DENY") && text.contains("Default deny"), "{text}");
+    let out = clawai(home.path())
+        .args(["policy", "explain", "--policy"])
+        .arg(repo().join("examples/policies/seed000.toml"))
+        .args(["--tool", "filesystem_read", "--arg", "path=/home/user/projects/a.rs"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("Decision: ALLOW"), "{}", stdout(&out));
+}
+
+#[test]
+fn import_prints_toml_that_loads() {
+    let home = tempfile::tempdir().unwrap();
+    let out = clawai(home.path())
+        .args(["policy", "import"])
+        .arg(repo().join("examples/policies/seed004.yaml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let converted = home.path().join("converted.toml");
+    std::fs::write(&converted, &out.stdout).unwrap();
+    let out = clawai(home.path()).args(["policy", "check"]).arg(&converted).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = clawai(home.path())
+        .args(["policy", "test", "--policy"])
+        .arg(&converted)
+        .arg("--fixture-dir")
+        .arg(repo().join("examples/fixtures/seed004"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the converted policy decides as the original: {}", stdout(&out));
+}
