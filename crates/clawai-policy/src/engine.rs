@@ -46,7 +46,7 @@ impl Decision<'_> {
         match self.rule {
             Some((i, rule)) => match &rule.description {
                 Some(d) => format!("rule {}: {d}", rule.label(i)),
-                None => format!("rule {} ({})", rule.label(i), rule.summary()),
+                None => format!("rule {}", rule.label(i)),
             },
             None => format!("no rule matched; the policy's default is {}", self.action),
         }

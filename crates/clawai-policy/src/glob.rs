@@ -19,7 +19,74 @@ use regex::Regex;
 #[derive(Debug, Clone)]
 pub struct Glob {
     sources: Vec<String>,
-    regex: Regex,
+    /// The anchored regex equivalent to the glob (used for indexes such as `RegexSet`).
+    regex_source: String,
+    matcher: Matcher,
+}
+
+/// How a glob is matched. Most globs in policies are a literal with one wildcard at an
+/// end; those are matched with string operations, which also keeps policy loading fast
+/// (compiling a regex costs tens of microseconds). The rest compile to a regex.
+#[derive(Debug, Clone)]
+enum Matcher {
+    Simple(Vec<Simple>),
+    Regex(Regex),
+}
+
+#[derive(Debug, Clone)]
+enum Simple {
+    /// `**`
+    Everything,
+    /// no wildcard
+    Literal(String),
+    /// `prefix*`: the prefix, then anything without `/`
+    StarAfter(String),
+    /// `prefix**` (not a whole component): the prefix, then anything
+    AnythingAfter(String),
+    /// `dir/**`: `dir` itself or anything below it
+    Below(String),
+    /// `**/name`: `name`, or anything ending in `/name`
+    NameAnywhere(String),
+}
+
+impl Simple {
+    fn parse(pattern: &str) -> Option<Simple> {
+        let stars = |s: &str| s.len() >= 2 && s.chars().all(|c| c == '*');
+        if stars(pattern) {
+            return Some(Simple::Everything);
+        }
+        if is_literal(pattern) {
+            return Some(Simple::Literal(pattern.to_owned()));
+        }
+        if let Some(dir) = pattern.strip_suffix("/**").filter(|d| is_literal(d)) {
+            return Some(Simple::Below(dir.to_owned()));
+        }
+        if let Some(prefix) = pattern.strip_suffix("**").filter(|p| is_literal(p) && !p.ends_with('/')) {
+            return Some(Simple::AnythingAfter(prefix.to_owned()));
+        }
+        if let Some(prefix) = pattern.strip_suffix('*').filter(|p| is_literal(p)) {
+            return Some(Simple::StarAfter(prefix.to_owned()));
+        }
+        if let Some(name) = pattern.strip_prefix("**/").filter(|n| is_literal(n)) {
+            return Some(Simple::NameAnywhere(name.to_owned()));
+        }
+        None
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            Simple::Everything => true,
+            Simple::Literal(l) => text == l,
+            Simple::StarAfter(p) => text.strip_prefix(p.as_str()).is_some_and(|rest| !rest.contains('/')),
+            Simple::AnythingAfter(p) => text.starts_with(p.as_str()),
+            Simple::Below(dir) => {
+                text.strip_prefix(dir.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            }
+            Simple::NameAnywhere(name) => {
+                text.strip_suffix(name.as_str()).is_some_and(|head| head.is_empty() || head.ends_with('/'))
+            }
+        }
+    }
 }
 
 /// A glob that could not be compiled.
@@ -58,14 +125,25 @@ impl Glob {
             }
             alternatives.push(to_regex_body(source));
         }
-        let regex = Regex::new(&format!("(?s)^(?:{})$", alternatives.join("|")))
-            .map_err(|e| GlobError { pattern: sources.join(", "), reason: e.to_string() })?;
-        Ok(Glob { sources, regex })
+        let regex_source = format!("(?s)^(?:{})$", alternatives.join("|"));
+        let simple: Option<Vec<Simple>> =
+            sources.iter().map(|s| Simple::parse(&collapse_double_star_components(s))).collect();
+        let matcher = match simple {
+            Some(simple) => Matcher::Simple(simple),
+            None => Matcher::Regex(
+                Regex::new(&regex_source)
+                    .map_err(|e| GlobError { pattern: sources.join(", "), reason: e.to_string() })?,
+            ),
+        };
+        Ok(Glob { sources, regex_source, matcher })
     }
 
     /// True when `text` matches the glob (or any of its alternatives).
     pub fn is_match(&self, text: &str) -> bool {
-        self.regex.is_match(text)
+        match &self.matcher {
+            Matcher::Simple(alternatives) => alternatives.iter().any(|a| a.is_match(text)),
+            Matcher::Regex(r) => r.is_match(text),
+        }
     }
 
     /// The patterns as written.
@@ -94,7 +172,7 @@ impl Glob {
 
     /// The anchored regular expression the glob compiled to.
     pub fn regex_source(&self) -> &str {
-        self.regex.as_str()
+        &self.regex_source
     }
 }
 
@@ -305,6 +383,18 @@ mod tests {
         ) {
             prop_assume!(!pattern.is_empty());
             prop_assert_eq!(m(&pattern, &text), reference(&pattern, &text), "pattern {:?} text {:?}", pattern, text);
+        }
+
+        /// The string fast paths and the regex the glob compiles to always agree.
+        #[test]
+        fn fast_paths_agree_with_the_regex(
+            pattern in "[ab/*.]{0,3}[*]{0,2}[/]?[*]{0,2}[ab.]{0,3}",
+            text in "[ab/.]{0,8}",
+        ) {
+            prop_assume!(!pattern.is_empty());
+            let g = Glob::new(&pattern).unwrap();
+            let regex = Regex::new(g.regex_source()).unwrap();
+            prop_assert_eq!(g.is_match(&text), regex.is_match(&text), "pattern {:?} text {:?}", pattern, text);
         }
     }
 }

@@ -408,14 +408,15 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
             }
         },
     };
-    if let (Some(m), Some(fixed)) = (&raw.method, target.fixed_method()) {
-        if !named.is_empty() && m.get_ref().clone_vec() != [fixed] {
-            c.error(
-                m.span().start,
-                format!("{label}: `method` contradicts its target, which only applies to {fixed}; remove `method`"),
-            );
-            return None;
-        }
+    if let (Some(m), Some(fixed)) = (&raw.method, target.fixed_method())
+        && !named.is_empty()
+        && m.get_ref().clone_vec() != [fixed]
+    {
+        c.error(
+            m.span().start,
+            format!("{label}: `method` contradicts its target, which only applies to {fixed}; remove `method`"),
+        );
+        return None;
     }
     if !tool_only.is_empty() && target.fixed_method() != Some("tools/call") {
         c.error(

@@ -15,6 +15,10 @@ const MAX_DECODE_ROUNDS: usize = 8;
 /// Every reading of `value` the engine matches, without duplicates, the original first.
 pub fn readings(value: &str) -> Vec<String> {
     let mut out = vec![value.to_owned()];
+    if !value.contains(['/', '%', '\\']) {
+        // Nothing to normalise or decode: the spelling is the only reading.
+        return out;
+    }
     let mut push = |s: String| {
         if !out.contains(&s) {
             out.push(s);

@@ -259,10 +259,10 @@ impl Rule {
     /// Checks every condition after the target, in a fixed order.
     pub(crate) fn conditions_match(&self, call: &Call) -> Result<(), Miss> {
         let q = self.action.quantifier();
-        if let Some(g) = &self.server {
-            if !call.server.is_some_and(|s| g.is_match(s)) {
-                return Err(Miss::Server);
-            }
+        if let Some(g) = &self.server
+            && !call.server.is_some_and(|s| g.is_match(s))
+        {
+            return Err(Miss::Server);
         }
         if let Some(g) = &self.service {
             let parsed = call.name.and_then(|n| detect(n).service);
@@ -278,15 +278,15 @@ impl Rule {
             }
         }
         let annotations = call.effective_annotations();
-        if let Some(want) = self.destructive {
-            if annotations.is_destructive() != want {
-                return Err(Miss::Destructive(annotations.is_destructive()));
-            }
+        if let Some(want) = self.destructive
+            && annotations.is_destructive() != want
+        {
+            return Err(Miss::Destructive(annotations.is_destructive()));
         }
-        if let Some(want) = self.read_only {
-            if annotations.is_read_only() != want {
-                return Err(Miss::ReadOnly(annotations.is_read_only()));
-            }
+        if let Some(want) = self.read_only
+            && annotations.is_read_only() != want
+        {
+            return Err(Miss::ReadOnly(annotations.is_read_only()));
         }
         if !self.args.is_empty() {
             let Some(object @ Value::Object(_)) = call.arguments else {

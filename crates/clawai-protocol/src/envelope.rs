@@ -143,10 +143,10 @@ impl<'a> Members<'a> {
                 return Err(invalid("`id` must be a string or a number"));
             }
         }
-        if let Some(params) = self.params {
-            if !matches!(params.get().as_bytes().first(), Some(b'{' | b'[')) {
-                return Err(invalid("`params` must be an object or an array"));
-            }
+        if let Some(params) = self.params
+            && !matches!(params.get().as_bytes().first(), Some(b'{' | b'['))
+        {
+            return Err(invalid("`params` must be an object or an array"));
         }
         let kind = match (&self.method, self.id, self.result.is_some(), self.error.is_some()) {
             (Some(_), _, true, _) | (Some(_), _, _, true) => {

@@ -194,15 +194,11 @@ impl Cursor<'_> {
                     self.string()?;
                 }
                 c @ (b'{' | b'[') => stack.push(c),
-                b'}' => {
-                    if stack.pop()? != b'{' {
-                        return None;
-                    }
+                b'}' if stack.pop()? != b'{' => {
+                    return None;
                 }
-                b']' => {
-                    if stack.pop()? != b'[' {
-                        return None;
-                    }
+                b']' if stack.pop()? != b'[' => {
+                    return None;
                 }
                 _ => {}
             }

@@ -70,15 +70,24 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
         let mut out = Map::new();
-        let mut folded = HashSet::new();
+        // Small objects (the usual case) are checked by comparing with every key seen;
+        // large ones switch to a set of folded keys.
+        let mut folded: Option<HashSet<String>> = None;
         while let Some(key) = map.next_key::<String>()? {
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!("key `{key}` appears twice in one object")));
             }
-            if !folded.insert(key.to_ascii_lowercase()) {
+            let case_twin = match &mut folded {
+                Some(set) => !set.insert(key.to_ascii_lowercase()),
+                None => out.keys().any(|k| k.eq_ignore_ascii_case(&key)),
+            };
+            if case_twin {
                 return Err(de::Error::custom(format!(
                     "key `{key}` differs from another key of the same object only in case"
                 )));
+            }
+            if folded.is_none() && out.len() >= 16 {
+                folded = Some(out.keys().chain([&key]).map(|k| k.to_ascii_lowercase()).collect());
             }
             let Strict(value) = map.next_value()?;
             out.insert(key, value);
@@ -110,5 +119,11 @@ mod tests {
         assert!(parse(br#"{"name":"read","Name":"delete"}"#).is_err());
         assert!(parse(br#"{"arguments":{"path":"/ok","PATH":"/etc"}}"#).is_err());
         assert!(parse(br#"{"name":"a","other":"b"}"#).is_ok());
+        // Past the small-object threshold too.
+        let mut big: String = (0..40).map(|i| format!("\"k{i}\":{i},")).collect();
+        big.push_str("\"K7\":0");
+        assert!(parse(format!("{{{big}}}").as_bytes()).is_err());
+        let ok: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        assert!(parse(format!("{{{}}}", ok.join(",")).as_bytes()).is_ok());
     }
 }

@@ -1,14 +1,19 @@
 //! The audit trail: JSON Lines, one event per message or decision.
 //!
-//! Each event is written with a single `write` to a file opened for appending, before
-//! the message it describes is forwarded; the kernel has it from then on, so even a
-//! SIGKILL of clawai loses nothing already decided. When the file passes its size
-//! limit it is rotated (`audit.jsonl` → `audit.jsonl.1` → … up to `keep` files).
+//! A decision ([`Durability::BeforeForward`]) is written with a single `write` to a
+//! file opened for appending before the message it describes is forwarded; the kernel
+//! has it from then on, so even a SIGKILL of clawai loses nothing already decided.
+//! Other events (responses, messages no rule applies to) are [`Durability::Buffered`]:
+//! they ride along with the next decision's write, or are flushed within
+//! [`FLUSH_EVERY`], so a busy session does not pay a system call per message.
+//! When the file passes its size limit it is rotated (`audit.jsonl` →
+//! `audit.jsonl.1` → … up to `keep` files).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -79,12 +84,28 @@ pub struct Event<'a> {
     pub size: Option<usize>,
 }
 
+/// Longest time a buffered event waits before it is written.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+/// Buffered events are written once this many bytes wait.
+const BUFFER_LIMIT: usize = 64 * 1024;
+
+/// When an event must be on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the message is forwarded (decisions).
+    BeforeForward,
+    /// Soon (at the next decision, or within [`FLUSH_EVERY`]).
+    Buffered,
+}
+
 /// Where events go.
 pub struct AuditLog {
-    sink: Mutex<Sink>,
+    sink: Arc<Mutex<Sink>>,
 }
 
 struct Sink {
+    pending: Vec<u8>,
     file: Option<File>,
     path: PathBuf,
     written: u64,
@@ -105,46 +126,88 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        Ok(AuditLog { sink: Mutex::new(Sink { file: Some(file), path: path.to_owned(), written, max_bytes, keep }) })
+        let sink = Sink { pending: Vec::new(), file: Some(file), path: path.to_owned(), written, max_bytes, keep };
+        let sink = Arc::new(Mutex::new(sink));
+        spawn_flusher(Arc::downgrade(&sink))?;
+        Ok(AuditLog { sink })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        AuditLog {
-            sink: Mutex::new(Sink { file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 }),
-        }
+        let sink =
+            Sink { pending: Vec::new(), file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 };
+        AuditLog { sink: Arc::new(Mutex::new(sink)) }
     }
 
-    /// Writes one event as one line. Errors are reported on stderr, never fatal: the
+    /// Records one event as one line. Errors are reported on stderr, never fatal: the
     /// guard keeps deciding even when the disk is full.
-    pub fn record(&self, event: &Event) {
+    pub fn record(&self, event: &Event, durability: Durability) {
         let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         if sink.file.is_none() {
             return;
         }
-        let mut line = match serde_json::to_vec(event) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::error!("audit event could not be encoded: {e}");
-                return;
-            }
-        };
-        line.push(b'\n');
-        if sink.written + line.len() as u64 > sink.max_bytes && sink.written > 0 {
-            if let Err(e) = sink.rotate() {
-                tracing::error!("audit trail {} could not be rotated: {e}", sink.path.display());
-            }
+        let start = sink.pending.len();
+        if let Err(e) = serde_json::to_writer(&mut sink.pending, event) {
+            sink.pending.truncate(start);
+            tracing::error!("audit event could not be encoded: {e}");
+            return;
         }
-        let result = sink.file.as_mut().map(|f| f.write_all(&line));
-        match result {
-            Some(Ok(())) => sink.written += line.len() as u64,
-            Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", sink.path.display()),
-            None => {}
+        sink.pending.push(b'\n');
+        if durability == Durability::BeforeForward || sink.pending.len() >= BUFFER_LIMIT {
+            sink.write_pending();
         }
+    }
+
+    /// Writes every buffered event now.
+    pub fn flush(&self) {
+        self.sink.lock().unwrap_or_else(|p| p.into_inner()).write_pending();
     }
 }
 
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn spawn_flusher(sink: Weak<Mutex<Sink>>) -> io::Result<()> {
+    std::thread::Builder::new().name("audit-flush".into()).spawn(move || {
+        loop {
+            std::thread::sleep(FLUSH_EVERY);
+            let Some(sink) = sink.upgrade() else { return };
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            if !sink.pending.is_empty() {
+                sink.write_pending();
+            }
+        }
+    })?;
+    Ok(())
+}
+
 impl Sink {
+    /// One `write` for everything pending; the file is rotated first when it would
+    /// pass its limit.
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() || self.file.is_none() {
+            return;
+        }
+        if self.written + self.pending.len() as u64 > self.max_bytes
+            && self.written > 0
+            && let Err(e) = self.rotate()
+        {
+            tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        match self.file.as_mut().map(|f| f.write_all(&pending)) {
+            Some(Ok(())) => self.written += pending.len() as u64,
+            Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", self.path.display()),
+            None => {}
+        }
+        // Keep the allocation for the next events.
+        self.pending = pending;
+        self.pending.clear();
+    }
+
     fn rotate(&mut self) -> io::Result<()> {
         let numbered = |n: usize| PathBuf::from(format!("{}.{n}", self.path.display()));
         for n in (1..self.keep).rev() {
@@ -188,14 +251,13 @@ mod tests {
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open(&path, 400, 2).unwrap();
         for _ in 0..10 {
-            log.record(&Event {
-                time: now(),
-                session: "s",
-                kind: "request",
-                method: Some("tools/call"),
-                ..Default::default()
-            });
+            log.record(
+                &Event { time: now(), session: "s", kind: "request", method: Some("tools/call"), ..Default::default() },
+                Durability::BeforeForward,
+            );
         }
+        log.record(&Event { time: now(), session: "s", kind: "response", ..Default::default() }, Durability::Buffered);
+        log.flush();
         let text = fs::read_to_string(&path).unwrap();
         for line in text.lines() {
             let v: Value = serde_json::from_str(line).unwrap();
@@ -205,6 +267,7 @@ mod tests {
         assert!(dir.join("audit.jsonl.2").exists());
         assert!(!dir.join("audit.jsonl.3").exists());
         assert!(fs::metadata(&path).unwrap().len() <= 400);
+        assert!(fs::read_to_string(&path).unwrap().contains("\"response\""), "buffered events are written on flush");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -18,7 +18,7 @@ use clawai_protocol::strict;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, Direction, Event, now};
+use crate::audit::{AuditLog, Direction, Durability, Event, now};
 use crate::redact::redact;
 use crate::reload::PolicyHandle;
 
@@ -71,6 +71,11 @@ impl Guard {
             from_client: Mutex::new(HashMap::new()),
             from_server: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Writes buffered audit events now (call before the process exits).
+    pub fn flush_audit(&self) {
+        self.audit.flush();
     }
 
     /// The session id written in every audit event.
@@ -193,7 +198,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::BeforeForward);
         tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
         Verdict::Reply(reply::error(
             id,
@@ -211,7 +216,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::BeforeForward);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
         let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
         Some(reply::error(
@@ -236,7 +241,7 @@ impl Guard {
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
                 event.reason = Some(why.to_owned());
-                self.audit.record(&event);
+                self.audit.record(&event, Durability::BeforeForward);
                 reply::error(
                     Some(&id),
                     reply::SERVER_UNAVAILABLE,
@@ -252,7 +257,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(error.to_string());
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::BeforeForward);
         tracing::warn!("refused a message from the client: {error}");
         let id = match error {
             EnvelopeError::Invalid { id, .. } => id.as_deref(),
@@ -266,7 +271,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(why.to_owned());
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::BeforeForward);
         tracing::warn!("dropped a message from the server: {why}");
         Verdict::Drop
     }
@@ -277,7 +282,7 @@ impl Guard {
         event.id = id;
         event.decision = Some("pass");
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::Buffered);
     }
 
     fn track(&self, table: &Mutex<HashMap<String, InFlight>>, id: Option<&RawValue>, method: &str) {
@@ -300,10 +305,11 @@ impl Guard {
     ) {
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove(i.get()));
         let is_error = is_error || result.is_some_and(|r| member(r, b"isError") == Some(b"true"));
-        if let (Some(flight), Some(result)) = (&flight, result) {
-            if flight.method == "tools/list" && direction == Direction::ServerToClient {
-                self.record_tools(result);
-            }
+        if let (Some(flight), Some(result)) = (&flight, result)
+            && flight.method == "tools/list"
+            && direction == Direction::ServerToClient
+        {
+            self.record_tools(result);
         }
         let mut event = self.event(direction, "response");
         event.method = flight.as_ref().map(|f| f.method.as_str());
@@ -311,7 +317,7 @@ impl Guard {
         event.is_error = Some(is_error);
         event.size = Some(size);
         event.duration_ms = flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::Buffered);
     }
 
     /// Remembers each tool's annotations from a `tools/list` result.
@@ -346,7 +352,7 @@ impl Guard {
             event.decision = Some("refused");
             event.reason = Some(why.clone());
             event.size = Some(line.len());
-            self.audit.record(&event);
+            self.audit.record(&event, Durability::BeforeForward);
             tracing::warn!("refused {method}: {why}");
             match id_text {
                 Some(_) => {
@@ -385,7 +391,7 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());
         event.size = Some(line.len());
-        self.audit.record(&event);
+        self.audit.record(&event, Durability::BeforeForward);
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };

@@ -17,12 +17,12 @@ pub const REDACTED: &str = "[REDACTED]";
 static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
-        r"|\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-        r"|\bsk-(ant-)?[A-Za-z0-9_\-]{16,}",
-        r"|\b(AKIA|ASIA)[0-9A-Z]{16}\b",
-        r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-        r"|\bAIza[0-9A-Za-z_\-]{35}",
-        r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        r"|(?-u:\b)(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+        r"|(?-u:\b)sk-(ant-)?[A-Za-z0-9_\-]{16,}",
+        r"|(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
+        r"|(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}",
+        r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
+        r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
     ))
     .expect("the secret patterns compile")

@@ -93,6 +93,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
         write_line(&client_out, &message);
     }
     let _ = client_out.lock().map(|mut out| out.flush());
+    guard.flush_audit();
     Ok(code)
 }
 

@@ -36,12 +36,17 @@ pub enum ExitCode {
 
 fn main() {
     let cli = Cli::parse();
+    // CLAWAI_LOG=error|warn|info|debug|trace; logs go to stderr, stdout is the protocol.
+    // A plain level, not an EnvFilter: EnvFilter turns on regex-automata's full DFA
+    // builder for the whole binary, which made every policy load several times slower.
+    let level = std::env::var("CLAWAI_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing_subscriber::filter::LevelFilter>().ok())
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CLAWAI_LOG")
-                .unwrap_or_else(|_| "clawai=info,clawai_proxy=info".into()),
-        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(level)
         .with_target(false)
         .init();
     let result = match cli.command {

@@ -184,3 +184,16 @@ fn import_prints_toml_that_loads() {
         .unwrap();
     assert!(out.status.success(), "the converted policy decides as the original: {}", stdout(&out));
 }
+
+#[test]
+fn the_example_starter_policy_is_what_init_writes() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("p.toml");
+    let out = clawai(home.path()).args(["policy", "init", "--path"]).arg(&path).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(path).unwrap(),
+        std::fs::read_to_string(repo().join("examples/policies/starter.toml")).unwrap(),
+        "examples/policies/starter.toml is out of date: regenerate it with `clawai policy init --path examples/policies/starter.toml`"
+    );
+}

@@ -185,7 +185,7 @@ impl Drop for Proxy {
 pub fn pid_alive(pid: i32) -> bool {
     // Signal 0 only checks existence; a zombie still counts, so check /proc state too.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.split_whitespace().nth(2).is_some_and(|s| s == "Z"),
+        Ok(stat) => stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"),
         Err(_) => false,
     }
 }

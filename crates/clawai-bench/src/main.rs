@@ -1,0 +1,294 @@
+//! Measures `clawai proxy` against a direct connection and a bare byte relay, in one
+//! run, on the same echo server, and prints a table of ratios.
+//!
+//! Build and run: `./scripts/bench` (builds release binaries first).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+const ROUND_TRIPS: usize = 3000;
+const PIPELINED: usize = 20000;
+const BIG_RESULTS: usize = 300;
+const BIG_BYTES: usize = 1 << 20;
+const STARTS: usize = 30;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Direct,
+    Relay,
+    Clawai,
+}
+
+struct Bins {
+    echo: PathBuf,
+    relay: PathBuf,
+    clawai: PathBuf,
+    policy: PathBuf,
+    audit: PathBuf,
+}
+
+fn command(bins: &Bins, mode: Mode) -> Command {
+    let mut c = match mode {
+        Mode::Direct => Command::new(&bins.echo),
+        Mode::Relay => {
+            let mut c = Command::new(&bins.relay);
+            c.arg("--").arg(&bins.echo);
+            c
+        }
+        Mode::Clawai => {
+            let mut c = Command::new(&bins.clawai);
+            c.args(["proxy", "--no-reload", "--server", "bench", "--policy"])
+                .arg(&bins.policy)
+                .arg("--audit")
+                .arg(&bins.audit)
+                .arg("--")
+                .arg(&bins.echo);
+            c.env("CLAWAI_LOG", "error");
+            c
+        }
+    };
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    c
+}
+
+struct Session {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    line: Vec<u8>,
+}
+
+impl Session {
+    fn start(bins: &Bins, mode: Mode) -> Result<Session> {
+        let mut child = command(bins, mode).spawn().context("spawn")?;
+        let input = child.stdin.take().unwrap();
+        let output = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+        Ok(Session { child, input, output, line: Vec::new() })
+    }
+    fn send(&mut self, msg: &str) {
+        self.input.write_all(msg.as_bytes()).unwrap();
+        self.input.write_all(b"\n").unwrap();
+        self.input.flush().unwrap();
+    }
+    fn recv(&mut self) -> usize {
+        self.line.clear();
+        let n = self.output.read_until(b'\n', &mut self.line).unwrap();
+        assert!(n > 0, "server closed");
+        n
+    }
+    fn initialize(&mut self) {
+        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#);
+        self.recv();
+    }
+    fn peak_rss_kib(&self, mode: Mode) -> Option<u64> {
+        if mode == Mode::Direct {
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+    }
+    fn finish(mut self) {
+        drop(self.input);
+        let mut rest = Vec::new();
+        let _ = self.output.read_to_end(&mut rest);
+        let _ = self.child.wait();
+    }
+}
+
+const CALL: &str = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/home/u/projects/app/src/main.rs"}}}"#;
+
+fn call(id: usize) -> String {
+    CALL.replace("ID", &id.to_string())
+}
+
+struct Figures {
+    p50: Duration,
+    p99: Duration,
+    calls_per_s: f64,
+    mib_per_s: f64,
+    start: Duration,
+    rss_kib: Option<u64>,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn measure(bins: &Bins, mode: Mode) -> Result<Figures> {
+    // Start-up: spawn to the initialize result.
+    let mut starts = Vec::new();
+    for _ in 0..STARTS {
+        let t = Instant::now();
+        let mut s = Session::start(bins, mode)?;
+        s.initialize();
+        starts.push(t.elapsed());
+        s.finish();
+    }
+    starts.sort();
+
+    let mut s = Session::start(bins, mode)?;
+    s.initialize();
+    // Sequential round trips.
+    for i in 0..300 {
+        s.send(&call(i));
+        s.recv();
+    }
+    let mut rtts = Vec::with_capacity(ROUND_TRIPS);
+    for i in 0..ROUND_TRIPS {
+        let msg = call(i + 1000);
+        let t = Instant::now();
+        s.send(&msg);
+        s.recv();
+        rtts.push(t.elapsed());
+    }
+    rtts.sort();
+
+    // Pipelined: a writer thread sends as fast as it can, we read everything.
+    let mut input = std::mem::replace(&mut s.input, Session::start(bins, Mode::Direct)?.input);
+    let t = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let mut buf = Vec::with_capacity(PIPELINED * 160);
+        for i in 0..PIPELINED {
+            buf.extend_from_slice(call(100_000 + i).as_bytes());
+            buf.push(b'\n');
+        }
+        input.write_all(&buf).unwrap();
+        input.flush().unwrap();
+        input
+    });
+    for _ in 0..PIPELINED {
+        s.recv();
+    }
+    let calls_per_s = PIPELINED as f64 / t.elapsed().as_secs_f64();
+    s.input = writer.join().unwrap();
+
+    // Large results, two in flight.
+    let big =
+        |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"bench/big","params":{{"bytes":{BIG_BYTES}}}}}"#);
+    s.send(&big(1));
+    s.recv();
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    s.send(&big(2));
+    for i in 0..BIG_RESULTS {
+        if i + 1 < BIG_RESULTS {
+            s.send(&big(3 + i));
+        }
+        bytes += s.recv();
+    }
+    let mib_per_s = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    let rss_kib = s.peak_rss_kib(mode);
+    s.finish();
+    Ok(Figures {
+        p50: percentile(&rtts, 0.5),
+        p99: percentile(&rtts, 0.99),
+        calls_per_s,
+        mib_per_s,
+        start: percentile(&starts, 0.5),
+        rss_kib,
+    })
+}
+
+/// 100 rules in the shape of a real policy; the benchmark call is decided by the last.
+fn policy_text() -> String {
+    let mut text = String::from(
+        "[defaults]\naction = \"deny\"\n[[rule]]\nid = \"no-credentials\"\naction = \"deny\"\ntool = \"**\"\nany_arg = [\"**/.ssh/**\", \"**/.aws/**\", \"**/.env\"]\n",
+    );
+    for i in 0..98 {
+        text.push_str(&format!(
+            "[[rule]]\nid = \"r{i}\"\naction = \"{}\"\ntool = \"svc{i}_*\"\nargs.path = \"/data/{i}/**\"\n",
+            ["deny", "prompt", "audit"][i % 3]
+        ));
+    }
+    text.push_str(
+        "[[rule]]\nid = \"project\"\naction = \"allow\"\ntool = \"read_*\"\nargs.path = \"/home/u/projects/**\"\n",
+    );
+    text
+}
+
+fn main() -> Result<()> {
+    let here = std::env::current_exe()?;
+    let dir = here.parent().context("binary directory")?;
+    let find = |name: &str| -> Result<PathBuf> {
+        let p = dir.join(name);
+        anyhow::ensure!(
+            p.exists(),
+            "{} is missing: build with `cargo build --release -p clawai -p clawai-bench`",
+            p.display()
+        );
+        Ok(p)
+    };
+    let work = std::env::temp_dir().join(format!("clawai-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let policy = work.join("policy.toml");
+    std::fs::write(&policy, policy_text())?;
+    let audit = std::env::var_os("CLAWAI_BENCH_AUDIT").map(PathBuf::from).unwrap_or_else(|| work.join("audit.jsonl"));
+    let bins = Bins { echo: find("mcp-echo")?, relay: find("byte-relay")?, clawai: find("clawai")?, policy, audit };
+    let status =
+        Command::new(&bins.clawai).args(["policy", "check"]).arg(&bins.policy).stdout(Stdio::null()).status()?;
+    anyhow::ensure!(status.success(), "the benchmark policy does not load");
+
+    let mut results = Vec::new();
+    for mode in [Mode::Direct, Mode::Relay, Mode::Clawai] {
+        eprintln!("measuring {mode:?}…");
+        results.push(measure(&bins, mode)?);
+    }
+    let audit_lines = std::fs::read_to_string(&bins.audit).map(|t| t.lines().count()).unwrap_or(0);
+    let [direct, relay, clawai] = [&results[0], &results[1], &results[2]];
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let added = |f: &Figures, p: fn(&Figures) -> Duration| us(p(f)) - us(p(direct));
+    println!(
+        "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written)\n"
+    );
+    println!("| measure | direct | bare relay | clawai | clawai vs relay | target |");
+    println!("|---|---|---|---|---|---|");
+    let ratio = |a: f64, b: f64| if b.abs() < 1e-9 { f64::NAN } else { a / b };
+    println!(
+        "| round trip p50 (µs) | {:.1} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | added ×{:.2} | ≤ ×1.25 |",
+        us(direct.p50),
+        us(relay.p50),
+        added(relay, |f| f.p50),
+        us(clawai.p50),
+        added(clawai, |f| f.p50),
+        ratio(added(clawai, |f| f.p50), added(relay, |f| f.p50))
+    );
+    println!(
+        "| round trip p99 (µs) | {:.1} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | added ×{:.2} | ≤ ×1.25 |",
+        us(direct.p99),
+        us(relay.p99),
+        added(relay, |f| f.p99),
+        us(clawai.p99),
+        added(clawai, |f| f.p99),
+        ratio(added(clawai, |f| f.p99), added(relay, |f| f.p99))
+    );
+    println!(
+        "| pipelined calls/s | {:.0} | {:.0} | {:.0} | ×{:.2} | ≥ ×0.9 |",
+        direct.calls_per_s,
+        relay.calls_per_s,
+        clawai.calls_per_s,
+        clawai.calls_per_s / relay.calls_per_s
+    );
+    println!(
+        "| 1 MiB results, MiB/s | {:.0} | {:.0} | {:.0} | ×{:.2} | ≥ ×0.9 |",
+        direct.mib_per_s,
+        relay.mib_per_s,
+        clawai.mib_per_s,
+        clawai.mib_per_s / relay.mib_per_s
+    );
+    println!(
+        "| spawn to initialize result (ms) | {:.2} | {:.2} | {:.2} | +{:.2} ms | ≤ relay + 2 ms |",
+        direct.start.as_secs_f64() * 1e3,
+        relay.start.as_secs_f64() * 1e3,
+        clawai.start.as_secs_f64() * 1e3,
+        (clawai.start.as_secs_f64() - relay.start.as_secs_f64()) * 1e3
+    );
+    let mib = |k: Option<u64>| k.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+    println!("| proxy peak RSS (MiB) | - | {} | {} | | ≤ 8 MiB |", mib(relay.rss_kib), mib(clawai.rss_kib));
+    let _ = std::fs::remove_dir_all(&work);
+    let _ = Path::new("");
+    Ok(())
+}
