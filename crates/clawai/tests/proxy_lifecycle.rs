@@ -134,3 +134,23 @@ fn policy_edits_apply_without_restart_and_bad_edits_are_ignored() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(call(&mut p, 100)["result"]["isError"], true, "an invalid edit keeps the previous policy");
 }
+
+#[test]
+fn sigkill_loses_no_decision() {
+    let policy = "[[rule]]\nid = \"no-wipe\"\naction = \"deny\"\ntool = \"wipe\"\n[[rule]]\nid = \"rest\"\naction = \"allow\"\nmethod = \"**\"\n";
+    let mut p = Setup::new(policy).start();
+    p.initialize();
+    let denied = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wipe"}}));
+    assert_eq!(denied["result"]["isError"], true);
+    let allowed = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe_read"}}));
+    assert_eq!(allowed["result"]["content"][0]["text"], "called safe_read");
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    let events = p.audit();
+    let decided: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["method"] == "tools/call" && e["kind"] == "request")
+        .map(|e| (e["tool"].as_str().unwrap(), e["decision"].as_str().unwrap()))
+        .collect();
+    assert_eq!(decided, vec![("wipe", "deny"), ("safe_read", "allow")]);
+}
