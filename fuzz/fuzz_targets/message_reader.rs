@@ -1,0 +1,34 @@
+//! The message reader: framing, the strict envelope, the skim and the strict parse must
+//! never panic, and must agree with each other on what a message is.
+#![no_main]
+
+use std::io::{BufReader, Cursor};
+
+use clawai_protocol::envelope::Envelope;
+use clawai_protocol::framing::{Frame, LineReader};
+use clawai_protocol::{skim, strict};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut reader = LineReader::new(BufReader::with_capacity(13, Cursor::new(data)), 512);
+    while let Ok(Some(frame)) = reader.next_frame() {
+        let line = match frame {
+            Frame::Line(line) => line,
+            Frame::Oversize { prefix, .. } => {
+                let _ = skim::leading_id(&prefix);
+                continue;
+            }
+        };
+        let envelope = Envelope::parse(&line);
+        let skimmed = skim::skim(&line);
+        let strictly = strict::parse(&line);
+        if let (Ok(e), Some(s)) = (&envelope, &skimmed) {
+            // When both readers accept a message they must agree on its method and id.
+            assert_eq!(e.method.as_deref(), s.method);
+            assert_eq!(e.id.map(|i| i.get().as_bytes()), s.id);
+        }
+        if let (Ok(value), Ok(e)) = (&strictly, &envelope) {
+            assert_eq!(value.get("method").and_then(|m| m.as_str()), e.method.as_deref());
+        }
+    }
+});
