@@ -1,5 +1,6 @@
 //! The `clawai` command line: a thin layer over the policy, protocol and proxy crates.
 
+mod clients_cmd;
 mod paths;
 mod policy_cmd;
 mod proxy_cmd;
@@ -21,6 +22,16 @@ enum Command {
     Policy(policy_cmd::PolicyCommand),
     /// Run an MCP server behind the policy: `clawai proxy [OPTIONS] -- CMD ARGS…`.
     Proxy(proxy_cmd::ProxyArgs),
+    /// Rewrite client configurations so their servers start through `clawai proxy`.
+    Wrap(clients_cmd::ChangeArgs),
+    /// Restore the original entries of wrapped servers.
+    Unwrap(clients_cmd::ChangeArgs),
+    /// Every client configuration found, its servers, wrapped or not.
+    Status(clients_cmd::StatusArgs),
+    /// Keep every configuration wrapped as clients add servers.
+    Watch(clients_cmd::WatchArgs),
+    /// Wrap what is unwrapped, then start a client: `clawai run -- claude`.
+    Run(clients_cmd::RunArgs),
 }
 
 /// How the process ends.
@@ -52,6 +63,11 @@ fn main() {
     let result = match cli.command {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => proxy_cmd::run(args),
+        Command::Wrap(args) => clients_cmd::change(args, true),
+        Command::Unwrap(args) => clients_cmd::change(args, false),
+        Command::Status(args) => clients_cmd::status(args),
+        Command::Watch(args) => clients_cmd::watch(args),
+        Command::Run(args) => clients_cmd::run(args),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

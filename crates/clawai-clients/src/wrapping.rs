@@ -1,0 +1,84 @@
+//! What a wrapped entry is: `command` = clawai, `args` = `proxy --server NAME [--policy P]
+//! -- <original command> <original args…>`. Everything the original needs is after `--`,
+//! so any clawai (any path, any version) can recognise and undo a wrap.
+
+use std::path::Path;
+
+/// True when `command` is a clawai binary, wherever it is installed.
+pub fn is_clawai(command: &str) -> bool {
+    let base = command.rsplit(['/', '\\']).next().unwrap_or(command);
+    matches!(base, "clawai" | "clawai.exe")
+}
+
+/// A stdio entry as clawai sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wrap {
+    /// Not wrapped: the original command and arguments.
+    Plain {
+        /// The command.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// Wrapped by clawai.
+    Wrapped {
+        /// The clawai binary in the entry.
+        clawai: String,
+        /// The `--policy` given to the proxy, if any.
+        policy: Option<String>,
+        /// The original command.
+        command: String,
+        /// The original arguments.
+        args: Vec<String>,
+    },
+}
+
+/// Reads an entry's command and arguments.
+pub fn read(command: &str, args: &[String]) -> Wrap {
+    if is_clawai(command)
+        && args.first().is_some_and(|a| a == "proxy")
+        && let Some(split) = args.iter().position(|a| a == "--")
+        && let Some((original, rest)) = args[split + 1..].split_first()
+    {
+        let options = &args[1..split];
+        let policy = options.iter().position(|a| a == "--policy").and_then(|i| options.get(i + 1)).cloned();
+        return Wrap::Wrapped { clawai: command.to_owned(), policy, command: original.clone(), args: rest.to_vec() };
+    }
+    Wrap::Plain { command: command.to_owned(), args: args.to_vec() }
+}
+
+/// The arguments of a wrapped entry.
+pub fn wrapped_args(name: &str, policy: Option<&Path>, command: &str, args: &[String]) -> Vec<String> {
+    let mut out = vec!["proxy".to_owned(), "--server".to_owned(), name.to_owned()];
+    if let Some(p) = policy {
+        out.push("--policy".to_owned());
+        out.push(p.display().to_string());
+    }
+    out.push("--".to_owned());
+    out.push(command.to_owned());
+    out.extend(args.iter().cloned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let args = vec!["-y".to_owned(), "--".to_owned(), "x".to_owned()];
+        let wrapped = wrapped_args("fs", Some(Path::new("/p.toml")), "npx", &args);
+        assert_eq!(
+            read("/usr/local/bin/clawai", &wrapped),
+            Wrap::Wrapped {
+                clawai: "/usr/local/bin/clawai".into(),
+                policy: Some("/p.toml".into()),
+                command: "npx".into(),
+                args
+            }
+        );
+        assert!(matches!(read("npx", &["proxy".into()]), Wrap::Plain { .. }));
+        assert!(is_clawai("C:\\tools\\clawai.exe"));
+        assert!(!is_clawai("/usr/bin/clawai-old"));
+    }
+}

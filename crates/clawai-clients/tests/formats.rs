@@ -1,0 +1,269 @@
+//! Every client format: wrap gives the expected text (insta snapshots), only the
+//! wrapped entries change, and unwrap gives back the original bytes.
+
+use std::path::{Path, PathBuf};
+
+use clawai_clients::known::{self, Client, Dirs, KnownFile};
+use clawai_clients::{Options, Selection, ops};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+    state: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    Fixture { _dir: dir, home, project, state }
+}
+
+impl Fixture {
+    fn dirs(&self) -> Dirs {
+        Dirs { home: self.home.clone(), config: self.home.join(".config"), project: self.project.clone() }
+    }
+    fn file(&self, client: Client, scope_project: bool) -> KnownFile {
+        known::files(&self.dirs())
+            .into_iter()
+            .find(|f| f.client == client && (f.scope == clawai_clients::Scope::Project) == scope_project)
+            .unwrap()
+    }
+    fn options(&self) -> Options {
+        Options {
+            clawai: PathBuf::from("/opt/clawai/bin/clawai"),
+            policy: None,
+            dry_run: false,
+            state_dir: self.state.clone(),
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Wraps, snapshots, checks idempotence, unwraps, checks byte identity.
+fn round_trip(client: Client, project: bool, original: &str) -> String {
+    let fx = fixture();
+    let file = fx.file(client, project);
+    write(&file.path, original);
+    let report = ops::wrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert!(!report.changed.is_empty(), "{client:?}: something was wrapped");
+    let wrapped = std::fs::read_to_string(&file.path).unwrap();
+    let again = ops::wrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert!(again.changed.is_empty(), "wrapping twice is a no-op");
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), wrapped);
+    ops::unwrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), original, "{client:?}: unwrap restores the exact bytes");
+    wrapped
+}
+
+const STANDARD: &str = r#"{
+  "globalShortcut": "Ctrl+Space",
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": [
+        "-y",
+        "@modelcontextprotocol/server-filesystem",
+        "/home/user/Desktop"
+      ],
+      "env": { "DEBUG": "1" },
+      "disabled": false,
+      "x-vendor": {"keep": [1, 2]}
+    },
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+    "no-args": {"command": "/usr/local/bin/my-server"},
+    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer x"}}
+  }
+}
+"#;
+
+#[test]
+fn claude_desktop() {
+    insta::assert_snapshot!(round_trip(Client::ClaudeDesktop, false, STANDARD));
+}
+
+#[test]
+fn cursor_user_and_project() {
+    insta::assert_snapshot!(round_trip(Client::Cursor, false, STANDARD));
+    round_trip(Client::Cursor, true, STANDARD);
+}
+
+#[test]
+fn windsurf_gemini_cline_roo_lmstudio_kiro() {
+    for client in [Client::Windsurf, Client::GeminiCli, Client::Cline, Client::RooCode, Client::LmStudio, Client::Kiro]
+    {
+        round_trip(client, false, STANDARD);
+    }
+    let windsurf = "{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"r\": {\"serverUrl\": \"https://r/mcp\"}}}";
+    let gemini = "{\"theme\": \"dark\", \"mcpServers\": {\"a\": {\"command\": \"x\", \"cwd\": \"/w\", \"trust\": false}, \"h\": {\"httpUrl\": \"https://h/mcp\"}}}";
+    round_trip(Client::Windsurf, false, windsurf);
+    round_trip(Client::GeminiCli, false, gemini);
+}
+
+#[test]
+fn claude_code_user_projects_and_mcp_json() {
+    let claude = r#"{"numStartups":12,"mcpServers":{"top":{"type":"stdio","command":"node","args":["a.js"],"env":{}}},"projects":{"/home/u/p":{"allowedTools":[],"mcpServers":{"local":{"type":"stdio","command":"python","args":["-m","srv"]}}},"/home/u/q":{"mcpServers":{}}},"tipsHistory":{"x":1}}"#;
+    insta::assert_snapshot!(round_trip(Client::ClaudeCode, false, claude));
+    round_trip(Client::ClaudeCode, true, STANDARD);
+}
+
+#[test]
+fn vscode_jsonc_with_comments_and_trailing_commas() {
+    let vscode = r#"{
+  // Servers for this workspace
+  "inputs": [
+    { "type": "promptString", "id": "token", "description": "API token", "password": true },
+  ],
+  "servers": {
+    /* the git server */
+    "git": {
+      "type": "stdio",
+      "command": "uvx", // launcher
+      "args": ["mcp-server-git", "--repository", "${workspaceFolder}"],
+      "env": { "TOKEN": "${input:token}" },
+    },
+    "http": { "type": "http", "url": "https://api.example.com/mcp" },
+  },
+}
+"#;
+    insta::assert_snapshot!(round_trip(Client::VsCode, true, vscode));
+    round_trip(Client::VsCode, false, vscode);
+}
+
+#[test]
+fn zed_flat_and_nested_layouts() {
+    let zed = r#"// Zed settings
+{
+  "theme": "One Dark",
+  "context_servers": {
+    "flat": { "command": "npx", "args": ["-y", "server-a"], "env": {} },
+    "nested": { "command": { "path": "node", "args": ["b.js"], "env": {} }, "settings": {} },
+  },
+}
+"#;
+    insta::assert_snapshot!(round_trip(Client::Zed, false, zed));
+}
+
+#[test]
+fn codex_toml_with_comments() {
+    let codex = r#"# Codex configuration
+model = "o3"
+mcp_servers.inline = { command = "x", env = { A = "1" } }
+
+[mcp_servers.fetch]
+command = "uvx" # the launcher
+args = ["mcp-server-fetch"]
+env = { "API_KEY" = "k" }
+
+[mcp_servers.bare]
+command = 'my-server'
+
+[other]
+keep = true
+"#;
+    insta::assert_snapshot!(round_trip(Client::Codex, false, codex));
+}
+
+#[test]
+fn only_named_servers_change() {
+    let fx = fixture();
+    let file = fx.file(Client::ClaudeDesktop, false);
+    write(&file.path, STANDARD);
+    let report = ops::wrap(&file, &Selection::Names(vec!["memory".into()]), &fx.options()).unwrap();
+    assert_eq!(report.changed, ["memory"]);
+    let text = std::fs::read_to_string(&file.path).unwrap();
+    assert!(
+        text.contains(
+            r#""command": "npx",
+      "args": [
+        "-y","#
+        ),
+        "filesystem untouched"
+    );
+    assert!(text.contains(r#""memory": {"command": "/opt/clawai/bin/clawai""#));
+}
+
+#[test]
+fn remote_entries_are_listed_not_wrapped() {
+    let fx = fixture();
+    let file = fx.file(Client::ClaudeDesktop, false);
+    write(&file.path, STANDARD);
+    let clawai = fx.home.join("bin/clawai");
+    write(&clawai, "#!/bin/sh\n");
+    let options = Options { clawai, ..fx.options() };
+    let report = ops::wrap(&file, &Selection::All, &options).unwrap();
+    let remote = report.skipped.iter().find(|(n, _)| n == "remote").unwrap();
+    assert!(remote.1.contains("--upstream"), "{}", remote.1);
+    let (statuses, _) = ops::status(&file).unwrap();
+    let by_name = |n: &str| statuses.iter().find(|s| s.name == n).unwrap().state.clone();
+    assert_eq!(by_name("remote"), "remote");
+    assert_eq!(by_name("filesystem"), "wrapped");
+}
+
+#[test]
+fn entries_wrapped_by_any_clawai_are_recognised_and_stale_ones_reported() {
+    let fx = fixture();
+    let file = fx.file(Client::Cursor, false);
+    let text = r#"{"mcpServers": {"a": {"command": "/gone/bin/clawai", "args": ["proxy", "--server", "a", "--", "npx", "x"]}}}"#;
+    write(&file.path, text);
+    let report = ops::wrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert!(report.changed.is_empty(), "never double-wrapped");
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), text);
+    let (statuses, _) = ops::status(&file).unwrap();
+    assert_eq!(statuses[0].state, "stale");
+    assert_eq!(statuses[0].command.as_deref(), Some("npx"));
+    ops::unwrap(&file, &Selection::All, &fx.options()).unwrap();
+    let restored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file.path).unwrap()).unwrap();
+    assert_eq!(restored["mcpServers"]["a"]["command"], "npx");
+    assert_eq!(restored["mcpServers"]["a"]["args"], serde_json::json!(["x"]));
+}
+
+#[test]
+fn bad_files_are_reported_with_position_and_left_untouched() {
+    let fx = fixture();
+    let file = fx.file(Client::Cursor, false);
+    let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n";
+    write(&file.path, broken);
+    let err = ops::wrap(&file, &Selection::All, &fx.options()).unwrap_err().to_string();
+    assert!(err.contains("mcp.json:3:"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), broken);
+}
+
+#[test]
+fn dry_run_changes_nothing_and_shows_the_diff() {
+    let fx = fixture();
+    let file = fx.file(Client::ClaudeDesktop, false);
+    write(&file.path, STANDARD);
+    let mut options = fx.options();
+    options.dry_run = true;
+    let report = ops::wrap(&file, &Selection::All, &options).unwrap();
+    let diff = report.diff.unwrap();
+    assert!(
+        diff.contains("-    \"memory\": {\"command\": \"npx\"")
+            && diff.contains("+    \"memory\": {\"command\": \"/opt/clawai/bin/clawai\""),
+        "{diff}"
+    );
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), STANDARD);
+    assert!(!fx.state.exists(), "not even a backup");
+}
+
+#[test]
+fn a_backup_of_the_original_is_kept_before_the_first_change() {
+    let fx = fixture();
+    let file = fx.file(Client::ClaudeDesktop, false);
+    write(&file.path, STANDARD);
+    let report = ops::wrap(&file, &Selection::Names(vec!["memory".into()]), &fx.options()).unwrap();
+    let backup = report.backup.unwrap();
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), STANDARD);
+    let second = ops::wrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert!(second.backup.is_none(), "the first original is kept, not overwritten");
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), STANDARD);
+}

@@ -1,0 +1,375 @@
+//! `clawai wrap`, `unwrap`, `status`, `watch`, `run`: put clawai in front of the servers
+//! of every MCP client, and take it out again.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use clawai_clients::known::{self, Dirs};
+use clawai_clients::{Client, ClientError, KnownFile, Options, Scope, Selection, ops};
+
+use crate::ExitCode;
+use crate::paths;
+
+/// Which files to work on.
+#[derive(Debug, Args)]
+pub struct Targets {
+    /// Only this client's files (claude-desktop, claude-code, cursor, vscode, windsurf,
+    /// gemini, codex, zed, cline, roo, lmstudio, kiro).
+    #[arg(long, value_parser = parse_client)]
+    client: Option<Client>,
+    /// Only this file (its layout is guessed from its name, or from --client).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Only user-wide or only project files (the project is the current directory).
+    #[arg(long, value_enum)]
+    scope: Option<ScopeArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    User,
+    Project,
+}
+
+fn parse_client(s: &str) -> Result<Client, String> {
+    Client::from_id(s).ok_or_else(|| {
+        let ids: Vec<&str> = Client::ALL.iter().map(|c| c.id()).collect();
+        format!("unknown client `{s}`; known: {}", ids.join(", "))
+    })
+}
+
+/// `clawai wrap` / `clawai unwrap`.
+#[derive(Debug, Args)]
+pub struct ChangeArgs {
+    /// Server names (as in the client's configuration).
+    names: Vec<String>,
+    /// Every server.
+    #[arg(long, conflicts_with = "names")]
+    all: bool,
+    #[command(flatten)]
+    targets: Targets,
+    /// Show the change as a diff and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Pin this policy in wrapped entries (default: clawai's usual lookup at run time).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+/// `clawai status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    targets: Targets,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `clawai watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    targets: Targets,
+    /// Pin this policy in wrapped entries.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+/// `clawai run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Pin this policy in wrapped entries.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// The client to start, and its arguments.
+    #[arg(last = true, required = true, value_name = "CLIENT")]
+    command: Vec<String>,
+}
+
+fn files(targets: &Targets) -> Vec<KnownFile> {
+    if let Some(path) = &targets.config {
+        return vec![known::explicit(path, targets.client)];
+    }
+    known::files(&Dirs::from_env())
+        .into_iter()
+        .filter(|f| targets.client.is_none_or(|c| c == f.client))
+        .filter(|f| match targets.scope {
+            Some(ScopeArg::User) => f.scope == Scope::User,
+            Some(ScopeArg::Project) => f.scope == Scope::Project,
+            None => true,
+        })
+        .filter(|f| f.path.exists() || targets.config.is_some())
+        .collect()
+}
+
+fn home_relative(path: &Path) -> String {
+    match std::env::var_os("HOME").map(PathBuf::from) {
+        Some(home) if path.starts_with(&home) => format!("~/{}", path.strip_prefix(&home).unwrap().display()),
+        _ => path.display().to_string(),
+    }
+}
+
+fn options(policy: Option<PathBuf>, dry_run: bool) -> Result<Options> {
+    let clawai = std::env::current_exe().context("cannot find the clawai binary's path")?;
+    let clawai = std::fs::canonicalize(&clawai).unwrap_or(clawai);
+    let policy = match policy {
+        Some(p) => Some(std::fs::canonicalize(&p).with_context(|| format!("--policy {}: no such file", p.display()))?),
+        None => None,
+    };
+    Ok(Options { clawai, policy, dry_run, state_dir: paths::state_dir() })
+}
+
+fn nothing_found(targets: &Targets) -> Result<ExitCode> {
+    let looked: Vec<String> = known::files(&Dirs::from_env())
+        .into_iter()
+        .filter(|f| targets.client.is_none_or(|c| c == f.client))
+        .map(|f| format!("  {:<15} {}", f.client.display(), home_relative(&f.path)))
+        .collect();
+    eprintln!("No MCP client configuration found. clawai looked in:\n{}", looked.join("\n"));
+    eprintln!("Pass --config FILE for a file elsewhere.");
+    Ok(ExitCode::Ok)
+}
+
+pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
+    let verb = if wrap { "wrap" } else { "unwrap" };
+    if !args.all && args.names.is_empty() {
+        bail!("say which servers to {verb}: `clawai {verb} NAME…` or `clawai {verb} --all`");
+    }
+    let selection = if args.all { Selection::All } else { Selection::Names(args.names.clone()) };
+    let opts = options(args.policy.clone(), args.dry_run)?;
+    let files = files(&args.targets);
+    if files.is_empty() {
+        return nothing_found(&args.targets);
+    }
+    let mut failed = false;
+    let mut changed = 0;
+    let mut unknown_names: Vec<String> = match &selection {
+        Selection::Names(n) => n.clone(),
+        Selection::All => Vec::new(),
+    };
+    for file in &files {
+        let result = if wrap { ops::wrap(file, &selection, &opts) } else { ops::unwrap(file, &selection, &opts) };
+        let report = match result {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        let where_ = format!("{} ({})", home_relative(&file.path), file.client.display());
+        for w in &report.warnings {
+            eprintln!("warning: {where_}: {w}");
+        }
+        unknown_names.retain(|n| report.skipped.iter().any(|(s, why)| s == n && why.starts_with("no server")));
+        if let Some(diff) = &report.diff
+            && args.dry_run
+        {
+            print!("{diff}");
+        }
+        if !report.changed.is_empty() {
+            changed += report.changed.len();
+            let done = if args.dry_run { format!("would {verb}") } else { format!("{verb}ped") };
+            println!("{where_}: {done} {}", report.changed.join(", "));
+            if let Some(b) = &report.backup {
+                println!("  original backed up to {}", home_relative(b));
+            }
+        }
+        for (name, why) in report.skipped.iter().filter(|(_, why)| !why.starts_with("no server")) {
+            println!("{where_}: not {verb}ped {name}: {why}");
+        }
+    }
+    for name in &unknown_names {
+        eprintln!("warning: no server named `{name}` in any configuration; `clawai status` lists them");
+    }
+    if changed == 0 && !failed {
+        println!(
+            "Nothing to {verb}: {}",
+            if wrap { "every stdio server is already wrapped." } else { "no server is wrapped." }
+        );
+    } else if args.dry_run {
+        println!("Dry run: nothing was written. Run the same command without --dry-run to apply it.");
+    } else if wrap {
+        println!(
+            "Restart the clients above so they start their servers through clawai. `clawai status` shows what is guarded; `clawai unwrap --all` undoes this."
+        );
+    } else {
+        println!("Restart the clients above so they start their servers directly again.");
+    }
+    Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+pub fn status(args: StatusArgs) -> Result<ExitCode> {
+    let files = files(&args.targets);
+    if files.is_empty() && !args.json {
+        return nothing_found(&args.targets);
+    }
+    let mut failed = false;
+    let mut json = Vec::new();
+    for file in &files {
+        match ops::status(file) {
+            Ok((servers, warnings)) => {
+                if args.json {
+                    json.push(serde_json::json!({
+                        "client": file.client.id(),
+                        "path": file.path.display().to_string(),
+                        "scope": if file.scope == Scope::User { "user" } else { "project" },
+                        "servers": servers,
+                        "warnings": warnings,
+                    }));
+                    continue;
+                }
+                println!("{} — {}", file.client.display(), home_relative(&file.path));
+                for w in warnings {
+                    println!("  warning: {w}");
+                }
+                if servers.is_empty() {
+                    println!("  (no servers)");
+                }
+                for s in servers {
+                    let scope = if s.scope.contains('[') { format!(" [{}]", s.scope) } else { String::new() };
+                    let detail = match s.state.as_str() {
+                        "wrapped" | "stale" => format!(
+                            "{} via {} (policy: {}) -> {}",
+                            s.state,
+                            s.clawai.as_deref().unwrap_or("?"),
+                            s.policy.as_deref().unwrap_or("default"),
+                            s.command.as_deref().unwrap_or("?")
+                        ),
+                        _ => format!(
+                            "{}{}",
+                            s.state,
+                            s.command.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
+                        ),
+                    };
+                    println!("  {}{scope}: {detail}", s.name);
+                    if let Some(note) = s.note {
+                        println!("    {note}");
+                    }
+                }
+            }
+            Err(e) => {
+                failed = true;
+                if args.json {
+                    json.push(serde_json::json!({"client": file.client.id(), "path": file.path.display().to_string(), "error": e.to_string()}));
+                } else {
+                    eprintln!("error: {e}");
+                }
+            }
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!("`clawai wrap --all --dry-run` shows what wrapping would change.");
+    }
+    Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+fn wrap_quietly(file: &KnownFile, opts: &Options) -> Result<Vec<String>, ClientError> {
+    ops::wrap(file, &Selection::All, opts).map(|r| r.changed)
+}
+
+pub fn watch(args: WatchArgs) -> Result<ExitCode> {
+    let opts = options(args.policy.clone(), false)?;
+    let all: Vec<KnownFile> = if args.targets.config.is_some() {
+        files(&args.targets)
+    } else {
+        known::files(&Dirs::from_env())
+            .into_iter()
+            .filter(|f| args.targets.client.is_none_or(|c| c == f.client))
+            .collect()
+    };
+    let (tx, rx) = mpsc::channel::<Option<PathBuf>>();
+    let signal_tx = tx.clone();
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = signal_tx.send(None);
+        }
+    });
+    let watch_tx = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reads (access events) are not changes; clients read these files all the time.
+        if let Some(event) = event.ok().filter(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+            for path in event.paths {
+                let _ = watch_tx.send(Some(path));
+            }
+        }
+    })?;
+    let mut dirs: Vec<PathBuf> = all.iter().filter_map(|f| f.path.parent().map(Path::to_owned)).collect();
+    dirs.sort();
+    dirs.dedup();
+    let mut watched = 0;
+    for dir in &dirs {
+        if dir.is_dir() && notify::Watcher::watch(&mut watcher, dir, notify::RecursiveMode::NonRecursive).is_ok() {
+            watched += 1;
+        }
+    }
+    eprintln!(
+        "clawai watch: keeping {} configuration files wrapped ({} directories watched); Ctrl-C or SIGTERM stops",
+        all.len(),
+        watched
+    );
+    let report = |file: &KnownFile| {
+        if !file.path.exists() {
+            return;
+        }
+        match wrap_quietly(file, &opts) {
+            Ok(changed) if !changed.is_empty() => {
+                eprintln!("clawai watch: wrapped {} in {}", changed.join(", "), home_relative(&file.path))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("clawai watch: {e}"),
+        }
+    };
+    all.iter().for_each(report);
+    while let Ok(Some(first)) = rx.recv() {
+        // Debounce: apps write these files in bursts (temp file, rename, chmod…).
+        let mut touched = vec![first];
+        let mut stop = false;
+        let settle_by = std::time::Instant::now() + Duration::from_secs(2);
+        while let Ok(next) = rx.recv_timeout(Duration::from_millis(300)) {
+            match next {
+                Some(p) => touched.push(p),
+                None => stop = true,
+            }
+            if std::time::Instant::now() > settle_by {
+                break;
+            }
+        }
+        for file in &all {
+            let name = file.path.file_name();
+            let parent = file.path.parent();
+            if touched.iter().any(|p| p.file_name() == name && p.parent() == parent) {
+                report(file);
+            }
+        }
+        if stop {
+            break;
+        }
+    }
+    eprintln!("clawai watch: stopped");
+    Ok(ExitCode::Ok)
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let opts = options(args.policy.clone(), false)?;
+    for file in known::files(&Dirs::from_env()).iter().filter(|f| f.path.exists()) {
+        match wrap_quietly(file, &opts) {
+            Ok(changed) if !changed.is_empty() => {
+                eprintln!("clawai: wrapped {} in {}", changed.join(", "), home_relative(&file.path))
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("clawai: {e} (continuing)"),
+        }
+    }
+    let (program, rest) = args.command.split_first().context("no client to run")?;
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(program).args(rest).exec();
+    bail!("cannot start `{program}`: {err}")
+}
