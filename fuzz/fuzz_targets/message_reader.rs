@@ -2,7 +2,7 @@
 //! never panic, and must agree with each other on what a message is.
 #![no_main]
 
-use std::io::{BufReader, Cursor};
+use std::io::Cursor;
 
 use clawai_protocol::envelope::Envelope;
 use clawai_protocol::framing::{Frame, LineReader};
@@ -10,7 +10,7 @@ use clawai_protocol::{skim, strict};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let mut reader = LineReader::new(BufReader::with_capacity(13, Cursor::new(data)), 512);
+    let mut reader = LineReader::with_capacity(13, Cursor::new(data), 512);
     while let Ok(Some(frame)) = reader.next_frame() {
         let line = match frame {
             Frame::Line(line) => line,

@@ -44,12 +44,15 @@ pub fn replace(path: &Path, expected: &[u8], new: &[u8]) -> std::io::Result<Outc
     let mut tmp = tempfile::Builder::new().prefix(".clawai-").tempfile_in(dir)?;
     tmp.write_all(new)?;
     tmp.as_file().set_permissions(metadata.permissions())?;
-    // What the file is now: its content must be what the edit was based on, and its
-    // identity (inode, size, modification time) is compared again just before the swap.
+    // The file must still hold what the edit was based on...
     let before = fs::metadata(&real)?;
     if fs::read(&real)? != expected {
         return Ok(Outcome::Conflict);
     }
+    // ...and still be that same file at the moment of the swap. Start a fresh time
+    // slice first, so that the few system calls from the check to the swap (and to the
+    // undo, should a writer slip in anyway) are not stretched by a preemption.
+    let _ = nix::sched::sched_yield();
     if !same_file(&before, &fs::metadata(&real)?) {
         return Ok(Outcome::Conflict);
     }
@@ -63,6 +66,7 @@ pub fn replace(path: &Path, expected: &[u8], new: &[u8]) -> std::io::Result<Outc
                     tmp.as_file().sync_all()?;
                     return Ok(Outcome::Written);
                 }
+
                 renameat2(AT_FDCWD, tmp.path(), AT_FDCWD, &real, RenameFlags::RENAME_EXCHANGE)
                     .map_err(std::io::Error::from)?;
                 return Ok(Outcome::Conflict);

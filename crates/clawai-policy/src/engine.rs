@@ -1,8 +1,11 @@
 //! The decision engine: a loaded policy and the first rule that matches a call.
 
+use std::collections::HashMap;
+
 use regex::RegexSet;
 
 use crate::call::Call;
+use crate::glob::Simple;
 use crate::rule::{Action, Miss, Rule, Target, ToolNames};
 
 /// A loaded, validated policy: ordered rules and a default action.
@@ -17,13 +20,83 @@ pub struct Policy {
     named_methods: RegexSet,
 }
 
-/// Finds in one pass every rule whose tool name pattern matches a tool name, so that a
-/// decision over a thousand rules costs a handful of checks.
-#[derive(Debug, Clone)]
+/// Finds the rules whose tool name pattern matches a tool name without trying them one
+/// by one: literal names by hash, `prefix*` and `prefix**` by looking up each prefix of
+/// the name, and only the remaining patterns (regexes, globs with inner wildcards) in
+/// one `RegexSet`. It may return a rule whose pattern does not match (the rule is then
+/// checked in full); it never leaves out one that does.
+#[derive(Debug, Clone, Default)]
 struct ToolIndex {
-    set: RegexSet,
-    /// For each pattern of `set`, the rule it belongs to.
-    owner: Vec<usize>,
+    literal: HashMap<String, Vec<usize>>,
+    /// Prefix → rules, and whether the rest may contain `/` (`**`) or not (`*`).
+    prefixed: HashMap<String, Vec<(usize, bool)>>,
+    everything: Vec<usize>,
+    complex: Option<(RegexSet, Vec<usize>)>,
+}
+
+impl ToolIndex {
+    fn build(rules: &[Rule]) -> Result<ToolIndex, regex::Error> {
+        let mut index = ToolIndex::default();
+        let mut patterns = Vec::new();
+        let mut owners = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            match &rule.target {
+                Target::Tool(ToolNames::Globs(g)) => match g.simple_parts() {
+                    Some(parts) => {
+                        for part in parts {
+                            match part {
+                                Simple::Everything => index.everything.push(i),
+                                Simple::Literal(l) => index.literal.entry(l.clone()).or_default().push(i),
+                                Simple::StarAfter(p) => index.prefixed.entry(p.clone()).or_default().push((i, false)),
+                                Simple::AnythingAfter(p) => {
+                                    index.prefixed.entry(p.clone()).or_default().push((i, true))
+                                }
+                                Simple::Below(_) | Simple::NameAnywhere(_) => {
+                                    patterns.push(g.regex_source().to_owned());
+                                    owners.push(i);
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        patterns.push(g.regex_source().to_owned());
+                        owners.push(i);
+                    }
+                },
+                Target::Tool(ToolNames::Regex(r)) => {
+                    patterns.push(r.as_str().to_owned());
+                    owners.push(i);
+                }
+                _ => {}
+            }
+        }
+        if !patterns.is_empty() {
+            index.complex = Some((RegexSet::new(&patterns)?, owners));
+        }
+        Ok(index)
+    }
+
+    /// Candidate rules for a tool name, in rule order, without duplicates.
+    fn candidates(&self, name: &str) -> Vec<usize> {
+        let mut out = self.everything.clone();
+        if let Some(rules) = self.literal.get(name) {
+            out.extend(rules);
+        }
+        if !self.prefixed.is_empty() {
+            for (end, _) in name.char_indices().chain([(name.len(), ' ')]) {
+                if let Some(rules) = self.prefixed.get(&name[..end]) {
+                    let rest_has_slash = name[end..].contains('/');
+                    out.extend(rules.iter().filter(|(_, crosses)| *crosses || !rest_has_slash).map(|(i, _)| *i));
+                }
+            }
+        }
+        if let Some((set, owners)) = &self.complex {
+            out.extend(set.matches(name).iter().map(|p| owners[p]));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 /// The outcome of deciding one call.
@@ -80,28 +153,18 @@ pub struct Explanation<'p> {
 impl Policy {
     /// Builds a policy from compiled rules. Use [`crate::load`] to read one from a file.
     pub(crate) fn new(rules: Vec<Rule>, default_action: Action) -> Result<Self, regex::Error> {
-        let mut patterns = Vec::new();
-        let mut owner = Vec::new();
-        let mut other_rules = Vec::new();
-        for (i, rule) in rules.iter().enumerate() {
-            match &rule.target {
-                Target::Tool(ToolNames::Globs(g)) => {
-                    patterns.push(g.regex_source().to_owned());
-                    owner.push(i);
-                }
-                Target::Tool(ToolNames::Regex(r)) => {
-                    patterns.push(r.as_str().to_owned());
-                    owner.push(i);
-                }
-                _ => other_rules.push(i),
-            }
-        }
-        let set = RegexSet::new(&patterns)?;
+        let tools = ToolIndex::build(&rules)?;
+        let other_rules = rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !matches!(r.target, Target::Tool(ToolNames::Globs(_) | ToolNames::Regex(_))))
+            .map(|(i, _)| i)
+            .collect();
         let named_methods = RegexSet::new(rules.iter().filter_map(|r| match &r.target {
             Target::Method(g) if !g.matches_everything() => Some(g.regex_source().to_owned()),
             _ => None,
         }))?;
-        Ok(Policy { rules, default_action, tools: ToolIndex { set, owner }, other_rules, named_methods })
+        Ok(Policy { rules, default_action, tools, other_rules, named_methods })
     }
 
     /// The rules, in order.
@@ -132,11 +195,10 @@ impl Policy {
     }
 
     fn first_tool_rule(&self, call: &Call) -> Option<usize> {
-        let mut named: Vec<usize> = match call.name {
-            Some(name) => self.tools.set.matches(name).iter().map(|p| self.tools.owner[p]).collect(),
+        let named: Vec<usize> = match call.name {
+            Some(name) => self.tools.candidates(name),
             None => Vec::new(),
         };
-        named.dedup();
         // Merge the two ordered candidate lists and keep rule order.
         let mut named = named.into_iter().peekable();
         let mut others = self.other_rules.iter().copied().peekable();

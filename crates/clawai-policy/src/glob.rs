@@ -34,7 +34,7 @@ enum Matcher {
 }
 
 #[derive(Debug, Clone)]
-enum Simple {
+pub(crate) enum Simple {
     /// `**`
     Everything,
     /// no wildcard
@@ -168,6 +168,14 @@ impl Glob {
         // `*` alone covers every pattern that can never produce a `/`.
         let single_star = self.sources.iter().any(|s| s == "*");
         single_star && !pattern.contains('/') && !pattern.contains("**") && !pattern.contains('?')
+    }
+
+    /// The string-matched alternatives, when every alternative is simple.
+    pub(crate) fn simple_parts(&self) -> Option<&[Simple]> {
+        match &self.matcher {
+            Matcher::Simple(parts) => Some(parts),
+            Matcher::Regex(_) => None,
+        }
     }
 
     /// The anchored regular expression the glob compiled to.

@@ -160,15 +160,29 @@ struct RawRule {
 }
 
 /// Turns byte offsets into line and column.
-struct Lines<'t>(&'t str);
+struct Lines<'t> {
+    text: &'t str,
+    /// Byte offset where each line starts.
+    starts: Vec<usize>,
+}
 
-impl Lines<'_> {
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        let starts = std::iter::once(0).chain(memchr_newlines(text)).collect();
+        Lines { text, starts }
+    }
+
     fn at(&self, offset: usize) -> (usize, usize) {
-        let before = &self.0[..offset.min(self.0.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let offset = offset.min(self.text.len());
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let column = self.text.get(start..offset).map_or(0, |l| l.chars().count()) + 1;
         (line, column)
     }
+}
+
+fn memchr_newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
+    text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1)
 }
 
 struct Collector<'t> {
@@ -201,14 +215,14 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
     let raw: RawPolicy = toml::from_str(text).map_err(|e| {
         let (line, column) = match e.span() {
             Some(span) => {
-                let (l, c) = Lines(text).at(span.start);
+                let (l, c) = Lines::new(text).at(span.start);
                 (Some(l), Some(c))
             }
             None => (None, None),
         };
         PolicyError::one(name, line, column, explain_toml_error(e.message()))
     })?;
-    let mut c = Collector { lines: Lines(text), diagnostics: Vec::new() };
+    let mut c = Collector { lines: Lines::new(text), diagnostics: Vec::new() };
     let default_action = match &raw.defaults {
         Some(d) => match d.action.get_ref().parse::<Action>() {
             Ok(a) => a,

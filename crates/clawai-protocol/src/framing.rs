@@ -4,7 +4,7 @@
 //! name the request's id when it comes early) and the rest is discarded up to the next
 //! newline. Memory stays bounded by the limit however long the session.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// Bytes of an oversize line kept to find its id.
 pub const OVERSIZE_PREFIX: usize = 64 * 1024;
@@ -23,16 +23,30 @@ pub enum Frame {
     },
 }
 
-/// Reads frames from a buffered reader.
+/// Bytes read from the stream at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Reads frames from a stream.
 pub struct LineReader<R> {
-    inner: R,
+    inner: BufReader<R>,
     max: usize,
 }
 
-impl<R: BufRead> LineReader<R> {
+impl<R: Read> LineReader<R> {
     /// A reader refusing lines longer than `max` bytes (newline excluded).
     pub fn new(inner: R, max: usize) -> Self {
-        LineReader { inner, max }
+        Self::with_capacity(READ_CHUNK, inner, max)
+    }
+
+    /// The same, reading `capacity` bytes at a time.
+    pub fn with_capacity(capacity: usize, inner: R, max: usize) -> Self {
+        LineReader { inner: BufReader::with_capacity(capacity, inner), max }
+    }
+
+    /// True when a whole line is already buffered, so the next frame comes without
+    /// waiting. Writers batch their output while this holds and flush when it does not.
+    pub fn has_buffered_line(&self) -> bool {
+        memchr::memchr(b'\n', self.inner.buffer()).is_some()
     }
 
     /// The next frame, or `None` at end of stream. A last line without a newline is
@@ -88,7 +102,7 @@ mod tests {
     use std::io::Cursor;
 
     fn frames(input: &[u8], max: usize) -> Vec<Frame> {
-        let mut r = LineReader::new(io::BufReader::with_capacity(7, Cursor::new(input.to_vec())), max);
+        let mut r = LineReader::with_capacity(7, Cursor::new(input.to_vec()), max);
         let mut out = Vec::new();
         while let Some(f) = r.next_frame().unwrap() {
             out.push(f);
@@ -122,6 +136,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(f[1], Frame::Line(b"ok\n".to_vec()));
+    }
+
+    #[test]
+    fn knows_when_a_line_is_waiting() {
+        let mut r = LineReader::new(Cursor::new(b"a\nb\nc".to_vec()), 100);
+        assert!(!r.has_buffered_line(), "nothing read yet");
+        r.next_frame().unwrap();
+        assert!(r.has_buffered_line());
+        r.next_frame().unwrap();
+        assert!(!r.has_buffered_line(), "only a partial line is left");
     }
 
     #[test]

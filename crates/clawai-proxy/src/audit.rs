@@ -1,11 +1,11 @@
 //! The audit trail: JSON Lines, one event per message or decision.
 //!
-//! A decision ([`Durability::BeforeForward`]) is written with a single `write` to a
-//! file opened for appending before the message it describes is forwarded; the kernel
-//! has it from then on, so even a SIGKILL of clawai loses nothing already decided.
-//! Other events (responses, messages no rule applies to) are [`Durability::Buffered`]:
-//! they ride along with the next decision's write, or are flushed within
-//! [`FLUSH_EVERY`], so a busy session does not pay a system call per message.
+//! Events are collected in memory and written with a single `write` to a file opened
+//! for appending. A decision must be on disk before the
+//! message it describes leaves clawai: transports call [`AuditLog::flush`] (through
+//! [`crate::Guard::flush_audit`]) before they write forwarded bytes, so the kernel has
+//! the event first and even a SIGKILL of clawai loses nothing already decided. Under
+//! load many events share one write. Anything else is written within [`FLUSH_EVERY`].
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
@@ -90,15 +90,6 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Buffered events are written once this many bytes wait.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
-/// When an event must be on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// Before the message is forwarded (decisions).
-    BeforeForward,
-    /// Soon (at the next decision, or within [`FLUSH_EVERY`]).
-    Buffered,
-}
-
 /// Where events go.
 pub struct AuditLog {
     sink: Arc<Mutex<Sink>>,
@@ -141,7 +132,7 @@ impl AuditLog {
 
     /// Records one event as one line. Errors are reported on stderr, never fatal: the
     /// guard keeps deciding even when the disk is full.
-    pub fn record(&self, event: &Event, durability: Durability) {
+    pub fn record(&self, event: &Event) {
         let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         if sink.file.is_none() {
             return;
@@ -153,7 +144,7 @@ impl AuditLog {
             return;
         }
         sink.pending.push(b'\n');
-        if durability == Durability::BeforeForward || sink.pending.len() >= BUFFER_LIMIT {
+        if sink.pending.len() >= BUFFER_LIMIT {
             sink.write_pending();
         }
     }
@@ -251,12 +242,19 @@ mod tests {
         let path = dir.join("audit.jsonl");
         let log = AuditLog::open(&path, 400, 2).unwrap();
         for _ in 0..10 {
-            log.record(
-                &Event { time: now(), session: "s", kind: "request", method: Some("tools/call"), ..Default::default() },
-                Durability::BeforeForward,
-            );
+            log.record(&Event {
+                time: now(),
+                session: "s",
+                kind: "request",
+                method: Some("tools/call"),
+                ..Default::default()
+            });
+            // As a transport does before it forwards the message.
+            log.flush();
         }
-        log.record(&Event { time: now(), session: "s", kind: "response", ..Default::default() }, Durability::Buffered);
+        let unflushed = fs::read_to_string(&path).unwrap();
+        log.record(&Event { time: now(), session: "s", kind: "response", ..Default::default() });
+        assert_eq!(fs::read_to_string(&path).unwrap(), unflushed, "recorded events wait for a flush");
         log.flush();
         let text = fs::read_to_string(&path).unwrap();
         for line in text.lines() {

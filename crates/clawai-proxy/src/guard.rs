@@ -18,7 +18,7 @@ use clawai_protocol::strict;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, Direction, Durability, Event, now};
+use crate::audit::{AuditLog, Direction, Event, now};
 use crate::redact::redact;
 use crate::reload::PolicyHandle;
 
@@ -73,7 +73,9 @@ impl Guard {
         }
     }
 
-    /// Writes buffered audit events now (call before the process exits).
+    /// Writes the audit events recorded so far. Transports call it before any forwarded
+    /// bytes leave (and before exiting): a message is never forwarded before the event
+    /// that decided it is on disk.
     pub fn flush_audit(&self) {
         self.audit.flush();
     }
@@ -198,7 +200,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event, Durability::BeforeForward);
+        self.audit.record(&event);
         tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
         Verdict::Reply(reply::error(
             id,
@@ -216,7 +218,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event, Durability::BeforeForward);
+        self.audit.record(&event);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
         let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
         Some(reply::error(
@@ -241,7 +243,7 @@ impl Guard {
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
                 event.reason = Some(why.to_owned());
-                self.audit.record(&event, Durability::BeforeForward);
+                self.audit.record(&event);
                 reply::error(
                     Some(&id),
                     reply::SERVER_UNAVAILABLE,
@@ -257,7 +259,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(error.to_string());
         event.size = Some(size);
-        self.audit.record(&event, Durability::BeforeForward);
+        self.audit.record(&event);
         tracing::warn!("refused a message from the client: {error}");
         let id = match error {
             EnvelopeError::Invalid { id, .. } => id.as_deref(),
@@ -271,7 +273,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(why.to_owned());
         event.size = Some(size);
-        self.audit.record(&event, Durability::BeforeForward);
+        self.audit.record(&event);
         tracing::warn!("dropped a message from the server: {why}");
         Verdict::Drop
     }
@@ -282,7 +284,7 @@ impl Guard {
         event.id = id;
         event.decision = Some("pass");
         event.size = Some(size);
-        self.audit.record(&event, Durability::Buffered);
+        self.audit.record(&event);
     }
 
     fn track(&self, table: &Mutex<HashMap<String, InFlight>>, id: Option<&RawValue>, method: &str) {
@@ -317,7 +319,7 @@ impl Guard {
         event.is_error = Some(is_error);
         event.size = Some(size);
         event.duration_ms = flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
-        self.audit.record(&event, Durability::Buffered);
+        self.audit.record(&event);
     }
 
     /// Remembers each tool's annotations from a `tools/list` result.
@@ -352,7 +354,7 @@ impl Guard {
             event.decision = Some("refused");
             event.reason = Some(why.clone());
             event.size = Some(line.len());
-            self.audit.record(&event, Durability::BeforeForward);
+            self.audit.record(&event);
             tracing::warn!("refused {method}: {why}");
             match id_text {
                 Some(_) => {
@@ -391,7 +393,7 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());
         event.size = Some(line.len());
-        self.audit.record(&event, Durability::BeforeForward);
+        self.audit.record(&event);
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };

@@ -1,14 +1,18 @@
 //! The stdio proxy: the client talks to clawai's stdin/stdout, clawai talks to the
 //! server it spawned.
 //!
-//! Two threads relay lines, one each way, with blocking I/O: a message costs one read
-//! and one write on each side, and a slow reader stalls the writer instead of filling
-//! memory. The main thread supervises: client EOF or a signal closes the server's
+//! Two threads relay lines, one each way, with blocking I/O: a slow reader stalls the
+//! writer instead of filling memory. Output is batched while more input is already
+//! waiting and flushed as soon as none is, so a lone request costs one read and one
+//! write on each side, and a burst of pipelined requests shares them. Every flush
+//! writes the audit trail first: no message leaves before the event that decided it. The main thread supervises: client EOF or a signal closes the server's
 //! stdin, waits a grace period, then SIGTERM, then SIGKILL, always to the whole process
 //! group (`npx` starts grandchildren); a server that exits fails every request still
 //! waiting.
 
-use std::io::{self, BufReader, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -42,6 +46,52 @@ enum Event {
 
 type Shared<W> = Arc<Mutex<W>>;
 
+/// Bytes batched towards one side before a write.
+const OUT_BUFFER: usize = 64 * 1024;
+
+/// Buffered output towards one side. Whatever it writes, the audit trail is written
+/// first.
+struct Outbound<W: Write> {
+    writer: BufWriter<W>,
+}
+
+impl<W: Write> Outbound<W> {
+    fn new(inner: W) -> Self {
+        Outbound { writer: BufWriter::with_capacity(OUT_BUFFER, inner) }
+    }
+
+    /// Queues one message (newline added when missing).
+    fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
+        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
+            // The buffer is about to go out (or the message bypasses it).
+            guard.flush_audit();
+        }
+        self.writer.write_all(bytes)?;
+        if !bytes.ends_with(b"\n") {
+            self.writer.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, guard: &Guard) -> io::Result<()> {
+        if self.writer.buffer().is_empty() {
+            return Ok(());
+        }
+        guard.flush_audit();
+        self.writer.flush()
+    }
+}
+
+/// clawai's stdout as a plain file: `io::Stdout` would flush at every newline.
+fn raw_stdout() -> io::Result<File> {
+    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
+/// clawai's stdin as a plain file, read through our own buffer only.
+fn raw_stdin() -> io::Result<File> {
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
 /// Spawns the server and relays until one side ends. Returns the exit code for clawai.
 pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     let (program, args) = options
@@ -60,9 +110,10 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     }
     let mut child = command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
     let pgid = Pid::from_raw(child.id() as i32);
-    let server_in: Shared<Option<ChildStdin>> = Arc::new(Mutex::new(child.stdin.take()));
+    let server_in: Shared<Option<Outbound<ChildStdin>>> = Arc::new(Mutex::new(child.stdin.take().map(Outbound::new)));
     let server_out = child.stdout.take().expect("stdout is piped");
-    let client_out: Shared<io::Stdout> = Arc::new(Mutex::new(io::stdout()));
+    let client_out: Shared<Outbound<File>> = Arc::new(Mutex::new(Outbound::new(raw_stdout()?)));
+    let client_in = raw_stdin()?;
     let (events, rx) = mpsc::channel();
 
     spawn_signals(events.clone())?;
@@ -71,7 +122,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
             (guard.clone(), server_in.clone(), client_out.clone(), events.clone());
         let max = options.max_message;
         thread::Builder::new().name("client-to-server".into()).spawn(move || {
-            relay_client(&guard, max, &server_in, &client_out);
+            relay_client(&guard, max, client_in, &server_in, &client_out);
             let _ = events.send(Event::ClientClosed);
         })?;
     }
@@ -86,13 +137,16 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     };
     drop(events);
 
-    let code = supervise(&mut child, pgid, &rx, &server_in, options.grace);
+    let code = supervise(&mut child, pgid, &rx, &server_in, &guard, options.grace);
     // Whatever the server still said is relayed before its pending requests are failed.
     let _ = server_reader.join();
-    for message in guard.server_gone("the MCP server exited") {
-        write_line(&client_out, &message);
+    {
+        let mut out = client_out.lock().unwrap_or_else(|p| p.into_inner());
+        for message in guard.server_gone("the MCP server exited") {
+            let _ = out.send(&guard, &message);
+        }
+        let _ = out.flush(&guard);
     }
-    let _ = client_out.lock().map(|mut out| out.flush());
     guard.flush_audit();
     Ok(code)
 }
@@ -101,7 +155,8 @@ fn supervise(
     child: &mut Child,
     pgid: Pid,
     events: &Receiver<Event>,
-    server_in: &Shared<Option<ChildStdin>>,
+    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    guard: &Guard,
     grace: Duration,
 ) -> i32 {
     match events.recv() {
@@ -114,21 +169,30 @@ fn supervise(
             exit_code(&status)
         }
         Ok(Event::ClientClosed) | Err(_) => {
-            let status = shut_down(child, pgid, server_in, grace);
+            let status = shut_down(child, pgid, server_in, guard, grace);
             tracing::debug!("client closed the connection; server {}", describe(&status));
             if status.code().is_some_and(|c| c != 0) { exit_code(&status) } else { 0 }
         }
         Ok(Event::Signal(signal)) => {
             tracing::info!("received signal {signal}; stopping the MCP server");
-            shut_down(child, pgid, server_in, grace);
+            shut_down(child, pgid, server_in, guard, grace);
             128 + signal
         }
     }
 }
 
 /// Closes the server's stdin, waits, then SIGTERM, then SIGKILL, to the whole group.
-fn shut_down(child: &mut Child, pgid: Pid, server_in: &Shared<Option<ChildStdin>>, grace: Duration) -> ExitStatus {
-    server_in.lock().unwrap_or_else(|p| p.into_inner()).take();
+fn shut_down(
+    child: &mut Child,
+    pgid: Pid,
+    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    guard: &Guard,
+    grace: Duration,
+) -> ExitStatus {
+    if let Some(mut input) = server_in.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        // What was already decided and queued still reaches the server, then EOF.
+        let _ = input.flush(guard);
+    }
     let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, pgid, grace));
     kill_group(pgid, Signal::SIGKILL);
     status
@@ -150,10 +214,15 @@ fn kill_group(pgid: Pid, signal: Signal) {
 
 fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + limit;
+    // Short naps first: a server that is exiting is usually gone within a millisecond.
+    let mut nap = Duration::from_micros(250);
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+            Ok(None) if Instant::now() < deadline => {
+                thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(10));
+            }
             Ok(None) => return None,
             Err(_) => return None,
         }
@@ -183,31 +252,27 @@ fn spawn_signals(events: Sender<Event>) -> io::Result<()> {
     Ok(())
 }
 
-fn write_line<W: Write>(out: &Shared<W>, bytes: &[u8]) -> bool {
-    let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-    let ok = if bytes.ends_with(b"\n") {
-        out.write_all(bytes)
-    } else {
-        out.write_all(bytes).and_then(|_| out.write_all(b"\n"))
-    };
-    ok.and_then(|_| out.flush()).is_ok()
+/// Sends one message to the server and flushes unless more input is waiting.
+fn to_server(guard: &Guard, server_in: &Shared<Option<Outbound<ChildStdin>>>, bytes: &[u8], more: bool) -> bool {
+    let mut slot = server_in.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(input) = slot.as_mut() else { return false };
+    input.send(guard, bytes).and_then(|_| if more { Ok(()) } else { input.flush(guard) }).is_ok()
 }
 
-fn write_to_server(server_in: &Shared<Option<ChildStdin>>, bytes: &[u8]) -> bool {
-    let mut guard = server_in.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(stdin) = guard.as_mut() else {
-        return false;
-    };
-    let ok = if bytes.ends_with(b"\n") {
-        stdin.write_all(bytes)
-    } else {
-        stdin.write_all(bytes).and_then(|_| stdin.write_all(b"\n"))
-    };
-    ok.and_then(|_| stdin.flush()).is_ok()
+/// Sends one message to the client and flushes unless more input is waiting.
+fn to_client(guard: &Guard, client_out: &Shared<Outbound<File>>, bytes: &[u8], more: bool) -> bool {
+    let mut out = client_out.lock().unwrap_or_else(|p| p.into_inner());
+    out.send(guard, bytes).and_then(|_| if more { Ok(()) } else { out.flush(guard) }).is_ok()
 }
 
-fn relay_client(guard: &Guard, max: usize, server_in: &Shared<Option<ChildStdin>>, client_out: &Shared<io::Stdout>) {
-    let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, io::stdin()), max);
+fn relay_client(
+    guard: &Guard,
+    max: usize,
+    client_in: File,
+    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    client_out: &Shared<Outbound<File>>,
+) {
+    let mut reader = LineReader::new(client_in, max);
     loop {
         let frame = match reader.next_frame() {
             Ok(Some(frame)) => frame,
@@ -221,18 +286,27 @@ fn relay_client(guard: &Guard, max: usize, server_in: &Shared<Option<ChildStdin>
             Frame::Line(line) => (guard.from_client(line), line.as_slice()),
             Frame::Oversize { prefix, length } => (guard.oversize_from_client(prefix, *length, max), &[][..]),
         };
+        let more = reader.has_buffered_line();
         match verdict {
             Verdict::Forward => {
-                if !write_to_server(server_in, line) {
+                if !to_server(guard, server_in, line, more) {
                     tracing::warn!("the MCP server is not reading its input any more");
                 }
             }
             Verdict::Reply(answer) => {
-                if !write_line(client_out, &answer) {
+                if !to_client(guard, client_out, &answer, more) {
                     return;
                 }
             }
             Verdict::Drop => {}
+        }
+        if !more {
+            // Nothing else is waiting: everything queued either way goes out now.
+            let flushed = server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut().map(|i| i.flush(guard));
+            let _ = flushed;
+            if client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
+                return;
+            }
         }
     }
 }
@@ -241,36 +315,44 @@ fn relay_server(
     guard: &Guard,
     max: usize,
     server_out: std::process::ChildStdout,
-    server_in: &Shared<Option<ChildStdin>>,
-    client_out: &Shared<io::Stdout>,
+    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    client_out: &Shared<Outbound<File>>,
 ) {
-    let mut reader = LineReader::new(BufReader::with_capacity(64 * 1024, server_out), max);
+    let mut reader = LineReader::new(server_out, max);
     loop {
         let frame = match reader.next_frame() {
             Ok(Some(frame)) => frame,
-            Ok(None) => return,
+            Ok(None) => {
+                let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
+                return;
+            }
             Err(e) => {
                 tracing::error!("reading from the MCP server failed: {e}");
+                let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
                 return;
             }
         };
+        let more = reader.has_buffered_line();
         match frame {
             Frame::Line(line) => match guard.from_server(&line) {
                 Verdict::Forward => {
-                    if !write_line(client_out, &line) {
+                    if !to_client(guard, client_out, &line, more) {
                         return;
                     }
                 }
                 Verdict::Reply(answer) => {
-                    write_to_server(server_in, &answer);
+                    to_server(guard, server_in, &answer, false);
                 }
                 Verdict::Drop => {}
             },
             Frame::Oversize { prefix, length } => {
                 if let Some(message) = guard.oversize_from_server(&prefix, length, max) {
-                    write_line(client_out, &message);
+                    to_client(guard, client_out, &message, more);
                 }
             }
+        }
+        if !more && client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
+            return;
         }
     }
 }

@@ -548,3 +548,41 @@ fn errors_are_all_reported_and_nothing_is_half_loaded() {
     let e = error("[[rule]]\naction = \"nope\"\ntool = \"a\"\n[[rule]]\naction = \"deny\"\ntool_regex = \"(\"\n");
     assert_eq!(e.diagnostics.len(), 2, "{e}");
 }
+
+mod indexed_decisions {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rule() -> impl Strategy<Value = String> {
+        let pattern = "[ab_/]{0,3}[*]{0,2}[ab_/?]{0,2}".prop_filter("non-empty", |p| !p.is_empty());
+        (pattern, 0..4usize, any::<bool>(), any::<bool>()).prop_map(|(p, action, regex, cond)| {
+            let action = ["allow", "deny", "prompt", "audit"][action];
+            let target = if regex {
+                format!("tool_regex = \"^{}\"", p.replace('*', ".*").replace('?', "."))
+            } else {
+                format!("tool = {p:?}")
+            };
+            let cond = if cond { "\nargs.x = \"1\"" } else { "" };
+            format!("[[rule]]\naction = \"{action}\"\n{target}{cond}\n")
+        })
+    }
+
+    proptest! {
+        /// The tool index only preselects: decisions equal a rule-by-rule scan.
+        #[test]
+        fn indexed_decide_equals_linear_explain(rules in prop::collection::vec(rule(), 1..12), names in prop::collection::vec("[ab_/]{0,5}", 1..8)) {
+            let text: String = rules.concat();
+            // Shadowed rules are refused by the loader; skip those policies.
+            let Ok(p) = load_str(&text, Format::Toml, "t.toml") else { return Ok(()) };
+            for name in names {
+                for args in [json!({"x": "1"}), json!({})] {
+                    let params = json!({"name": name, "arguments": args});
+                    let call = Call::from_params("tools/call", Some(&params));
+                    let fast = p.decide(&call).rule.map(|(i, _)| i);
+                    let slow = p.explain(&call).decision.rule.map(|(i, _)| i);
+                    prop_assert_eq!(fast, slow, "policy:\n{}\nname {:?}", text, name);
+                }
+            }
+        }
+    }
+}
