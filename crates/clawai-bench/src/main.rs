@@ -265,7 +265,7 @@ fn main() -> Result<()> {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let added = |f: &Figures, p: fn(&Figures) -> Duration| us(p(f)) - us(p(direct));
     println!(
-        "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written)\n"
+        "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written); each figure is the median of {ROUNDS} interleaved rounds\n"
     );
     println!("| measure | direct | bare relay | clawai | clawai vs relay | target |");
     println!("|---|---|---|---|---|---|");

@@ -1,11 +1,12 @@
 //! The audit trail: JSON Lines, one event per message or decision.
 //!
 //! Events are collected in memory and written with a single `write` to a file opened
-//! for appending. A decision must be on disk before the
-//! message it describes leaves clawai: transports call [`AuditLog::flush`] (through
+//! for appending. A decision must be on disk before the message it describes leaves
+//! clawai: transports call [`AuditLog::flush_decisions`] (through
 //! [`crate::Guard::flush_audit`]) before they write forwarded bytes, so the kernel has
 //! the event first and even a SIGKILL of clawai loses nothing already decided. Under
-//! load many events share one write. Anything else is written within [`FLUSH_EVERY`].
+//! load many events share one write. Other events (responses, messages no rule decides)
+//! ride along with the next decision, or are written within [`FLUSH_EVERY`].
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
@@ -97,6 +98,8 @@ pub struct AuditLog {
 
 struct Sink {
     pending: Vec<u8>,
+    /// A decision is among the pending events.
+    decision_pending: bool,
     file: Option<File>,
     path: PathBuf,
     written: u64,
@@ -117,7 +120,15 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        let sink = Sink { pending: Vec::new(), file: Some(file), path: path.to_owned(), written, max_bytes, keep };
+        let sink = Sink {
+            pending: Vec::new(),
+            decision_pending: false,
+            file: Some(file),
+            path: path.to_owned(),
+            written,
+            max_bytes,
+            keep,
+        };
         let sink = Arc::new(Mutex::new(sink));
         spawn_flusher(Arc::downgrade(&sink))?;
         Ok(AuditLog { sink })
@@ -125,14 +136,33 @@ impl AuditLog {
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        let sink =
-            Sink { pending: Vec::new(), file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 };
+        let sink = Sink {
+            pending: Vec::new(),
+            decision_pending: false,
+            file: None,
+            path: PathBuf::new(),
+            written: 0,
+            max_bytes: u64::MAX,
+            keep: 0,
+        };
         AuditLog { sink: Arc::new(Mutex::new(sink)) }
     }
 
-    /// Records one event as one line. Errors are reported on stderr, never fatal: the
-    /// guard keeps deciding even when the disk is full.
+    /// Records a decision (or a refusal): it is written by the next
+    /// [`AuditLog::flush_decisions`], which transports call before forwarding.
+    pub fn record_decision(&self, event: &Event) {
+        self.append(event, true);
+    }
+
+    /// Records any other event (a response, a message no rule decides): written with the
+    /// next decision, or within [`FLUSH_EVERY`].
     pub fn record(&self, event: &Event) {
+        self.append(event, false);
+    }
+
+    /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
+    /// disk is full.
+    fn append(&self, event: &Event, decision: bool) {
         let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         if sink.file.is_none() {
             return;
@@ -144,7 +174,16 @@ impl AuditLog {
             return;
         }
         sink.pending.push(b'\n');
+        sink.decision_pending |= decision;
         if sink.pending.len() >= BUFFER_LIMIT {
+            sink.write_pending();
+        }
+    }
+
+    /// Writes the pending events if a decision is among them (one `write`).
+    pub fn flush_decisions(&self) {
+        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
+        if sink.decision_pending {
             sink.write_pending();
         }
     }
@@ -179,6 +218,7 @@ impl Sink {
     /// One `write` for everything pending; the file is rotated first when it would
     /// pass its limit.
     fn write_pending(&mut self) {
+        self.decision_pending = false;
         if self.pending.is_empty() || self.file.is_none() {
             return;
         }

@@ -77,6 +77,11 @@ impl Guard {
     /// bytes leave (and before exiting): a message is never forwarded before the event
     /// that decided it is on disk.
     pub fn flush_audit(&self) {
+        self.audit.flush_decisions();
+    }
+
+    /// Writes every audit event recorded so far (before exiting).
+    pub fn flush_all_audit(&self) {
         self.audit.flush();
     }
 
@@ -110,7 +115,8 @@ impl Guard {
             (Kind::Request | Kind::Notification, Some(method))
                 if CLIENT_DECIDED.contains(&method) || self.policy.names_method(method) =>
             {
-                self.decide(Direction::ClientToServer, method, id, line)
+                let params = envelope.params.map(|p| p.get().as_bytes());
+                self.decide(Direction::ClientToServer, method, id, params, line.len())
             }
             (Kind::Request, Some(method)) => {
                 self.pass(Direction::ClientToServer, "request", method, id, line.len());
@@ -147,7 +153,7 @@ impl Guard {
                 return self.refuse_from_server(line.len(), "unusable id");
             }
             return match s.method {
-                Some(method) => self.server_message(method, id, line),
+                Some(method) => self.server_message(method, id, s.params, line.len()),
                 None if id.is_some() && (s.result.is_some() != s.error.is_some()) => {
                     self.response(
                         Direction::ServerToClient,
@@ -164,7 +170,7 @@ impl Guard {
         }
         match Envelope::parse(line) {
             Ok(e) => match e.method.as_deref() {
-                Some(method) => self.server_message(method, e.id, line),
+                Some(method) => self.server_message(method, e.id, e.params.map(|p| p.get().as_bytes()), line.len()),
                 None => {
                     self.response(
                         Direction::ServerToClient,
@@ -181,12 +187,12 @@ impl Guard {
         }
     }
 
-    fn server_message(&self, method: &str, id: Option<&RawValue>, line: &[u8]) -> Verdict {
+    fn server_message(&self, method: &str, id: Option<&RawValue>, params: Option<&[u8]>, size: usize) -> Verdict {
         if SERVER_DECIDED.contains(&method) || self.policy.names_method(method) {
-            return self.decide(Direction::ServerToClient, method, id, line);
+            return self.decide(Direction::ServerToClient, method, id, params, size);
         }
         let kind = if id.is_some() { "request" } else { "notification" };
-        self.pass(Direction::ServerToClient, kind, method, id, line.len());
+        self.pass(Direction::ServerToClient, kind, method, id, size);
         if id.is_some() {
             self.track(&self.from_server, id, method);
         }
@@ -200,7 +206,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
         tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
         Verdict::Reply(reply::error(
             id,
@@ -218,7 +224,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
         event.size = Some(length);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
         let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
         Some(reply::error(
@@ -243,7 +249,7 @@ impl Guard {
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
                 event.reason = Some(why.to_owned());
-                self.audit.record(&event);
+                self.audit.record_decision(&event);
                 reply::error(
                     Some(&id),
                     reply::SERVER_UNAVAILABLE,
@@ -259,7 +265,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(error.to_string());
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
         tracing::warn!("refused a message from the client: {error}");
         let id = match error {
             EnvelopeError::Invalid { id, .. } => id.as_deref(),
@@ -273,7 +279,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(why.to_owned());
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
         tracing::warn!("dropped a message from the server: {why}");
         Verdict::Drop
     }
@@ -344,8 +350,16 @@ impl Guard {
         self.tools.read().unwrap_or_else(|p| p.into_inner()).get(tool).copied()
     }
 
-    /// Decides a message the policy applies to.
-    fn decide(&self, direction: Direction, method: &str, id: Option<&RawValue>, line: &[u8]) -> Verdict {
+    /// Decides a message the policy applies to. The message's top level was already read
+    /// strictly (no duplicate or case-variant members); `params` is read strictly here.
+    fn decide(
+        &self,
+        direction: Direction,
+        method: &str,
+        id: Option<&RawValue>,
+        params: Option<&[u8]>,
+        size: usize,
+    ) -> Verdict {
         let id_text = id.map(RawValue::get);
         let refuse = |code: i64, why: String| -> Verdict {
             let mut event = self.event(direction, "refused");
@@ -353,8 +367,8 @@ impl Guard {
             event.id = id;
             event.decision = Some("refused");
             event.reason = Some(why.clone());
-            event.size = Some(line.len());
-            self.audit.record(&event);
+            event.size = Some(size);
+            self.audit.record_decision(&event);
             tracing::warn!("refused {method}: {why}");
             match id_text {
                 Some(_) => {
@@ -363,11 +377,11 @@ impl Guard {
                 None => Verdict::Drop,
             }
         };
-        let message = match strict::parse(line) {
+        let params = match params.map(strict::parse).transpose() {
             Ok(v) => v,
             Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
         };
-        let params = message.get("params");
+        let params = params.as_ref();
         if let Err(why) = check_params(method, params) {
             return refuse(reply::INVALID_PARAMS, why);
         }
@@ -392,8 +406,8 @@ impl Guard {
         event.decision = Some(decision.action.as_str());
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());
-        event.size = Some(line.len());
-        self.audit.record(&event);
+        event.size = Some(size);
+        self.audit.record_decision(&event);
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };

@@ -147,7 +147,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
         }
         let _ = out.flush(&guard);
     }
-    guard.flush_audit();
+    guard.flush_all_audit();
     Ok(code)
 }
 
