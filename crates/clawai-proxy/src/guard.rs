@@ -199,14 +199,29 @@ impl Guard {
         Verdict::Forward
     }
 
+    /// Records that a message was refused (not valid, ambiguous, too large…).
+    fn record_refusal(
+        &self,
+        direction: Direction,
+        method: Option<&str>,
+        id: Option<&RawValue>,
+        reason: String,
+        size: usize,
+    ) {
+        let mut event = self.event(direction, "refused");
+        event.method = method;
+        event.id = id;
+        event.decision = Some("refused");
+        event.reason = Some(reason);
+        event.size = Some(size);
+        self.audit.record_decision(&event);
+    }
+
     /// A client line longer than the limit: refused with an error for its id.
     pub fn oversize_from_client(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
         let id = leading_id(prefix).and_then(utf8);
-        let mut event = self.event(Direction::ClientToServer, "refused");
-        event.decision = Some("refused");
-        event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
-        event.size = Some(length);
-        self.audit.record_decision(&event);
+        let why = format!("message of {length} bytes is over the {limit}-byte limit");
+        self.record_refusal(Direction::ClientToServer, None, None, why, length);
         tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
         Verdict::Reply(reply::error(
             id,
@@ -220,11 +235,8 @@ impl Guard {
     /// client gets an error for that request instead. Returns the message for the client.
     pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Option<Vec<u8>> {
         let id = leading_id(prefix).and_then(utf8);
-        let mut event = self.event(Direction::ServerToClient, "refused");
-        event.decision = Some("refused");
-        event.reason = Some(format!("message of {length} bytes is over the {limit}-byte limit"));
-        event.size = Some(length);
-        self.audit.record_decision(&event);
+        let why = format!("message of {length} bytes is over the {limit}-byte limit");
+        self.record_refusal(Direction::ServerToClient, None, None, why, length);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
         let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
         Some(reply::error(
@@ -261,11 +273,7 @@ impl Guard {
     }
 
     fn refuse(&self, direction: Direction, size: usize, error: &EnvelopeError) -> Verdict {
-        let mut event = self.event(direction, "refused");
-        event.decision = Some("refused");
-        event.reason = Some(error.to_string());
-        event.size = Some(size);
-        self.audit.record_decision(&event);
+        self.record_refusal(direction, None, None, error.to_string(), size);
         tracing::warn!("refused a message from the client: {error}");
         let id = match error {
             EnvelopeError::Invalid { id, .. } => id.as_deref(),
@@ -275,11 +283,7 @@ impl Guard {
     }
 
     fn refuse_from_server(&self, size: usize, why: &str) -> Verdict {
-        let mut event = self.event(Direction::ServerToClient, "refused");
-        event.decision = Some("refused");
-        event.reason = Some(why.to_owned());
-        event.size = Some(size);
-        self.audit.record_decision(&event);
+        self.record_refusal(Direction::ServerToClient, None, None, why.to_owned(), size);
         tracing::warn!("dropped a message from the server: {why}");
         Verdict::Drop
     }
@@ -362,13 +366,7 @@ impl Guard {
     ) -> Verdict {
         let id_text = id.map(RawValue::get);
         let refuse = |code: i64, why: String| -> Verdict {
-            let mut event = self.event(direction, "refused");
-            event.method = Some(method);
-            event.id = id;
-            event.decision = Some("refused");
-            event.reason = Some(why.clone());
-            event.size = Some(size);
-            self.audit.record_decision(&event);
+            self.record_refusal(direction, Some(method), id, why.clone(), size);
             tracing::warn!("refused {method}: {why}");
             match id_text {
                 Some(_) => {

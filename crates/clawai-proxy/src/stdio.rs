@@ -273,15 +273,7 @@ fn relay_client(
     client_out: &Shared<Outbound<File>>,
 ) {
     let mut reader = LineReader::new(client_in, max);
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::error!("reading from the client failed: {e}");
-                return;
-            }
-        };
+    while let Some(frame) = read_frame(&mut reader, "the client") {
         let (verdict, line) = match &frame {
             Frame::Line(line) => (guard.from_client(line), line.as_slice()),
             Frame::Oversize { prefix, length } => (guard.oversize_from_client(prefix, *length, max), &[][..]),
@@ -302,8 +294,9 @@ fn relay_client(
         }
         if !more {
             // Nothing else is waiting: everything queued either way goes out now.
-            let flushed = server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut().map(|i| i.flush(guard));
-            let _ = flushed;
+            if let Some(input) = server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                let _ = input.flush(guard);
+            }
             if client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
                 return;
             }
@@ -319,19 +312,7 @@ fn relay_server(
     client_out: &Shared<Outbound<File>>,
 ) {
     let mut reader = LineReader::new(server_out, max);
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(frame)) => frame,
-            Ok(None) => {
-                let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
-                return;
-            }
-            Err(e) => {
-                tracing::error!("reading from the MCP server failed: {e}");
-                let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
-                return;
-            }
-        };
+    while let Some(frame) = read_frame(&mut reader, "the MCP server") {
         let more = reader.has_buffered_line();
         match frame {
             Frame::Line(line) => match guard.from_server(&line) {
@@ -353,6 +334,18 @@ fn relay_server(
         }
         if !more && client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
             return;
+        }
+    }
+    let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
+}
+
+/// The next frame, or `None` at the end of the stream (or when reading fails).
+fn read_frame<R: std::io::Read>(reader: &mut LineReader<R>, from: &str) -> Option<Frame> {
+    match reader.next_frame() {
+        Ok(frame) => frame,
+        Err(e) => {
+            tracing::error!("reading from {from} failed: {e}");
+            None
         }
     }
 }
