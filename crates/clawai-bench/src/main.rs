@@ -244,7 +244,10 @@ fn main() -> Result<()> {
     let work = std::env::temp_dir().join(format!("clawai-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
     let policy = work.join("policy.toml");
-    std::fs::write(&policy, policy_text())?;
+    match std::env::var_os("CLAWAI_BENCH_POLICY") {
+        Some(custom) => std::fs::copy(custom, &policy).map(drop)?,
+        None => std::fs::write(&policy, policy_text())?,
+    }
     let audit = std::env::var_os("CLAWAI_BENCH_AUDIT").map(PathBuf::from).unwrap_or_else(|| work.join("audit.jsonl"));
     let bins = Bins { echo: find("mcp-echo")?, relay: find("byte-relay")?, clawai: find("clawai")?, policy, audit };
     let status =

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// Which way a message was going.
@@ -63,7 +62,7 @@ pub struct Event<'a> {
     pub prompt: Option<&'a str>,
     /// The arguments, secrets redacted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
+    pub arguments: Option<crate::redact::Redacted<'a>>,
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
     /// rule applies to; `refused` for messages that were not valid.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -274,6 +273,7 @@ pub fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn events_are_lines_and_rotation_keeps_files() {

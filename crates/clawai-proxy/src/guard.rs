@@ -19,7 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::audit::{AuditLog, Direction, Event, now};
-use crate::redact::redact;
+use crate::redact::Redacted;
 use crate::reload::PolicyHandle;
 
 /// What the transport does with a message.
@@ -400,7 +400,7 @@ impl Guard {
             "prompts/get" => event.prompt = call.name,
             _ => {}
         }
-        event.arguments = call.arguments.map(redact);
+        event.arguments = call.arguments.map(Redacted);
         event.decision = Some(decision.action.as_str());
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());

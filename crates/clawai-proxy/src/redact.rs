@@ -50,6 +50,42 @@ pub fn is_secret_key(key: &str) -> bool {
     WORDS.iter().any(|w| folded.contains(w)) || folded == "pwd" || folded == "pass" || folded == "key"
 }
 
+/// A value that serialises with its secrets replaced, without copying it first (the
+/// audit trail writes one per decided message).
+#[derive(Debug, Clone, Copy)]
+pub struct Redacted<'a>(pub &'a Value);
+
+impl serde::Serialize for Redacted<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::String(s) => match SECRET_VALUE.find(s) {
+                None => serializer.serialize_str(s),
+                Some(_) => serializer.serialize_str(&redact_str(s)),
+            },
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Redacted(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (k, v) in map {
+                    if is_secret_key(k) && !v.is_null() {
+                        out.serialize_entry(k, REDACTED)?;
+                    } else {
+                        out.serialize_entry(k, &Redacted(v))?;
+                    }
+                }
+                out.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
 /// A copy of `value` with secrets replaced.
 pub fn redact(value: &Value) -> Value {
     match value {
@@ -87,6 +123,12 @@ mod tests {
         assert_eq!(v["Authorization"], REDACTED);
         assert_eq!(v["nested"]["github_token"], REDACTED);
         assert_eq!(v["path"], "/a");
+    }
+
+    #[test]
+    fn redacted_serialises_like_the_redacted_copy() {
+        let v = json!({"a": ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", {"token": "t", "n": 1}], "ok": "fine", "password": null});
+        assert_eq!(serde_json::to_value(Redacted(&v)).unwrap(), redact(&v));
     }
 
     #[test]
