@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
         None => return,
     };
     let verdict = if from_server { guard().from_server(line) } else { guard().from_client(line) };
-    if let Verdict::Reply(reply) = &verdict {
+    if let Verdict::Reply(reply) | Verdict::Replace(reply) = &verdict {
         assert!(serde_json::from_slice::<serde_json::Value>(reply).is_ok(), "replies are valid JSON");
     }
     if !from_server && verdict == Verdict::Forward {

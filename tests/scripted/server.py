@@ -56,6 +56,10 @@ def main():
             ]})
         elif method == "tools/call":
             result(rid, {"content": [{"type": "text", "text": "called " + str(params.get("name"))}], "received": raw.decode("utf-8", "replace")})
+        elif method == "test/input-required":
+            # 2026-07-28: ask the client for sampling through the result (MRTR).
+            result(rid, {"resultType": "input_required", "requestState": "opaque",
+                         "inputRequests": params.get("inputRequests", {"s1": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}})})
         elif method == "test/echo":
             result(rid, {"received": raw.decode("utf-8", "replace")})
         elif method == "test/big":

@@ -255,6 +255,11 @@ fn main() -> Result<()> {
     anyhow::ensure!(status.success(), "the benchmark policy does not load");
 
     let modes = [Mode::Direct, Mode::Relay, Mode::Clawai];
+    if std::env::var_os("CLAWAI_BENCH_PROFILE").is_some() {
+        // Only clawai, for a profiler attached to this run.
+        measure(&bins, Mode::Clawai)?;
+        return Ok(());
+    }
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
     for round in 0..ROUNDS {
         for (m, mode) in modes.iter().enumerate() {

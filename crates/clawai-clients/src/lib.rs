@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! MCP client configuration files: find them, put clawai in front of their servers, and
 //! take it out again, without losing a byte the person or the client wrote.
 //!

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! clawai's policy language and decision engine.
 //!
 //! A policy is an ordered list of rules; the first rule that matches a message decides

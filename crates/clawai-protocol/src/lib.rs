@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! JSON-RPC 2.0 framing for MCP, as a guard needs it.
 //!
 //! A guard must decide on exactly what the receiver will read, and forward exactly what

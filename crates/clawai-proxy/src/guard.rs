@@ -32,6 +32,9 @@ pub enum Verdict {
     Reply(Vec<u8>),
     /// Do not forward, and answer nothing (a refused notification).
     Drop,
+    /// Forward these bytes (one newline-terminated message) instead of the message: a
+    /// response whose content was denied becomes an error for the same request.
+    Replace(Vec<u8>),
 }
 
 /// Methods the client sends that the policy always decides on. Any other method is
@@ -127,17 +130,14 @@ impl Guard {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len());
                 Verdict::Forward
             }
-            _ => {
-                self.response(
-                    Direction::ClientToServer,
-                    &self.from_server,
-                    id,
-                    envelope.result.map(|r| r.get().as_bytes()),
-                    envelope.error.is_some(),
-                    line.len(),
-                );
-                Verdict::Forward
-            }
+            _ => self.response(
+                Direction::ClientToServer,
+                &self.from_server,
+                id,
+                envelope.result.map(|r| r.get().as_bytes()),
+                envelope.error.is_some(),
+                line.len(),
+            ),
         }
     }
 
@@ -154,34 +154,28 @@ impl Guard {
             }
             return match s.method {
                 Some(method) => self.server_message(method, id, s.params, line.len()),
-                None if id.is_some() && (s.result.is_some() != s.error.is_some()) => {
-                    self.response(
-                        Direction::ServerToClient,
-                        &self.from_client,
-                        id,
-                        s.result,
-                        s.error.is_some(),
-                        line.len(),
-                    );
-                    Verdict::Forward
-                }
+                None if id.is_some() && (s.result.is_some() != s.error.is_some()) => self.response(
+                    Direction::ServerToClient,
+                    &self.from_client,
+                    id,
+                    s.result,
+                    s.error.is_some(),
+                    line.len(),
+                ),
                 None => self.refuse_from_server(line.len(), "neither a request, a notification nor a response"),
             };
         }
         match Envelope::parse(line) {
             Ok(e) => match e.method.as_deref() {
                 Some(method) => self.server_message(method, e.id, e.params.map(|p| p.get().as_bytes()), line.len()),
-                None => {
-                    self.response(
-                        Direction::ServerToClient,
-                        &self.from_client,
-                        e.id,
-                        e.result.map(|r| r.get().as_bytes()),
-                        e.error.is_some(),
-                        line.len(),
-                    );
-                    Verdict::Forward
-                }
+                None => self.response(
+                    Direction::ServerToClient,
+                    &self.from_client,
+                    e.id,
+                    e.result.map(|r| r.get().as_bytes()),
+                    e.error.is_some(),
+                    line.len(),
+                ),
             },
             Err(e) => self.refuse_from_server(line.len(), &e.to_string()),
         }
@@ -314,7 +308,7 @@ impl Guard {
         result: Option<&[u8]>,
         is_error: bool,
         size: usize,
-    ) {
+    ) -> Verdict {
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove(i.get()));
         let is_error = is_error || result.is_some_and(|r| member(r, b"isError") == Some(b"true"));
         if let (Some(flight), Some(result)) = (&flight, result)
@@ -330,6 +324,68 @@ impl Guard {
         event.size = Some(size);
         event.duration_ms = flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
         self.audit.record(&event);
+        // 2026-07-28: server-to-client requests travel inside `input_required` results.
+        match result {
+            Some(result)
+                if direction == Direction::ServerToClient
+                    && member(result, b"resultType") == Some(&b"\"input_required\""[..]) =>
+            {
+                self.decide_input_requests(id, result, size)
+            }
+            _ => Verdict::Forward,
+        }
+    }
+
+    /// Decides each request inside an `InputRequiredResult` (sampling, elicitation, roots
+    /// asked of the client through the result of its own request). If one is not
+    /// allowed, the client gets an error for its request instead of the result.
+    fn decide_input_requests(&self, id: Option<&RawValue>, result: &[u8], size: usize) -> Verdict {
+        let id_text = id.map(RawValue::get);
+        let deny =
+            |code: i64, text: String, data: Option<Value>| Verdict::Replace(reply::error(id_text, code, &text, data));
+        let Some(requests) = member(result, b"inputRequests") else { return Verdict::Forward };
+        let requests = match strict::parse(requests) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                let why = "`inputRequests` is not an object".to_owned();
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::INVALID_REQUEST, format!("clawai refused the server's result: {why}"), None);
+            }
+            Err(e) => {
+                let why = format!("the server's input requests are ambiguous ({e})");
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::AMBIGUOUS, format!("clawai refused the server's result: {why}"), None);
+            }
+        };
+        let policy = self.policy.current();
+        for (key, request) in &requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+            if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
+                continue;
+            }
+            let call = Call::from_params(method, request.get("params")).with_server(self.server.as_deref());
+            let decision = policy.decide(&call);
+            let mut event = self.event(Direction::ServerToClient, "request");
+            event.method = Some(method);
+            event.id = id;
+            event.arguments = call.arguments.map(Redacted);
+            event.decision = Some(decision.action.as_str());
+            event.rule = decision.rule_id();
+            event.reason = Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()));
+            event.size = Some(size);
+            self.audit.record_decision(&event);
+            if !decision.action.forwards() {
+                tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
+                let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
+                let text = format!(
+                    "clawai denied the server's {method} request (input request `{key}`): {}",
+                    decision.reason()
+                );
+                let code = if decision.action == Action::Prompt { reply::APPROVAL_REQUIRED } else { reply::DENIED };
+                return deny(code, text, Some(data));
+            }
+        }
+        Verdict::Forward
     }
 
     /// Remembers each tool's annotations from a `tools/list` result.

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! clawai's guarded proxy.
 //!
 //! * [`guard`]: the one decision path, shared by every transport: parse, decide,

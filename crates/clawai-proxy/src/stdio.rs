@@ -280,8 +280,12 @@ fn relay_client(
         };
         let more = reader.has_buffered_line();
         match verdict {
-            Verdict::Forward => {
-                if !to_server(guard, server_in, line, more) {
+            Verdict::Forward | Verdict::Replace(_) => {
+                let bytes = match &verdict {
+                    Verdict::Replace(instead) => instead.as_slice(),
+                    _ => line,
+                };
+                if !to_server(guard, server_in, bytes, more) {
                     tracing::warn!("the MCP server is not reading its input any more");
                 }
             }
@@ -318,6 +322,11 @@ fn relay_server(
             Frame::Line(line) => match guard.from_server(&line) {
                 Verdict::Forward => {
                     if !to_client(guard, client_out, &line, more) {
+                        return;
+                    }
+                }
+                Verdict::Replace(instead) => {
+                    if !to_client(guard, client_out, &instead, more) {
                         return;
                     }
                 }

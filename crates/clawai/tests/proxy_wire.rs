@@ -302,3 +302,25 @@ fn methods_named_by_method_rules_are_decided_too() {
     assert_eq!(r["id"], 3);
     assert!(!p.server_log().contains("completion/complete"));
 }
+
+#[test]
+fn requests_inside_input_required_results_are_decided() {
+    // 2026-07-28 (MRTR): the server asks for sampling inside the result of the client's request.
+    let mut p = Setup::new(DENY_ENV).start();
+    p.initialize();
+    let r = p.call(&json!({"jsonrpc":"2.0","id":"mrtr","method":"test/input-required"}));
+    assert_eq!(r["id"], "mrtr");
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    assert_eq!(r["error"]["data"]["rule"], "no-sampling");
+    assert_eq!(r["error"]["data"]["inputRequest"], "s1");
+    // Allowed input requests (elicitation is not denied by this policy) pass untouched.
+    let asks = json!({"e1": {"method": "elicitation/create", "params": {"message": "ok?", "requestedSchema": {"type": "object"}}}});
+    let r = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"test/input-required","params":{"inputRequests": asks}}));
+    assert_eq!(r["result"]["resultType"], "input_required");
+    assert_eq!(r["result"]["inputRequests"]["e1"]["method"], "elicitation/create");
+    // Ambiguous input requests are refused.
+    let smuggled = json!({"s1": {"method": "elicitation/create", "METHOD": "sampling/createMessage"}});
+    let r =
+        p.call(&json!({"jsonrpc":"2.0","id":3,"method":"test/input-required","params":{"inputRequests": smuggled}}));
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+}
