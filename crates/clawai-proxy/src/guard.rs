@@ -436,6 +436,12 @@ impl Guard {
             Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
         };
         let params = params.as_ref();
+        if let Some(key) = case_variant_member(params) {
+            return refuse(
+                reply::AMBIGUOUS,
+                format!("`params.{key}` differs only in case from a member the policy reads"),
+            );
+        }
         if let Err(why) = check_params(method, params) {
             return refuse(reply::INVALID_PARAMS, why);
         }
@@ -512,6 +518,16 @@ fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
         "resources/read" => string("uri"),
         _ => Ok(()),
     }
+}
+
+/// The members of `params` the policy reads. A lenient server might take `Name` or
+/// `ARGUMENTS` for them, so a member spelled like one of these in another case is refused
+/// even when the real one is absent.
+const DECIDED_PARAMS: [&str; 5] = ["name", "arguments", "uri", "_meta", "task"];
+
+fn case_variant_member(params: Option<&Value>) -> Option<&str> {
+    let map = params?.as_object()?;
+    map.keys().find(|k| DECIDED_PARAMS.iter().any(|d| d.eq_ignore_ascii_case(k) && d != k)).map(String::as_str)
 }
 
 fn raw(bytes: &[u8]) -> Option<&RawValue> {

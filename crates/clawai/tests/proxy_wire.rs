@@ -152,6 +152,8 @@ fn ambiguous_calls_are_refused() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","Method":"tools/list","params":{"name":"wipe"}}"#,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"safe_read","arguments":{"p":"/ok","p":"/etc/shadow"}}}"#,
         r#"{"jsonrpc":"2.0","id":6,"method":"test/echo","METHOD":"tools/call","params":{"name":"wipe"}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"safe_read","Arguments":{"path":"/etc/shadow"}}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"URI":"file:///etc/shadow","uri":"file:///ok"}}"#,
     ];
     for line in smuggled {
         p.send(line.as_bytes());
