@@ -1,12 +1,12 @@
 //! The audit trail: JSON Lines, one event per message or decision.
 //!
 //! Events are collected in memory and written with a single `write` to a file opened
-//! for appending. A decision must be on disk before the message it describes leaves
-//! clawai: transports call [`AuditLog::flush_decisions`] (through
-//! [`crate::Guard::flush_audit`]) before they write forwarded bytes, so the kernel has
-//! the event first and even a SIGKILL of clawai loses nothing already decided. Under
-//! load many events share one write. Other events (responses, messages no rule decides)
-//! ride along with the next decision, or are written within [`FLUSH_EVERY`].
+//! for appending. An event must be on disk before the message it describes leaves
+//! clawai: transports call [`AuditLog::flush`] (through [`crate::Guard::flush_audit`])
+//! before they write forwarded bytes, so the kernel has the event first and even a
+//! SIGKILL of clawai loses nothing already decided or forwarded. Under load many events
+//! share one write; events with nothing to forward (a dropped notification) are written
+//! within [`FLUSH_EVERY`].
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
@@ -97,8 +97,6 @@ pub struct AuditLog {
 
 struct Sink {
     pending: Vec<u8>,
-    /// A decision is among the pending events.
-    decision_pending: bool,
     file: Option<File>,
     path: PathBuf,
     written: u64,
@@ -119,15 +117,7 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        let sink = Sink {
-            pending: Vec::new(),
-            decision_pending: false,
-            file: Some(file),
-            path: path.to_owned(),
-            written,
-            max_bytes,
-            keep,
-        };
+        let sink = Sink { pending: Vec::new(), file: Some(file), path: path.to_owned(), written, max_bytes, keep };
         let sink = Arc::new(Mutex::new(sink));
         spawn_flusher(Arc::downgrade(&sink))?;
         Ok(AuditLog { sink })
@@ -135,33 +125,20 @@ impl AuditLog {
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        let sink = Sink {
-            pending: Vec::new(),
-            decision_pending: false,
-            file: None,
-            path: PathBuf::new(),
-            written: 0,
-            max_bytes: u64::MAX,
-            keep: 0,
-        };
+        let sink =
+            Sink { pending: Vec::new(), file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 };
         AuditLog { sink: Arc::new(Mutex::new(sink)) }
     }
 
-    /// Records a decision (or a refusal): it is written by the next
-    /// [`AuditLog::flush_decisions`], which transports call before forwarding.
-    pub fn record_decision(&self, event: &Event) {
-        self.append(event, true);
-    }
-
-    /// Records any other event (a response, a message no rule decides): written with the
-    /// next decision, or within [`FLUSH_EVERY`].
+    /// Records one event; it is written by the next [`AuditLog::flush`] (transports flush
+    /// before the message leaves), or within [`FLUSH_EVERY`].
     pub fn record(&self, event: &Event) {
-        self.append(event, false);
+        self.append(event);
     }
 
     /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
     /// disk is full.
-    fn append(&self, event: &Event, decision: bool) {
+    fn append(&self, event: &Event) {
         let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         if sink.file.is_none() {
             return;
@@ -173,16 +150,7 @@ impl AuditLog {
             return;
         }
         sink.pending.push(b'\n');
-        sink.decision_pending |= decision;
         if sink.pending.len() >= BUFFER_LIMIT {
-            sink.write_pending();
-        }
-    }
-
-    /// Writes the pending events if a decision is among them (one `write`).
-    pub fn flush_decisions(&self) {
-        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
-        if sink.decision_pending {
             sink.write_pending();
         }
     }
@@ -217,7 +185,6 @@ impl Sink {
     /// One `write` for everything pending; the file is rotated first when it would
     /// pass its limit.
     fn write_pending(&mut self) {
-        self.decision_pending = false;
         if self.pending.is_empty() || self.file.is_none() {
             return;
         }

@@ -80,11 +80,6 @@ impl Guard {
     /// bytes leave (and before exiting): a message is never forwarded before the event
     /// that decided it is on disk.
     pub fn flush_audit(&self) {
-        self.audit.flush_decisions();
-    }
-
-    /// Writes every audit event recorded so far (before exiting).
-    pub fn flush_all_audit(&self) {
         self.audit.flush();
     }
 
@@ -208,7 +203,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(reason);
         event.size = Some(size);
-        self.audit.record_decision(&event);
+        self.audit.record(&event);
     }
 
     /// A client line longer than the limit: refused with an error for its id.
@@ -255,7 +250,7 @@ impl Guard {
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
                 event.reason = Some(why.to_owned());
-                self.audit.record_decision(&event);
+                self.audit.record(&event);
                 reply::error(
                     Some(&id),
                     reply::SERVER_UNAVAILABLE,
@@ -373,7 +368,7 @@ impl Guard {
             event.rule = decision.rule_id();
             event.reason = Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()));
             event.size = Some(size);
-            self.audit.record_decision(&event);
+            self.audit.record(&event);
             if !decision.action.forwards() {
                 tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
                 let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
@@ -467,7 +462,7 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());
         event.size = Some(size);
-        self.audit.record_decision(&event);
+        self.audit.record(&event);
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };

@@ -147,7 +147,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
         }
         let _ = out.flush(&guard);
     }
-    guard.flush_all_audit();
+    guard.flush_audit();
     Ok(code)
 }
 
