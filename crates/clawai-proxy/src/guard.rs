@@ -78,7 +78,7 @@ impl Guard {
 
     /// Writes the audit events recorded so far. Transports call it before any forwarded
     /// bytes leave (and before exiting): a message is never forwarded before the event
-    /// that decided it is on disk.
+    /// that describes it is on disk.
     pub fn flush_audit(&self) {
         self.audit.flush();
     }
