@@ -1,5 +1,6 @@
 //! The `clawai` command line: a thin layer over the policy, protocol and proxy crates.
 
+mod audit_cmd;
 mod clients_cmd;
 mod paths;
 mod policy_cmd;
@@ -22,6 +23,9 @@ enum Command {
     Policy(policy_cmd::PolicyCommand),
     /// Run an MCP server behind the policy: `clawai proxy [OPTIONS] -- CMD ARGS…`.
     Proxy(proxy_cmd::ProxyArgs),
+    /// Read the audit trail.
+    #[command(subcommand)]
+    Audit(audit_cmd::AuditCommand),
     /// Rewrite client configurations so their servers start through `clawai proxy`.
     Wrap(clients_cmd::ChangeArgs),
     /// Restore the original entries of wrapped servers.
@@ -63,6 +67,7 @@ fn main() {
     let result = match cli.command {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => proxy_cmd::run(args),
+        Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),
         Command::Status(args) => clients_cmd::status(args),

@@ -154,3 +154,31 @@ fn sigkill_loses_no_decision() {
         .collect();
     assert_eq!(decided, vec![("wipe", "deny"), ("safe_read", "allow")]);
 }
+
+#[test]
+fn audit_tail_and_query_read_what_the_proxy_wrote() {
+    let policy = "[[rule]]\nid = \"no-wipe\"\naction = \"deny\"\ntool = \"wipe\"\ndescription = \"never\"\n[[rule]]\nid = \"rest\"\naction = \"allow\"\nmethod = \"**\"\n";
+    let mut p = Setup::new(policy).arg("--server").arg("scripted").start();
+    p.initialize();
+    p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wipe"}}));
+    p.call(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe_read"}}));
+    p.close_stdin();
+    p.wait(Duration::from_secs(5));
+    let audit = p.dir.path().join("audit.jsonl");
+    let run = |args: &[&str]| {
+        let out = Command::new(clawai()).arg("audit").args(args).arg("--audit").arg(&audit).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let denied = run(&["query", "--decision", "deny"]);
+    assert_eq!(denied.lines().count(), 1, "{denied}");
+    assert!(denied.contains("wipe") && denied.contains("[no-wipe]") && denied.contains("never"), "{denied}");
+    let json = run(&["query", "--tool", "safe_*", "--json"]);
+    let events: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["decision"], "allow");
+    assert_eq!(events[0]["server"], "scripted");
+    let last = run(&["tail", "-n", "3"]);
+    assert_eq!(last.lines().count(), 3, "{last}");
+    assert!(run(&["query", "--since", "2999-01-01T00:00:00Z"]).is_empty());
+}
