@@ -2,6 +2,11 @@
 //! run, on the same echo server, and prints a table of ratios.
 //!
 //! Build and run: `./scripts/bench` (builds release binaries first).
+//!
+//! Environment: `CLAWAI_BENCH_POLICY=FILE` replaces the 100-rule policy,
+//! `CLAWAI_BENCH_AUDIT=FILE` moves the audit trail (e.g. `/dev/null` to leave it out of
+//! the figures), `CLAWAI_BENCH_PROFILE=1` runs clawai's measurements only, once, for a
+//! profiler attached to the run.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
