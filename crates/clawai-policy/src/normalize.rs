@@ -7,21 +7,23 @@
 //! holds when any reading matches; an allow condition only when every reading does.
 //! Nothing here touches the filesystem, and the value forwarded is always the original.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
 
 /// Rounds of percent-decoding before giving up (`%252e` needs two).
 const MAX_DECODE_ROUNDS: usize = 8;
 
 /// Every reading of `value` the engine matches, without duplicates, the original first.
-pub fn readings(value: &str) -> Vec<String> {
-    let mut out = vec![value.to_owned()];
-    if !value.contains(['/', '%', '\\']) {
+pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
+    let mut out = vec![Cow::Borrowed(value)];
+    if is_plain(value) {
         // Nothing to normalise or decode: the spelling is the only reading.
         return out;
     }
     let mut push = |s: String| {
-        if !out.contains(&s) {
-            out.push(s);
+        if !out.iter().any(|o| *o == s) {
+            out.push(Cow::Owned(s));
         }
     };
     push(normalize(value));
@@ -32,6 +34,21 @@ pub fn readings(value: &str) -> Vec<String> {
         push(normalize(&decoded.replace('\\', "/")));
     }
     out
+}
+
+/// True when no other reading of `value` can differ from it: no percent-escape, no
+/// backslash, and no empty, `.` or `..` path segment (a leading `/` and a trailing `/`
+/// are fine). Most argument values are like this, and need no copies.
+fn is_plain(value: &str) -> bool {
+    if value.contains(['%', '\\']) {
+        return false;
+    }
+    if !value.contains('/') {
+        return true;
+    }
+    let inner = value.strip_prefix('/').unwrap_or(value);
+    let inner = inner.strip_suffix('/').unwrap_or(inner);
+    !inner.is_empty() && inner.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
 }
 
 /// Percent-decodes until the text stops changing (bounded).
@@ -143,15 +160,21 @@ mod tests {
 
     #[test]
     fn percent_encoding_single_and_double() {
-        assert!(readings("/home/u/%2e%2e/%2e%2e/.ssh/id_rsa").contains(&"/.ssh/id_rsa".to_string()));
-        assert!(readings("/home/u/x/%252e%252e/%252e%252e/.ssh").contains(&"/home/.ssh".to_string()));
-        assert!(readings("file:///etc%2fpasswd").contains(&"file:///etc/passwd".to_string()));
+        let has = |value: &str, reading: &str| readings(value).iter().any(|r| r == reading);
+        assert!(has("/home/u/%2e%2e/%2e%2e/.ssh/id_rsa", "/.ssh/id_rsa"));
+        assert!(has("/home/u/x/%252e%252e/%252e%252e/.ssh", "/home/.ssh"));
+        assert!(has("file:///etc%2fpasswd", "file:///etc/passwd"));
         assert_eq!(readings("plain")[0], "plain");
         assert_eq!(readings("plain").len(), 1);
+        assert_eq!(readings("/already/normal/path").len(), 1);
+        assert_eq!(readings("/trailing/").len(), 1);
+        for odd in ["/a//b", "/a/./b", "/a/../b", "./a", "a/..", "//", "/", "file:///x"] {
+            assert!(readings(odd).iter().any(|r| *r == normalize(odd)), "{odd}");
+        }
     }
 
     #[test]
     fn backslashes_are_read_as_separators_too() {
-        assert!(readings("C:\\Users\\u\\.ssh\\id_rsa").contains(&"C:/Users/u/.ssh/id_rsa".to_string()));
+        assert!(readings("C:\\Users\\u\\.ssh\\id_rsa").iter().any(|r| r == "C:/Users/u/.ssh/id_rsa"));
     }
 }

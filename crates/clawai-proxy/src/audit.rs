@@ -1,12 +1,13 @@
 //! The audit trail: JSON Lines, one event per message or decision.
 //!
 //! Events are collected in memory and written with a single `write` to a file opened
-//! for appending. An event must be on disk before the message it describes leaves
-//! clawai: transports call [`AuditLog::flush`] (through [`crate::Guard::flush_audit`])
+//! for appending. A decision must be on disk before the message it describes leaves
+//! clawai: when one is pending ([`AuditLog::has_decision`]) transports flush the trail
 //! before they write forwarded bytes, so the kernel has the event first and even a
-//! SIGKILL of clawai loses nothing already decided or forwarded. Under load many events
-//! share one write; events with nothing to forward (a dropped notification) are written
-//! within [`FLUSH_EVERY`].
+//! SIGKILL of clawai loses nothing already decided. Other events (responses, messages no
+//! rule decides) are written right after the bytes they describe, off the critical
+//! path; under load many events share one write, and anything left is written within
+//! [`FLUSH_EVERY`].
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
@@ -33,8 +34,8 @@ pub enum Direction {
 /// One line of the audit trail. Absent fields are left out.
 #[derive(Debug, Default, Serialize)]
 pub struct Event<'a> {
-    /// RFC 3339 time, UTC.
-    pub time: String,
+    /// The time, written as RFC 3339 UTC.
+    pub time: jiff::Timestamp,
     /// The proxy session (one per `clawai proxy` process).
     pub session: &'a str,
     /// The server name (`--server`).
@@ -97,6 +98,8 @@ pub struct AuditLog {
 
 struct Sink {
     pending: Vec<u8>,
+    /// A decision (or refusal) is among the pending events.
+    decision_pending: bool,
     file: Option<File>,
     path: PathBuf,
     written: u64,
@@ -117,7 +120,15 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        let sink = Sink { pending: Vec::new(), file: Some(file), path: path.to_owned(), written, max_bytes, keep };
+        let sink = Sink {
+            pending: Vec::new(),
+            decision_pending: false,
+            file: Some(file),
+            path: path.to_owned(),
+            written,
+            max_bytes,
+            keep,
+        };
         let sink = Arc::new(Mutex::new(sink));
         spawn_flusher(Arc::downgrade(&sink))?;
         Ok(AuditLog { sink })
@@ -125,20 +136,39 @@ impl AuditLog {
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        let sink =
-            Sink { pending: Vec::new(), file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0 };
+        let sink = Sink {
+            pending: Vec::new(),
+            decision_pending: false,
+            file: None,
+            path: PathBuf::new(),
+            written: 0,
+            max_bytes: u64::MAX,
+            keep: 0,
+        };
         AuditLog { sink: Arc::new(Mutex::new(sink)) }
     }
 
-    /// Records one event; it is written by the next [`AuditLog::flush`] (transports flush
-    /// before the message leaves), or within [`FLUSH_EVERY`].
+    /// Records a decision or a refusal. Transports write it before the message leaves
+    /// (see [`AuditLog::has_decision`]).
+    pub fn record_decision(&self, event: &Event) {
+        self.append(event, true);
+    }
+
+    /// Records any other event (a response, a message no rule decides). Transports write
+    /// it when they forward the message, or it is written within [`FLUSH_EVERY`].
     pub fn record(&self, event: &Event) {
-        self.append(event);
+        self.append(event, false);
+    }
+
+    /// True when a decision waits to be written: the transport must flush the audit
+    /// trail before it forwards anything.
+    pub fn has_decision(&self) -> bool {
+        self.sink.lock().unwrap_or_else(|p| p.into_inner()).decision_pending
     }
 
     /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
     /// disk is full.
-    fn append(&self, event: &Event) {
+    fn append(&self, event: &Event, decision: bool) {
         let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         if sink.file.is_none() {
             return;
@@ -150,6 +180,7 @@ impl AuditLog {
             return;
         }
         sink.pending.push(b'\n');
+        sink.decision_pending |= decision;
         if sink.pending.len() >= BUFFER_LIMIT {
             sink.write_pending();
         }
@@ -185,6 +216,7 @@ impl Sink {
     /// One `write` for everything pending; the file is rotated first when it would
     /// pass its limit.
     fn write_pending(&mut self) {
+        self.decision_pending = false;
         if self.pending.is_empty() || self.file.is_none() {
             return;
         }
@@ -232,9 +264,9 @@ fn open_append(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
-/// The current time as RFC 3339.
-pub fn now() -> String {
-    jiff::Timestamp::now().to_string()
+/// The current time (written as RFC 3339).
+pub fn now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
 }
 
 #[cfg(test)]

@@ -76,11 +76,17 @@ impl Guard {
         }
     }
 
-    /// Writes the audit events recorded so far. Transports call it before any forwarded
-    /// bytes leave (and before exiting): a message is never forwarded before the event
-    /// that describes it is on disk.
+    /// Writes the audit events recorded so far (transports call it when they forward,
+    /// and before exiting).
     pub fn flush_audit(&self) {
         self.audit.flush();
+    }
+
+    /// True when a decision is recorded but not yet written: it must be written before
+    /// any forwarded byte leaves, so that a message never leaves before the event that
+    /// decided it is on disk.
+    pub fn decision_pending(&self) -> bool {
+        self.audit.has_decision()
     }
 
     /// The session id written in every audit event.
@@ -203,7 +209,7 @@ impl Guard {
         event.decision = Some("refused");
         event.reason = Some(reason);
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
     }
 
     /// A client line longer than the limit: refused with an error for its id.
@@ -250,7 +256,7 @@ impl Guard {
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
                 event.reason = Some(why.to_owned());
-                self.audit.record(&event);
+                self.audit.record_decision(&event);
                 reply::error(
                     Some(&id),
                     reply::SERVER_UNAVAILABLE,
@@ -368,7 +374,7 @@ impl Guard {
             event.rule = decision.rule_id();
             event.reason = Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()));
             event.size = Some(size);
-            self.audit.record(&event);
+            self.audit.record_decision(&event);
             if !decision.action.forwards() {
                 tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
                 let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
@@ -462,7 +468,7 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(decision.reason());
         event.size = Some(size);
-        self.audit.record(&event);
+        self.audit.record_decision(&event);
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };

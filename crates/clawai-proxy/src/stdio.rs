@@ -62,7 +62,7 @@ impl<W: Write> Outbound<W> {
 
     /// Queues one message (newline added when missing).
     fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
-        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
+        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() && guard.decision_pending() {
             // The buffer is about to go out (or the message bypasses it).
             guard.flush_audit();
         }
@@ -73,12 +73,19 @@ impl<W: Write> Outbound<W> {
         Ok(())
     }
 
+    /// Sends what is queued. A pending decision is written to the audit trail first;
+    /// other events right after, off the message's path.
     fn flush(&mut self, guard: &Guard) -> io::Result<()> {
         if self.writer.buffer().is_empty() {
             return Ok(());
         }
+        if guard.decision_pending() {
+            guard.flush_audit();
+            return self.writer.flush();
+        }
+        let sent = self.writer.flush();
         guard.flush_audit();
-        self.writer.flush()
+        sent
     }
 }
 
