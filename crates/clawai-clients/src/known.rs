@@ -216,17 +216,45 @@ pub fn files(dirs: &Dirs) -> Vec<KnownFile> {
     ]
 }
 
-/// A file given with `--config FILE`: its layout guessed from its name and content.
+/// A file given with `--config FILE`: the layout of `client`, or of the client its name
+/// suggests (`*.toml` Codex, `.vscode/mcp.json` VS Code, `zed/settings.json` Zed,
+/// `.claude.json` Claude Code); any other file is read with the common `mcpServers`
+/// layout (Claude Desktop's).
 pub fn explicit(path: &Path, client: Option<Client>) -> KnownFile {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parent = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
-    let (client, syntax, servers_at) = match (client, name, parent) {
-        (Some(Client::Codex), ..) | (None, _, _) if name.ends_with(".toml") => (Client::Codex, Syntax::Toml, CODEX),
-        (Some(Client::VsCode), ..) | (None, "mcp.json", ".vscode") => (Client::VsCode, Syntax::Jsonc, VSCODE),
-        (Some(Client::Zed), ..) | (None, "settings.json", "zed" | ".zed") => (Client::Zed, Syntax::Jsonc, ZED),
-        (Some(Client::ClaudeCode), ..) | (None, ".claude.json", _) => (Client::ClaudeCode, Syntax::Json, CLAUDE_JSON),
-        (Some(c), ..) => (c, Syntax::Json, MCP_SERVERS),
-        (None, ..) => (Client::ClaudeDesktop, Syntax::Json, MCP_SERVERS),
+    let client = client.unwrap_or(match (name, parent) {
+        (n, _) if n.ends_with(".toml") => Client::Codex,
+        ("mcp.json", ".vscode") => Client::VsCode,
+        ("settings.json", "zed" | ".zed") => Client::Zed,
+        (".claude.json", _) => Client::ClaudeCode,
+        _ => Client::ClaudeDesktop,
+    });
+    let (syntax, servers_at) = match client {
+        Client::Codex => (Syntax::Toml, CODEX),
+        Client::VsCode => (Syntax::Jsonc, VSCODE),
+        Client::Zed => (Syntax::Jsonc, ZED),
+        Client::ClaudeCode if name == ".claude.json" => (Syntax::Json, CLAUDE_JSON),
+        _ => (Syntax::Json, MCP_SERVERS),
     };
     KnownFile { client, path: path.to_owned(), scope: Scope::User, syntax, servers_at }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_files_take_the_layout_of_their_client() {
+        let codex = explicit(Path::new("/x/config.toml"), None);
+        assert_eq!((codex.client, codex.syntax), (Client::Codex, Syntax::Toml));
+        let vscode = explicit(Path::new("/p/.vscode/mcp.json"), None);
+        assert_eq!((vscode.client, vscode.syntax), (Client::VsCode, Syntax::Jsonc));
+        let forced = explicit(Path::new("/x/anything.json"), Some(Client::VsCode));
+        assert_eq!(forced.servers_at, VSCODE);
+        let claude = explicit(Path::new("/h/.claude.json"), None);
+        assert_eq!(claude.servers_at, CLAUDE_JSON);
+        let generic = explicit(Path::new("/x/servers.json"), None);
+        assert_eq!(generic.servers_at, MCP_SERVERS);
+    }
 }
