@@ -64,6 +64,12 @@ def main():
             result(rid, {"received": raw.decode("utf-8", "replace")})
         elif method == "test/big":
             result(rid, {"content": [{"type": "text", "text": "x" * int(params["bytes"])}]})
+        elif method == "test/flood":
+            # Many notifications, far more than any pipe holds, then the response.
+            chunk = "z" * 65536
+            for i in range(int(params.get("count", 1000))):
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": chunk}})
+            result(rid, {"flooded": True})
         elif method == "test/exit":
             out.flush()
             os._exit(int(params.get("code", 3)))

@@ -182,3 +182,50 @@ fn audit_tail_and_query_read_what_the_proxy_wrote() {
     assert_eq!(last.lines().count(), 3, "{last}");
     assert!(run(&["query", "--since", "2999-01-01T00:00:00Z"]).is_empty());
 }
+
+#[test]
+fn a_slow_client_does_not_make_the_proxy_buffer_without_bound() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), ALLOW_ALL).unwrap();
+    let mut child = Command::new(clawai())
+        .args(["proxy", "--policy"])
+        .arg(dir.path().join("p.toml"))
+        .arg("--audit")
+        .arg(dir.path().join("a.jsonl"))
+        .args(["--", "python3"])
+        .arg(scripted_server())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // 1,000 notifications of 64 KiB (64 MiB) while the client reads nothing.
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"flood","method":"test/flood","params":{{"count":1000}}}}"#).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let rss_kib = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(|v| v.parse::<u64>().unwrap()))
+        .unwrap();
+    assert!(rss_kib < 32 * 1024, "the proxy holds {rss_kib} KiB while the client is not reading");
+    // Everything still arrives, in order, once the client reads.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut notifications = 0;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the response arrives");
+        let m: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if m.get("id").is_some() {
+            assert_eq!(m["result"]["flooded"], true);
+            break;
+        }
+        notifications += 1;
+    }
+    assert_eq!(notifications, 1000);
+    drop(stdin);
+    child.wait().unwrap();
+}
