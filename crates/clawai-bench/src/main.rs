@@ -283,24 +283,19 @@ fn main() -> Result<()> {
     println!("| measure | direct | bare relay | clawai | clawai vs relay | target |");
     println!("|---|---|---|---|---|---|");
     let ratio = |a: f64, b: f64| if b.abs() < 1e-9 { f64::NAN } else { a / b };
-    println!(
-        "| round trip p50 (µs) | {:.1} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | added ×{:.2} | ≤ ×1.25 |",
-        us(direct.p50),
-        us(relay.p50),
-        added(relay, |f| f.p50),
-        us(clawai.p50),
-        added(clawai, |f| f.p50),
-        ratio(added(clawai, |f| f.p50), added(relay, |f| f.p50))
-    );
-    println!(
-        "| round trip p99 (µs) | {:.1} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | added ×{:.2} | ≤ ×1.25 |",
-        us(direct.p99),
-        us(relay.p99),
-        added(relay, |f| f.p99),
-        us(clawai.p99),
-        added(clawai, |f| f.p99),
-        ratio(added(clawai, |f| f.p99), added(relay, |f| f.p99))
-    );
+    let latency_row = |label: &str, pick: fn(&Figures) -> Duration| {
+        println!(
+            "| round trip {label} (µs) | {:.1} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | added ×{:.2} | ≤ ×1.25 |",
+            us(pick(direct)),
+            us(pick(relay)),
+            added(relay, pick),
+            us(pick(clawai)),
+            added(clawai, pick),
+            ratio(added(clawai, pick), added(relay, pick))
+        );
+    };
+    latency_row("p50", |f| f.p50);
+    latency_row("p99", |f| f.p99);
     println!(
         "| pipelined calls/s | {:.0} | {:.0} | {:.0} | ×{:.2} | ≥ ×0.9 |",
         direct.calls_per_s,

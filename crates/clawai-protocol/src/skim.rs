@@ -61,13 +61,20 @@ pub fn leading_id(prefix: &[u8]) -> Option<&[u8]> {
 /// The value of one top-level member of an object, as written; `None` when absent or
 /// when the object cannot be skimmed.
 pub fn member<'a>(object: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let mut found = None;
+    let [value] = members_named(object, [name]);
+    value
+}
+
+/// The values of several top-level members, in one pass over the object (all `None`
+/// when it cannot be skimmed).
+pub fn members_named<'a, const N: usize>(object: &'a [u8], names: [&[u8]; N]) -> [Option<&'a [u8]>; N] {
+    let mut found = [None; N];
     let complete = members(object, |key, value| {
-        if key == name {
-            found = Some(value);
+        if let Some(i) = names.iter().position(|n| *n == key) {
+            found[i] = Some(value);
         }
     });
-    found.filter(|_| complete)
+    if complete { found } else { [None; N] }
 }
 
 /// Calls `f` with each top-level member of an object, in order; true when the whole
@@ -236,6 +243,16 @@ mod tests {
         assert!(skim(br#"[1]"#).is_none());
         assert!(skim(br#"{"a":[1}"#).is_none());
         assert!(skim(br#"{"a":"unterminated}"#).is_none());
+    }
+
+    #[test]
+    fn several_members_in_one_pass() {
+        let object = br#"{"isError":true,"content":[],"resultType":"complete"}"#;
+        assert_eq!(
+            members_named(object, [&b"resultType"[..], b"isError", b"absent"]),
+            [Some(&br#""complete""#[..]), Some(&b"true"[..]), None]
+        );
+        assert_eq!(members_named(br#"{"a":1,"a":2}"#, [&b"a"[..]]), [None]);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Instant;
 use clawai_policy::{Action, Call, Decision, ToolAnnotations};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind};
 use clawai_protocol::reply;
-use clawai_protocol::skim::{leading_id, member, skim};
+use clawai_protocol::skim::{leading_id, member, members_named, skim};
 use clawai_protocol::strict;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -311,7 +311,10 @@ impl Guard {
         size: usize,
     ) -> Verdict {
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove(i.get()));
-        let is_error = is_error || result.is_some_and(|r| member(r, b"isError") == Some(b"true"));
+        // One pass over the result for both members (results can be many MiB).
+        let [is_error_member, result_type] =
+            result.map_or([None, None], |r| members_named(r, [&b"isError"[..], b"resultType"]));
+        let is_error = is_error || is_error_member == Some(&b"true"[..]);
         if let (Some(flight), Some(result)) = (&flight, result)
             && flight.method == "tools/list"
             && direction == Direction::ServerToClient
@@ -328,8 +331,7 @@ impl Guard {
         // 2026-07-28: server-to-client requests travel inside `input_required` results.
         match result {
             Some(result)
-                if direction == Direction::ServerToClient
-                    && member(result, b"resultType") == Some(&b"\"input_required\""[..]) =>
+                if direction == Direction::ServerToClient && result_type == Some(&b"\"input_required\""[..]) =>
             {
                 self.decide_input_requests(id, result, size)
             }

@@ -116,23 +116,20 @@ fn test_fails_when_a_fixture_expects_otherwise() {
     std::fs::write(dir.join("a.json"), r#"{"method":"tools/call","params":{"name":"read_file"},"expected":"allow"}"#)
         .unwrap();
     std::fs::write(dir.join("b.json"), r#"{"method":"tools/call","params":{"name":"rm"},"expected":"allow"}"#).unwrap();
-    let out = clawai(home.path())
-        .args(["policy", "test", "--policy"])
-        .arg(home.path().join("p.toml"))
-        .arg("--fixture-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let run = || {
+        clawai(home.path())
+            .args(["policy", "test", "--policy"])
+            .arg(home.path().join("p.toml"))
+            .arg("--fixture-dir")
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run();
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("1 passed, 1 failed"), "{}", stdout(&out));
     std::fs::write(dir.join("c.json"), "{ broken").unwrap();
-    let out = clawai(home.path())
-        .args(["policy", "test", "--policy"])
-        .arg(home.path().join("p.toml"))
-        .arg("--fixture-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = run();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("c.json"), "{}", stderr(&out));
 }
