@@ -62,7 +62,7 @@ enum Output {
     /// `ToolResult` or `Result<ToolResult, E>`.
     ToolResult,
     /// `Json<T>` or `Result<Json<T>, E>`: structured output with `T`'s schema.
-    Structured(Type),
+    Structured(Box<Type>),
 }
 
 fn expand(options: ToolOptions, function: ItemFn) -> syn::Result<TokenStream2> {
@@ -298,7 +298,7 @@ fn classify_output(output: &ReturnType, name_span: Span) -> syn::Result<Output> 
         if segment.ident == "ToolResult" && segment.arguments.is_none() {
             return Some(Output::ToolResult);
         }
-        generic_argument(ty, "Json").map(|inner| Output::Structured(inner.clone()))
+        generic_argument(ty, "Json").map(|inner| Output::Structured(Box::new(inner.clone())))
     };
     if let Some(output) = plain(ty) {
         return Ok(output);

@@ -154,7 +154,7 @@ impl Endpoint {
         }
         let admission = match self.admit(headers, &message) {
             Ok(admission) => admission,
-            Err(response) => return response,
+            Err(Refused(status, code, message)) => return error(status, code, &message),
         };
         let is_request = message.get("method").is_some() && message.get("id").is_some();
         if !is_request {
@@ -171,7 +171,7 @@ impl Endpoint {
         response
     }
 
-    fn admit(&self, headers: &HeaderMap, message: &Value) -> Result<Admission, Response> {
+    fn admit(&self, headers: &HeaderMap, message: &Value) -> Result<Admission, Refused> {
         let header_version = header_str(headers, PROTOCOL_VERSION_HEADER);
         let body_version =
             message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").and_then(Value::as_str);
@@ -183,10 +183,10 @@ impl Endpoint {
         if let Some(version) = header_version
             && !version::ALL_VERSIONS.contains(&version)
         {
-            return Err(error(
+            return Err(Refused(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
-                &format!("unsupported MCP-Protocol-Version `{version}`"),
+                format!("unsupported MCP-Protocol-Version `{version}`"),
             ));
         }
         let mut sessions = self.sessions.lock().expect("session map");
@@ -199,10 +199,10 @@ impl Endpoint {
             return Ok(Admission::NewSession(id));
         }
         let Some(id) = header_str(headers, SESSION_HEADER) else {
-            return Err(error(
+            return Err(Refused(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
-                "missing Mcp-Session-Id header: send initialize first, then the session id it returns",
+                "missing Mcp-Session-Id header: send initialize first, then the session id it returns".into(),
             ));
         };
         match sessions.get_mut(id) {
@@ -212,7 +212,11 @@ impl Endpoint {
             }
             _ => {
                 sessions.remove(id);
-                Err(error(StatusCode::NOT_FOUND, INVALID_REQUEST, "unknown or expired session: initialize again"))
+                Err(Refused(
+                    StatusCode::NOT_FOUND,
+                    INVALID_REQUEST,
+                    "unknown or expired session: initialize again".into(),
+                ))
             }
         }
     }
@@ -268,14 +272,18 @@ impl Endpoint {
     }
 }
 
+/// Why a POST is refused before it reaches the server: HTTP status, JSON-RPC code,
+/// message.
+struct Refused(StatusCode, i64, String);
+
 /// 2026-07-28: the headers a router or gateway may act on must say what the body says.
 fn check_mirrored_headers(
     headers: &HeaderMap,
     message: &Value,
     header_version: Option<&str>,
     body_version: Option<&str>,
-) -> Result<(), Response> {
-    let mismatch = |what: String| Err(error(StatusCode::BAD_REQUEST, HEADER_MISMATCH, &what));
+) -> Result<(), Refused> {
+    let mismatch = |what: String| Err(Refused(StatusCode::BAD_REQUEST, HEADER_MISMATCH, what));
     if header_version != body_version {
         return mismatch(format!(
             "MCP-Protocol-Version header {header_version:?} does not match the body's _meta protocol version {body_version:?}"

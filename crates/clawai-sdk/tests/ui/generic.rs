@@ -1,0 +1,8 @@
+use clawai_sdk::prelude::*;
+
+#[claw_tool]
+async fn greet<T: ToString>(name: T) -> ToolResult {
+    ToolResult::text(name.to_string())
+}
+
+fn main() {}
