@@ -33,9 +33,20 @@ pub fn error(id: Option<&str>, code: i64, message: &str, data: Option<Value>) ->
 }
 
 /// A `tools/call` result with `isError: true` and one text block, newline-terminated.
-pub fn tool_error(id: Option<&str>, text: &str) -> Vec<u8> {
-    let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+/// `stateless`: the request was a 2026-07-28 one, whose results must say
+/// `resultType: "complete"` (clients of that revision reject a result without it).
+pub fn tool_error(id: Option<&str>, text: &str, stateless: bool) -> Vec<u8> {
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    if stateless {
+        result["resultType"] = json!("complete");
+    }
     frame(id, "result", &result)
+}
+
+/// Whether a request's `params` use the 2026-07-28 per-request envelope (its `_meta`
+/// names the protocol version).
+pub fn is_stateless_request(params: Option<&Value>) -> bool {
+    params.and_then(|params| params.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")).is_some()
 }
 
 fn frame(id: Option<&str>, member: &str, body: &Value) -> Vec<u8> {
@@ -60,10 +71,13 @@ mod tests {
         assert!(line.starts_with(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"error":{"#));
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["error"]["code"], DENIED);
-        let line = tool_error(Some("\"x\""), "denied");
+        let line = tool_error(Some("\"x\""), "denied", false);
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["id"], "x");
         assert_eq!(v["result"]["isError"], true);
+        assert!(v["result"].get("resultType").is_none());
+        let v: Value = serde_json::from_slice(&tool_error(Some("1"), "denied", true)).unwrap();
+        assert_eq!(v["result"]["resultType"], "complete");
         assert!(error(None, PARSE_ERROR, "p", None).starts_with(br#"{"jsonrpc":"2.0","id":null"#));
     }
 }

@@ -481,14 +481,14 @@ impl Guard {
         tracing::warn!("{} {what}: {}", decision.action, decision.reason());
         match id_text {
             None => Verdict::Drop,
-            Some(_) => Verdict::Reply(denial(method, id_text, &decision, &what)),
+            Some(_) => Verdict::Reply(denial(method, id_text, &decision, &what, reply::is_stateless_request(params))),
         }
     }
 }
 
 /// The answer to a denied request: a tool result with `isError` for `tools/call` (so the
 /// model reads why), a JSON-RPC error otherwise.
-fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str) -> Vec<u8> {
+fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str, stateless: bool) -> Vec<u8> {
     let (code, text) = match decision.action {
         Action::Prompt => (
             reply::APPROVAL_REQUIRED,
@@ -500,7 +500,7 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str) -> Ve
         _ => (reply::DENIED, format!("clawai denied {what}: {}", decision.reason())),
     };
     if method == "tools/call" {
-        reply::tool_error(id, &text)
+        reply::tool_error(id, &text, stateless)
     } else {
         let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
         reply::error(id, code, &text, Some(data))

@@ -89,8 +89,26 @@ impl LogLevel {
 pub(crate) struct CallContext {
     pub(crate) progress_token: Option<Value>,
     pub(crate) notifications: Option<UnboundedSender<Value>>,
-    /// The lowest level the client asked for with `logging/setLevel`.
-    pub(crate) min_log_level: Arc<AtomicU8>,
+    pub(crate) log_gate: LogGate,
+}
+
+/// Which log messages the client wants from this call.
+#[derive(Clone)]
+pub(crate) enum LogGate {
+    /// Handshake revisions: at or above the level last set with `logging/setLevel`.
+    Session(Arc<AtomicU8>),
+    /// 2026-07-28: only when the request opted in with `_meta`
+    /// `io.modelcontextprotocol/logLevel`, at or above that level.
+    Request(Option<LogLevel>),
+}
+
+impl LogGate {
+    fn admits(&self, level: LogLevel) -> bool {
+        match self {
+            LogGate::Session(minimum) => level >= LogLevel::from_index(minimum.load(Ordering::Relaxed)),
+            LogGate::Request(minimum) => minimum.is_some_and(|minimum| level >= minimum),
+        }
+    }
 }
 
 tokio::task_local! {
@@ -120,11 +138,11 @@ pub fn report_progress(progress: f64, total: Option<f64>, message: Option<&str>)
     send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
 }
 
-/// Sends a log message (`notifications/message`) to the client, unless the client
-/// asked for a higher minimum level with `logging/setLevel`.
+/// Sends a log message (`notifications/message`) to the client, if it wants messages of
+/// this level: on handshake revisions unless `logging/setLevel` asked for a higher one;
+/// on 2026-07-28 only when the request opted in (`_meta` `io.modelcontextprotocol/logLevel`).
 pub fn log(level: LogLevel, data: impl Serialize) {
-    let wanted = CURRENT.try_with(|context| LogLevel::from_index(context.min_log_level.load(Ordering::Relaxed)));
-    if wanted.is_ok_and(|minimum| level >= minimum) {
+    if CURRENT.try_with(|context| context.log_gate.admits(level)).unwrap_or(false) {
         let data = serde_json::to_value(data).unwrap_or_else(|error| json!(error.to_string()));
         send(json!({
             "jsonrpc": "2.0",

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::codes::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION};
-use crate::context::{CURRENT, CallContext, LogLevel};
+use crate::context::{CURRENT, CallContext, LogGate, LogLevel};
 use crate::version::{self, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
 use crate::{AbortOnDrop, ClawError, SdkMcpTool, ToolResult};
 
@@ -16,6 +16,8 @@ use crate::{AbortOnDrop, ClawError, SdkMcpTool, ToolResult};
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 /// The `_meta` key under which 2026-07-28 results name the server.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+/// The `_meta` key with which a 2026-07-28 request opts in to log messages.
+const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
 
 /// An MCP server made of tools: routes `initialize`, `server/discover`, `ping`,
 /// `logging/setLevel`, `tools/list` and `tools/call`, in the handshake revisions
@@ -191,7 +193,7 @@ impl SdkMcpServerImpl {
             "ping" => Ok(json!({})),
             "logging/setLevel" => self.set_log_level(&params),
             "tools/list" => self.tools_list(&params, modern),
-            "tools/call" => self.tools_call(params, notifications).await,
+            "tools/call" => self.tools_call(params, notifications, modern).await,
             _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
         }?;
         if modern || method == "server/discover" {
@@ -284,6 +286,7 @@ impl SdkMcpServerImpl {
         &self,
         params: Value,
         notifications: Option<UnboundedSender<Value>>,
+        modern: bool,
     ) -> Result<Value, RpcError> {
         let Value::Object(mut params) = params else {
             return Err(RpcError::invalid_params("tools/call needs params with the tool's `name`"));
@@ -301,10 +304,18 @@ impl SdkMcpServerImpl {
             Some(args @ Value::Object(_)) => args,
             Some(_) => return Err(RpcError::invalid_params("tools/call `arguments` must be an object")),
         };
+        let meta = params.get("_meta");
+        let log_gate = if modern {
+            LogGate::Request(
+                meta.and_then(|meta| meta.get(LOG_LEVEL_META)).and_then(Value::as_str).and_then(LogLevel::parse),
+            )
+        } else {
+            LogGate::Session(Arc::clone(&self.min_log_level))
+        };
         let context = CallContext {
-            progress_token: params.get("_meta").and_then(|meta| meta.get("progressToken")).cloned(),
+            progress_token: meta.and_then(|meta| meta.get("progressToken")).cloned(),
             notifications,
-            min_log_level: Arc::clone(&self.min_log_level),
+            log_gate,
         };
         let handler = tool.handler();
         // The handler runs as its own task so that a panic becomes an error answer

@@ -154,6 +154,17 @@ async fn notifications_come_before_the_response() {
     assert_eq!(session.next().await["id"], 4);
     session.call(5, "chatty", json!({})).await;
     assert_eq!(session.next().await["id"], 5, "nothing before the response");
+
+    // 2026-07-28: log messages only for a request that opts in, at its level.
+    let modern = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    session.call(6, "chatty", modern.clone()).await;
+    assert_eq!(session.next().await["id"], 6, "no opt-in, no log messages");
+    let mut opted_in = modern;
+    opted_in["io.modelcontextprotocol/logLevel"] = json!("info");
+    session.call(7, "chatty", opted_in).await;
+    let first = session.next().await;
+    assert_eq!(first["method"], "notifications/message", "{first}");
+    assert_eq!(first["params"]["data"], "step 1");
 }
 
 #[tokio::test]

@@ -118,7 +118,14 @@ fn denied_tool_call_is_an_error_result_and_never_reaches_the_server() {
     assert_eq!(r["result"]["isError"], true);
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("no-wipe") && text.contains("Wiping is not allowed"), "{text}");
+    assert!(r["result"].get("resultType").is_none(), "handshake-era results keep their shape");
     assert!(!p.server_log().contains("wipe"));
+    // A 2026-07-28 request gets a result its client accepts: `resultType` is required.
+    let stateless = json!({"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"wipe","arguments":{},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}});
+    let r = p.call(&stateless);
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(r["result"]["resultType"], "complete");
     let r =
         p.call(&json!({"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///srv/../etc/shadow"}}));
     assert_eq!(r["error"]["code"], -32001);
