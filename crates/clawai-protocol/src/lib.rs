@@ -12,11 +12,13 @@
 //!   for the messages a policy decides on.
 //! * [`skim`]: a fast look at the top-level members of a message (for large results
 //!   from the server), without building it.
+//! * [`mirror`]: the 2026-07-28 HTTP headers that must agree with the body.
 //! * [`origin`]: the `Host`/`Origin` check of an HTTP endpoint (DNS rebinding).
 //! * [`reply`]: the responses a guard writes itself, and the error codes it uses.
 
 pub mod envelope;
 pub mod framing;
+pub mod mirror;
 pub mod origin;
 pub mod reply;
 pub mod skim;

@@ -91,7 +91,9 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Buffered events are written once this many bytes wait.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
-/// Where events go.
+/// Where events go. Clones share one file and one buffer (every session of an HTTP
+/// front writes to the same trail).
+#[derive(Clone)]
 pub struct AuditLog {
     sink: Arc<Mutex<Sink>>,
 }

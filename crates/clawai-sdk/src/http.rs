@@ -35,8 +35,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
-use base64::prelude::BASE64_STANDARD;
+use clawai_protocol::mirror::{HEADER_MISMATCH, METHOD_HEADER, Mirrored, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use clawai_protocol::origin::HostPolicy;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -44,15 +43,12 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::AbortOnDrop;
-use crate::codes::{HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::codes::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use crate::version;
 use crate::{MAX_MESSAGE_SIZE, SdkMcpServerImpl};
 
 /// The session header of the handshake revisions.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
-const METHOD_HEADER: &str = "mcp-method";
-const NAME_HEADER: &str = "mcp-name";
+pub use clawai_protocol::mirror::SESSION_HEADER;
 
 /// How the HTTP endpoint behaves.
 #[derive(Debug, Clone)]
@@ -173,11 +169,13 @@ impl Endpoint {
 
     fn admit(&self, headers: &HeaderMap, message: &Value) -> Result<Admission, Refused> {
         let header_version = header_str(headers, PROTOCOL_VERSION_HEADER);
-        let body_version =
-            message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").and_then(Value::as_str);
-        let is_modern = |version: Option<&str>| version.is_some_and(|v| version::MODERN_VERSIONS.contains(&v));
-        if is_modern(header_version) || is_modern(body_version) {
-            check_mirrored_headers(headers, message, header_version, body_version)?;
+        let mirrored = Mirrored {
+            protocol_version: header_version,
+            method: header_str(headers, METHOD_HEADER),
+            name: header_str(headers, NAME_HEADER),
+        };
+        if mirrored.is_stateless(message) {
+            mirrored.check(message).map_err(|why| Refused(StatusCode::BAD_REQUEST, HEADER_MISMATCH, why))?;
             return Ok(Admission::Stateless);
         }
         if let Some(version) = header_version
@@ -276,45 +274,6 @@ impl Endpoint {
 /// message.
 struct Refused(StatusCode, i64, String);
 
-/// 2026-07-28: the headers a router or gateway may act on must say what the body says.
-fn check_mirrored_headers(
-    headers: &HeaderMap,
-    message: &Value,
-    header_version: Option<&str>,
-    body_version: Option<&str>,
-) -> Result<(), Refused> {
-    let mismatch = |what: String| Err(Refused(StatusCode::BAD_REQUEST, HEADER_MISMATCH, what));
-    if header_version != body_version {
-        return mismatch(format!(
-            "MCP-Protocol-Version header {header_version:?} does not match the body's _meta protocol version {body_version:?}"
-        ));
-    }
-    let method = message.get("method").and_then(Value::as_str);
-    if method.is_some() && header_str(headers, METHOD_HEADER) != method {
-        return mismatch(format!("Mcp-Method header does not match the body's method {method:?}"));
-    }
-    let named = matches!(method, Some("tools/call" | "prompts/get" | "resources/read"));
-    if named {
-        let body_name =
-            message.pointer("/params/name").or_else(|| message.pointer("/params/uri")).and_then(Value::as_str);
-        let header_name = header_str(headers, NAME_HEADER).map(decode_header_value);
-        if header_name.as_deref() != body_name {
-            return mismatch(format!("Mcp-Name header does not match the body's name {body_name:?}"));
-        }
-    }
-    Ok(())
-}
-
-/// Header values that are not ASCII travel as `=?base64?…?=`.
-fn decode_header_value(value: &str) -> String {
-    value
-        .strip_prefix("=?base64?")
-        .and_then(|rest| rest.strip_suffix("?="))
-        .and_then(|encoded| BASE64_STANDARD.decode(encoded).ok())
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .unwrap_or_else(|| value.to_string())
-}
-
 fn is_response(message: &Value) -> bool {
     message.get("method").is_none()
 }
@@ -326,15 +285,4 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 fn error(status: StatusCode, code: i64, message: &str) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     (status, [(header::CONTENT_TYPE, "application/json")], Body::from(body.to_string())).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_sentinel_header_values_decode() {
-        assert_eq!(decode_header_value("=?base64?ZMOpasOgLXZ1?="), "déjà-vu");
-        assert_eq!(decode_header_value("plain_name"), "plain_name");
-    }
 }

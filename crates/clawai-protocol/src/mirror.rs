@@ -1,0 +1,143 @@
+//! The HTTP headers of MCP 2026-07-28 that mirror the body: `MCP-Protocol-Version`,
+//! `Mcp-Method` and `Mcp-Name`.
+//!
+//! Routers may act on these headers without reading the body, so a request whose headers
+//! say something other than its body is refused (400, `HeaderMismatch` -32020): a
+//! policy that reads the body and a router that reads the headers must see the same
+//! call. Written once for clawai's HTTP front, its remote client and the SDK's server.
+
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
+use serde_json::Value;
+
+/// The protocol version header (every revision since 2025-06-18).
+pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+/// The method header (2026-07-28).
+pub const METHOD_HEADER: &str = "mcp-method";
+/// The name header for `tools/call`, `prompts/get` (the name) and `resources/read` (the
+/// URI) (2026-07-28).
+pub const NAME_HEADER: &str = "mcp-name";
+/// The session header of the handshake revisions.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// Revisions without sessions, whose requests carry their version in `_meta`.
+pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
+/// The JSON-RPC code for headers that disagree with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+
+/// The mirrored header values of one request, as received.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Mirrored<'a> {
+    /// `MCP-Protocol-Version`.
+    pub protocol_version: Option<&'a str>,
+    /// `Mcp-Method`.
+    pub method: Option<&'a str>,
+    /// `Mcp-Name`, possibly `=?base64?…?=`-encoded.
+    pub name: Option<&'a str>,
+}
+
+/// The protocol version a 2026-07-28 message names in `params._meta`.
+pub fn body_protocol_version(message: &Value) -> Option<&str> {
+    message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").and_then(Value::as_str)
+}
+
+/// The value `Mcp-Name` must carry for this message, if its method has one.
+pub fn body_name(message: &Value) -> Option<&str> {
+    let pointer = match message.get("method").and_then(Value::as_str)? {
+        "tools/call" | "prompts/get" => "/params/name",
+        "resources/read" => "/params/uri",
+        _ => return None,
+    };
+    message.pointer(pointer).and_then(Value::as_str)
+}
+
+fn is_stateless_version(version: Option<&str>) -> bool {
+    version.is_some_and(|version| STATELESS_VERSIONS.contains(&version))
+}
+
+impl Mirrored<'_> {
+    /// True when the header or the body says the request is a stateless (2026-07-28)
+    /// one: it needs no session, and its headers must agree with its body.
+    pub fn is_stateless(&self, message: &Value) -> bool {
+        is_stateless_version(self.protocol_version) || is_stateless_version(body_protocol_version(message))
+    }
+
+    /// Checks that the headers say what the body says; the error explains the first
+    /// difference.
+    pub fn check(&self, message: &Value) -> Result<(), String> {
+        let body_version = body_protocol_version(message);
+        if self.protocol_version != body_version {
+            return Err(format!(
+                "MCP-Protocol-Version header {:?} does not match the body's _meta protocol version {body_version:?}",
+                self.protocol_version
+            ));
+        }
+        let method = message.get("method").and_then(Value::as_str);
+        if method.is_some() && self.method != method {
+            return Err(format!("Mcp-Method header {:?} does not match the body's method {method:?}", self.method));
+        }
+        let name = body_name(message);
+        let header_name = self.name.map(decode_header_value);
+        if name.is_some() && header_name.as_deref() != name {
+            return Err(format!("Mcp-Name header {header_name:?} does not match the body's {name:?}"));
+        }
+        Ok(())
+    }
+}
+
+/// A header value as sent: non-ASCII (or control characters) as `=?base64?…?=`.
+pub fn encode_header_value(value: &str) -> String {
+    if value.bytes().all(|b| (0x20..0x7f).contains(&b)) && !value.starts_with("=?base64?") {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", BASE64_STANDARD.encode(value))
+    }
+}
+
+/// A header value as meant: `=?base64?…?=` decoded.
+pub fn decode_header_value(value: &str) -> String {
+    value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+        .and_then(|encoded| BASE64_STANDARD.decode(encoded).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_else(|| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": name, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    }
+
+    #[test]
+    fn headers_must_say_what_the_body_says() {
+        let agreeing = Mirrored { protocol_version: Some("2026-07-28"), method: Some("tools/call"), name: Some("wipe") };
+        assert!(agreeing.is_stateless(&call("wipe")));
+        assert_eq!(agreeing.check(&call("wipe")), Ok(()));
+        assert!(agreeing.check(&call("read")).is_err(), "a router would see `wipe`, the server `read`");
+        let wrong_method = Mirrored { method: Some("tools/list"), ..agreeing };
+        assert!(wrong_method.check(&call("wipe")).is_err());
+        let no_name = Mirrored { name: None, ..agreeing };
+        assert!(no_name.check(&call("wipe")).is_err());
+        let old_version = Mirrored { protocol_version: Some("2025-11-25"), ..agreeing };
+        assert!(old_version.check(&call("wipe")).is_err());
+        let encoded = Mirrored { name: Some("=?base64?ZMOpasOgLXZ1?="), ..agreeing };
+        assert_eq!(encoded.check(&call("déjà-vu")), Ok(()));
+        let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                          "params": {"uri": "file:///x", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let uri = Mirrored { protocol_version: Some("2026-07-28"), method: Some("resources/read"), name: Some("file:///x") };
+        assert_eq!(uri.check(&read), Ok(()));
+    }
+
+    #[test]
+    fn header_values_round_trip() {
+        for value in ["plain_name", "déjà-vu", "tab\there", "=?base64?trick?="] {
+            assert_eq!(decode_header_value(&encode_header_value(value)), value);
+        }
+        assert_eq!(encode_header_value("get_weather"), "get_weather");
+    }
+}
