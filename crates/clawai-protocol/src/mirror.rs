@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn headers_must_say_what_the_body_says() {
-        let agreeing = Mirrored { protocol_version: Some("2026-07-28"), method: Some("tools/call"), name: Some("wipe") };
+        let agreeing =
+            Mirrored { protocol_version: Some("2026-07-28"), method: Some("tools/call"), name: Some("wipe") };
         assert!(agreeing.is_stateless(&call("wipe")));
         assert_eq!(agreeing.check(&call("wipe")), Ok(()));
         assert!(agreeing.check(&call("read")).is_err(), "a router would see `wipe`, the server `read`");
@@ -129,7 +130,8 @@ mod tests {
         assert_eq!(encoded.check(&call("déjà-vu")), Ok(()));
         let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
                           "params": {"uri": "file:///x", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-        let uri = Mirrored { protocol_version: Some("2026-07-28"), method: Some("resources/read"), name: Some("file:///x") };
+        let uri =
+            Mirrored { protocol_version: Some("2026-07-28"), method: Some("resources/read"), name: Some("file:///x") };
         assert_eq!(uri.check(&read), Ok(()));
     }
 

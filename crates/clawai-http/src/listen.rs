@@ -1,0 +1,496 @@
+//! `clawai proxy --listen`: a guarded Streamable HTTP endpoint in front of a stdio
+//! server (one child per session) or a remote one.
+//!
+//! Every POST body is one message, decided by the session's [`Guard`] exactly as the
+//! stdio proxy decides a line; server messages come back through the same guard, on
+//! the POST's event stream (progress, sampling, elicitation during a call), on the GET
+//! stream, or as the POST's JSON response. Before any of that: `Host` and `Origin` are
+//! checked (403; DNS rebinding), then the bearer token when one is configured (401).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use clawai_protocol::mirror::{self, METHOD_HEADER, Mirrored, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+use clawai_protocol::origin::HostPolicy;
+use clawai_protocol::reply;
+use clawai_proxy::{AuditLog, Guard, PolicyHandle};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::child;
+use crate::remote::{self, RemoteOptions};
+use crate::route::Route;
+use crate::session::Session;
+
+/// How the endpoint behaves.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// The endpoint's path (`/mcp`).
+    pub path: String,
+    /// Accepted `Host`/`Origin` values.
+    pub host_policy: HostPolicy,
+    /// When set, every request must carry `Authorization: Bearer <token>`.
+    pub auth_token: Option<String>,
+    /// Sessions unused this long are closed.
+    pub session_idle: Duration,
+    /// At most this many sessions at once (503 beyond).
+    pub max_sessions: usize,
+    /// How long a child gets to exit, before SIGTERM and again before SIGKILL.
+    pub grace: Duration,
+    /// The largest message accepted either way.
+    pub max_message: usize,
+    /// The server's name for `server` rules and the audit trail.
+    pub server: Option<String>,
+}
+
+/// What the endpoint relays to.
+#[derive(Debug, Clone)]
+pub enum Upstream {
+    /// A stdio server: this command, started once per session.
+    Command(Vec<String>),
+    /// A remote Streamable HTTP (or legacy SSE) server: one upstream session per session.
+    Remote(RemoteOptions),
+}
+
+/// The guarded HTTP endpoint.
+pub struct Front {
+    options: ListenOptions,
+    upstream: Upstream,
+    policy: PolicyHandle,
+    audit: AuditLog,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The session shared by stateless (2026-07-28) requests, opened on first use.
+    stateless: tokio::sync::Mutex<Option<Arc<Session>>>,
+    /// Decides (refuses) messages that arrive outside any session.
+    sessionless: Guard,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Front {
+    /// An endpoint relaying to `upstream` under `policy`, recording to `audit`.
+    pub fn new(options: ListenOptions, upstream: Upstream, policy: PolicyHandle, audit: AuditLog) -> Arc<Front> {
+        let sessionless = Guard::new(policy.clone(), audit.clone(), options.server.clone());
+        Arc::new(Front {
+            options,
+            upstream,
+            policy,
+            audit,
+            sessions: Mutex::default(),
+            stateless: tokio::sync::Mutex::default(),
+            sessionless,
+        })
+    }
+
+    /// The endpoint as an axum router.
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route(&self.options.path, axum::routing::any(handle))
+            .layer(DefaultBodyLimit::max(self.options.max_message))
+            .with_state(Arc::clone(self))
+    }
+
+    /// Serves until `shutdown` resolves, then closes every session (children are shut
+    /// down with the grace period).
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
+        let served = axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await;
+        sweeper.abort();
+        self.close_all().await;
+        served
+    }
+
+    async fn close_all(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, session)| session).collect();
+        let stateless = self.stateless.lock().await.take();
+        let closing = sessions.into_iter().chain(stateless).map(|session| {
+            let grace = self.options.grace;
+            tokio::spawn(async move { session.close(grace).await })
+        });
+        for closed in closing.collect::<Vec<_>>() {
+            let _ = closed.await;
+        }
+    }
+
+    async fn sweep_idle_sessions(self: Arc<Self>) {
+        let every = (self.options.session_idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        loop {
+            tokio::time::sleep(every).await;
+            let idle: Vec<Arc<Session>> = {
+                let mut sessions = lock(&self.sessions);
+                let expired: Vec<String> = sessions
+                    .iter()
+                    .filter(|(_, session)| session.idle_for(self.options.session_idle))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                expired.iter().filter_map(|id| sessions.remove(id)).collect()
+            };
+            for session in idle {
+                tracing::info!(
+                    "session {} expired after {:?} idle",
+                    session.guard.session(),
+                    self.options.session_idle
+                );
+                let grace = self.options.grace;
+                tokio::spawn(async move { session.close(grace).await });
+            }
+        }
+    }
+
+    async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Response> {
+        let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone());
+        let (link, child) = match &self.upstream {
+            Upstream::Command(command) => {
+                let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
+                    json_error(StatusCode::BAD_GATEWAY, reply::SERVER_UNAVAILABLE, &format!("clawai: {error}"))
+                })?;
+                (link, Some(child))
+            }
+            Upstream::Remote(options) => (remote::connect(options.clone(), self.options.max_message), None),
+        };
+        Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message))
+    }
+
+    async fn new_session(&self) -> Result<(String, Arc<Session>), Response> {
+        if lock(&self.sessions).len() >= self.options.max_sessions {
+            return Err(json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                reply::SERVER_UNAVAILABLE,
+                &format!("clawai: the limit of {} sessions is reached; try again later", self.options.max_sessions),
+            ));
+        }
+        let session = self.open_session(false).await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
+        Ok((id, session))
+    }
+
+    async fn stateless_session(&self) -> Result<Arc<Session>, Response> {
+        let mut shared = self.stateless.lock().await;
+        if let Some(session) = shared.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let session = self.open_session(true).await?;
+        *shared = Some(Arc::clone(&session));
+        Ok(session)
+    }
+
+    fn existing_session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Response> {
+        let Some(id) = header_str(headers, SESSION_HEADER) else {
+            return Err(json_error(
+                StatusCode::BAD_REQUEST,
+                reply::INVALID_REQUEST,
+                "missing Mcp-Session-Id header: send initialize first, then the session id it returns",
+            ));
+        };
+        match lock(&self.sessions).get(id) {
+            Some(session) => Ok((id.to_string(), Arc::clone(session))),
+            None => Err(json_error(
+                StatusCode::NOT_FOUND,
+                reply::INVALID_REQUEST,
+                "unknown or expired session: initialize again",
+            )),
+        }
+    }
+
+    fn authorised(&self, headers: &HeaderMap) -> bool {
+        let Some(expected) = &self.options.auth_token else { return true };
+        let presented = header_str(headers, header::AUTHORIZATION.as_str())
+            .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
+            .unwrap_or_default();
+        constant_time_eq(presented.as_bytes(), expected.as_bytes())
+    }
+
+    async fn post(self: &Arc<Self>, headers: &HeaderMap, body: Bytes) -> Response {
+        let json_content = header_str(headers, header::CONTENT_TYPE.as_str())
+            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        if !json_content {
+            return json_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                reply::INVALID_REQUEST,
+                "Content-Type must be application/json",
+            );
+        }
+        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if !message.is_object() {
+            // Not one JSON-RPC message (bad JSON, a batch…): refused, with the guard's words.
+            return match self.sessionless.from_client(&body) {
+                clawai_proxy::Verdict::Reply(reply) => json_bytes(StatusCode::BAD_REQUEST, reply, None),
+                _ => json_error(StatusCode::BAD_REQUEST, reply::INVALID_REQUEST, "one JSON-RPC message per POST"),
+            };
+        }
+        let mirrored = Mirrored {
+            protocol_version: header_str(headers, PROTOCOL_VERSION_HEADER),
+            method: header_str(headers, METHOD_HEADER),
+            name: header_str(headers, NAME_HEADER),
+        };
+        let stateless = mirrored.is_stateless(&message);
+        if stateless && let Err(why) = mirrored.check(&message) {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                mirror::HEADER_MISMATCH,
+                &format!("clawai refused the request: {why}"),
+            );
+        }
+        let route = Route::of(&body);
+        let (new_session, session) = if stateless {
+            match self.stateless_session().await {
+                Ok(session) => (None, session),
+                Err(response) => return response,
+            }
+        } else if route.method.as_deref() == Some("initialize") {
+            match self.new_session().await {
+                Ok((id, session)) => (Some(id), session),
+                Err(response) => return response,
+            }
+        } else {
+            match self.existing_session(headers) {
+                Ok((_, session)) => (None, session),
+                Err(response) => return response,
+            }
+        };
+        session.touch();
+
+        let (bytes, route, original_id) = if session.remaps_ids && route.is_request() {
+            let mut message = message;
+            let original = session.remap_id(&mut message);
+            let bytes = serde_json::to_vec(&message).expect("a JSON value encodes");
+            let route = Route::of(&bytes);
+            (bytes, route, original)
+        } else {
+            (body.to_vec(), route, None)
+        };
+        let waiting = route.is_request().then(|| session.register(&route));
+        let request_id = route.id.clone().unwrap_or_default();
+        match session.from_client(bytes).await {
+            Ok(None) => {}
+            Ok(Some(reply)) => {
+                session.unregister(&request_id);
+                return json_bytes(StatusCode::OK, restore_id(reply, original_id.as_ref()), new_session.as_deref());
+            }
+            Err(()) => {
+                session.unregister(&request_id);
+                let error =
+                    reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
+                return json_bytes(StatusCode::OK, restore_id(error, original_id.as_ref()), new_session.as_deref());
+            }
+        }
+        let Some(mut stream) = waiting else {
+            return StatusCode::ACCEPTED.into_response();
+        };
+        let cancel = CancelOnDrop { session: Arc::clone(&session), id: request_id, armed: true };
+        let accepts_events =
+            header_str(headers, header::ACCEPT.as_str()).is_some_and(|a| a.contains("text/event-stream"));
+        loop {
+            let Some(first) = stream.recv().await else {
+                cancel.disarm();
+                let error =
+                    reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
+                return json_bytes(StatusCode::OK, restore_id(error, original_id.as_ref()), new_session.as_deref());
+            };
+            if Route::of(&first).is_response() {
+                cancel.disarm();
+                return json_bytes(StatusCode::OK, restore_id(first, original_id.as_ref()), new_session.as_deref());
+            }
+            if !accepts_events {
+                continue; // this client reads only the response
+            }
+            let events = event_stream(first, stream, cancel, original_id);
+            let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+            if let Some(id) = new_session {
+                response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&id).expect("hex session id"));
+            }
+            return response;
+        }
+    }
+
+    fn get(&self, headers: &HeaderMap) -> Response {
+        if header_str(headers, PROTOCOL_VERSION_HEADER).is_some_and(|v| mirror::STATELESS_VERSIONS.contains(&v)) {
+            return method_not_allowed();
+        }
+        let accepts_events =
+            header_str(headers, header::ACCEPT.as_str()).is_some_and(|a| a.contains("text/event-stream"));
+        if !accepts_events {
+            return json_error(
+                StatusCode::NOT_ACCEPTABLE,
+                reply::INVALID_REQUEST,
+                "GET opens an event stream: Accept text/event-stream",
+            );
+        }
+        let (_, session) = match self.existing_session(headers) {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+        session.touch();
+        let messages = ReceiverStream::new(session.open_standalone());
+        let events = tokio_stream::StreamExt::map(messages, |message| {
+            Ok::<_, Infallible>(Event::default().event("message").data(String::from_utf8_lossy(&message)))
+        });
+        Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    }
+
+    async fn delete(&self, headers: &HeaderMap) -> Response {
+        let (id, _) = match self.existing_session(headers) {
+            Ok(found) => found,
+            Err(response) => return response,
+        };
+        let removed = lock(&self.sessions).remove(&id);
+        if let Some(session) = removed {
+            let grace = self.options.grace;
+            tokio::spawn(async move { session.close(grace).await });
+        }
+        StatusCode::OK.into_response()
+    }
+}
+
+async fn handle(State(front): State<Arc<Front>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+    let host = header_str(&headers, header::HOST.as_str());
+    let origin = header_str(&headers, header::ORIGIN.as_str());
+    if let Err(refusal) = front.options.host_policy.check(host, origin) {
+        tracing::warn!("refused an HTTP request: {refusal}");
+        return json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}"));
+    }
+    if !front.authorised(&headers) {
+        let mut response = json_error(
+            StatusCode::UNAUTHORIZED,
+            reply::INVALID_REQUEST,
+            "clawai: this endpoint needs `Authorization: Bearer <token>` (the token clawai was started with)",
+        );
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"clawai\""));
+        return response;
+    }
+    match method {
+        Method::POST => front.post(&headers, body).await,
+        Method::GET => front.get(&headers),
+        Method::DELETE => front.delete(&headers).await,
+        _ => method_not_allowed(),
+    }
+}
+
+/// The event stream of one POST: the server's messages for it, ending with its response.
+fn event_stream(
+    first: Vec<u8>,
+    rest: mpsc::Receiver<Vec<u8>>,
+    cancel: CancelOnDrop,
+    original_id: Option<Value>,
+) -> impl tokio_stream::Stream<Item = Result<Event, Infallible>> {
+    struct State {
+        first: Option<Vec<u8>>,
+        rest: mpsc::Receiver<Vec<u8>>,
+        cancel: Option<CancelOnDrop>,
+        original_id: Option<Value>,
+    }
+    let state = State { first: Some(first), rest, cancel: Some(cancel), original_id };
+    futures_util::stream::unfold(state, |mut state| async move {
+        state.cancel.as_ref()?; // the response went out: the stream is over
+        let message = match state.first.take() {
+            Some(message) => message,
+            None => state.rest.recv().await?,
+        };
+        let message = if Route::of(&message).is_response() {
+            state.cancel.take().map(CancelOnDrop::disarm);
+            restore_id(message, state.original_id.as_ref())
+        } else {
+            message
+        };
+        let event = Event::default().event("message").data(String::from_utf8_lossy(&message));
+        Some((Ok(event), state))
+    })
+}
+
+/// Cancels a request whose client went away before its response: the server gets
+/// `notifications/cancelled` (through the guard, so it is audited like any message).
+struct CancelOnDrop {
+    session: Arc<Session>,
+    id: String,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.session.unregister(&self.id);
+        let session = Arc::clone(&self.session);
+        let cancel = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"the client disconnected"}}}}"#,
+            self.id
+        );
+        tokio::spawn(async move {
+            let _ = session.from_client(cancel.into_bytes()).await;
+        });
+    }
+}
+
+/// Puts the client's own id back on a response of the shared stateless session.
+fn restore_id(message: Vec<u8>, original: Option<&Value>) -> Vec<u8> {
+    let Some(original) = original else { return message };
+    match serde_json::from_slice::<Value>(&message) {
+        Ok(mut value) if value.is_object() => {
+            value["id"] = original.clone();
+            serde_json::to_vec(&value).expect("a JSON value encodes")
+        }
+        _ => message,
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
+    while body.last() == Some(&b'\n') {
+        body.pop();
+    }
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(id) = session {
+        response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(id).expect("hex session id"));
+    }
+    response
+}
+
+fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    json_bytes(status, body.to_string().into_bytes(), None)
+}
+
+fn method_not_allowed() -> Response {
+    let mut response =
+        json_error(StatusCode::METHOD_NOT_ALLOWED, reply::INVALID_REQUEST, "use POST, GET (event stream) or DELETE");
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
+    response
+}
+
+/// Compares a presented token with the expected one in time that does not depend on
+/// where they differ.
+fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
+    let mut difference = presented.len() ^ expected.len();
+    for (index, byte) in expected.iter().enumerate() {
+        difference |= usize::from(byte ^ presented.get(index).copied().unwrap_or(0));
+    }
+    difference == 0
+}

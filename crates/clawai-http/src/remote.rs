@@ -1,0 +1,503 @@
+//! The client side of Streamable HTTP, behind a [`Link`]: `clawai proxy --upstream`.
+//!
+//! Each message is one POST (`Accept: application/json, text/event-stream`); a JSON
+//! response is one message, an event stream is relayed event by event as it arrives.
+//! Requests run concurrently; notifications and responses are sent in order. The
+//! session id and negotiated protocol version the server gives are sent back on every
+//! request; 2026-07-28 requests carry the mirrored `Mcp-Method`/`Mcp-Name` headers,
+//! taken from the body the guard decided on. After `initialize`, a GET stream carries
+//! what the server sends unprompted, resumed with `Last-Event-ID` when it drops. When
+//! the client is done the session is ended with DELETE.
+//!
+//! A server that answers the first POST with 404 or 405 is tried with the legacy
+//! HTTP+SSE transport (2024-11-05): a GET stream whose `endpoint` event names the URL
+//! to POST to. Unreachable servers are retried with backoff; a request that still
+//! cannot be sent gets a JSON-RPC error that names the cause.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawai_protocol::mirror::{
+    METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER, STATELESS_VERSIONS, body_name,
+    body_protocol_version, encode_header_value,
+};
+use clawai_protocol::reply;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, Response, StatusCode, Url};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::link::{FromServer, Link};
+use crate::route::Route;
+
+/// Waits between attempts to reach an upstream that refuses connections.
+const BACKOFF: [Duration; 5] = [
+    Duration::from_millis(100),
+    Duration::from_millis(300),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// Where the remote server is and what to send it.
+#[derive(Debug, Clone)]
+pub struct RemoteOptions {
+    /// The MCP endpoint.
+    pub url: Url,
+    /// Extra headers on every request (e.g. `Authorization`).
+    pub headers: HeaderMap,
+}
+
+impl RemoteOptions {
+    /// Options from a URL and `Name: value` header lines whose values may name
+    /// environment variables as `${VAR}` (secrets stay out of config files).
+    pub fn parse(url: &str, headers: &[String], env: impl Fn(&str) -> Option<String>) -> Result<RemoteOptions, String> {
+        let url = Url::parse(url).map_err(|error| format!("--upstream `{url}` is not a URL: {error}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("--upstream `{url}`: only http and https URLs are supported"));
+        }
+        let mut map = HeaderMap::new();
+        for line in headers {
+            let (name, value) =
+                line.split_once(':').ok_or_else(|| format!("--header `{line}` must look like `Name: value`"))?;
+            let value = expand_env(value.trim(), &env)?;
+            let name = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| format!("--header `{line}`: `{}` is not a header name", name.trim()))?;
+            let value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("--header `{}`: the value is not a valid header value", name))?;
+            map.append(name, value);
+        }
+        Ok(RemoteOptions { url, headers: map })
+    }
+}
+
+/// `${VAR}` replaced by the variable's value; an unset variable is an error naming it.
+fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| format!("unclosed `${{` in header value `{value}`"))?;
+        let name = &after[..end];
+        out.push_str(
+            &env(name).ok_or_else(|| format!("the environment variable {name} (used in a --header) is not set"))?,
+        );
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Connects to a remote server. Nothing is sent until the first message.
+pub fn connect(options: RemoteOptions, max_message: usize) -> Link {
+    let (link, to_server, from_server) = Link::pair();
+    let client = Client::builder().connect_timeout(Duration::from_secs(10)).build().expect("an HTTP client");
+    let remote = Arc::new(Remote { client, options, max_message, from_server, state: Mutex::default() });
+    tokio::spawn(remote.run(to_server));
+    link
+}
+
+#[derive(Default)]
+struct State {
+    session: Option<String>,
+    protocol_version: Option<String>,
+    /// Where messages are POSTed on the legacy HTTP+SSE transport.
+    legacy_endpoint: Option<Url>,
+    last_event_id: Option<String>,
+    standalone: Option<JoinHandle<()>>,
+}
+
+struct Remote {
+    client: Client,
+    options: RemoteOptions,
+    max_message: usize,
+    from_server: mpsc::Sender<FromServer>,
+    state: Mutex<State>,
+}
+
+/// A JSON message on one line: raw CR/LF can only be whitespace between tokens.
+fn one_line(mut message: Vec<u8>) -> Vec<u8> {
+    message.retain(|&byte| byte != b'\n' && byte != b'\r');
+    message
+}
+
+impl Remote {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    async fn run(self: Arc<Self>, mut to_server: mpsc::Receiver<Vec<u8>>) {
+        let mut requests = JoinSet::new();
+        while let Some(message) = to_server.recv().await {
+            let route = Route::of(&message);
+            if route.is_request() {
+                let remote = Arc::clone(&self);
+                requests.spawn(async move { remote.post(message, route).await });
+            } else {
+                self.post(message, route).await;
+            }
+            while requests.try_join_next().is_some() {}
+        }
+        requests.abort_all();
+        self.end().await;
+    }
+
+    async fn push(&self, message: Vec<u8>) {
+        let message = one_line(message);
+        let item = if message.len() > self.max_message {
+            FromServer::Oversize { prefix: message[..message.len().min(4096)].to_vec(), length: message.len() }
+        } else {
+            FromServer::Message(message)
+        };
+        let _ = self.from_server.send(item).await;
+    }
+
+    /// The client's request gets an error instead of a response.
+    async fn fail(&self, route: &Route, why: &str) {
+        tracing::warn!("upstream {}: {why}", self.options.url);
+        if route.is_request() {
+            let error = reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, &format!("clawai: {why}"), None);
+            self.push(error).await;
+        }
+    }
+
+    fn headers(&self, message: Option<&Value>) -> HeaderMap {
+        let mut headers = self.options.headers.clone();
+        let state = self.state();
+        if let Some(session) = state.session.as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
+            headers.insert(SESSION_HEADER, session);
+        }
+        let stateless = message.and_then(body_protocol_version).filter(|v| STATELESS_VERSIONS.contains(v));
+        if let (Some(version), Some(message)) = (stateless, message) {
+            // Mirrored from the body the guard decided on, so they always agree.
+            let method = message.get("method").and_then(Value::as_str);
+            for (name, value) in
+                [(PROTOCOL_VERSION_HEADER, Some(version)), (METHOD_HEADER, method), (NAME_HEADER, body_name(message))]
+            {
+                if let Some(value) = value.and_then(|v| HeaderValue::from_str(&encode_header_value(v)).ok()) {
+                    headers.insert(name, value);
+                }
+            }
+        } else if let Some(version) = state.protocol_version.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(PROTOCOL_VERSION_HEADER, version);
+        }
+        headers
+    }
+
+    /// Sends, retrying with backoff while the server refuses connections.
+    async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<Response, reqwest::Error> {
+        let mut attempt = 0;
+        loop {
+            match build().send().await {
+                Err(error) if error.is_connect() && attempt < BACKOFF.len() => {
+                    tokio::time::sleep(BACKOFF[attempt]).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
+        let legacy = self.state().legacy_endpoint.clone();
+        if let Some(endpoint) = legacy {
+            return self.post_legacy(endpoint, message, &route).await;
+        }
+        let parsed: Option<Value> = serde_json::from_slice(&message).ok();
+        let headers = self.headers(parsed.as_ref());
+        let sent = self
+            .send(|| {
+                self.client
+                    .post(self.options.url.clone())
+                    .headers(headers.clone())
+                    .header(CONTENT_TYPE, "application/json")
+                    .header(ACCEPT, "application/json, text/event-stream")
+                    .body(message.clone())
+            })
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                return self.fail(&route, &format!("the upstream {} is unreachable: {error}", self.options.url)).await;
+            }
+        };
+        let status = response.status();
+        let initialize = route.method.as_deref() == Some("initialize");
+        if initialize && matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED) {
+            // Not Streamable HTTP: try the legacy HTTP+SSE transport.
+            match self.open_legacy().await {
+                Ok(endpoint) => return self.post_legacy(endpoint, message, &route).await,
+                Err(why) => return self.fail(&route, &format!("the upstream answered HTTP {status} and {why}")).await,
+            }
+        }
+        if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            self.state().session = Some(session.to_string());
+        }
+        if status == StatusCode::NOT_FOUND && self.state().session.is_some() {
+            self.state().session = None;
+            return self
+                .fail(&route, "the upstream session expired (HTTP 404); restart the client to open a new one")
+                .await;
+        }
+        if !status.is_success() {
+            let challenge = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default();
+            let body = response.text().await.unwrap_or_default();
+            let excerpt: String = body.chars().take(300).collect();
+            return self.fail(&route, &format!("the upstream answered HTTP {status}{challenge}: {excerpt}")).await;
+        }
+        let content_type =
+            response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") {
+            let answered = self.relay_events(response, route.id.as_deref()).await;
+            if !answered && route.is_request() {
+                self.resume(&route).await;
+            }
+        } else if content_type.starts_with("application/json") {
+            match read_limited(response, self.max_message).await {
+                Ok(body) => {
+                    if initialize {
+                        self.initialized(&body);
+                    }
+                    self.push(body).await;
+                }
+                Err(why) => self.fail(&route, &why).await,
+            }
+        } else if route.is_request() {
+            self.fail(&route, &format!("the upstream answered HTTP {status} without a JSON-RPC response")).await;
+        }
+    }
+
+    /// After `initialize`: remember the negotiated version, open the GET stream.
+    fn initialized(self: &Arc<Self>, response: &[u8]) {
+        let version = serde_json::from_slice::<Value>(response)
+            .ok()
+            .and_then(|v| v.pointer("/result/protocolVersion").and_then(Value::as_str).map(str::to_owned));
+        let mut state = self.state();
+        if version.is_some() {
+            state.protocol_version = version;
+        }
+        if state.standalone.is_none() {
+            let remote = Arc::clone(self);
+            state.standalone = Some(tokio::spawn(async move { remote.standalone_stream().await }));
+        }
+    }
+
+    /// Relays an event stream's messages as they come. True when the response with `id`
+    /// was among them.
+    async fn relay_events(&self, response: Response, id: Option<&str>) -> bool {
+        let mut events = response.bytes_stream().eventsource();
+        let mut answered = false;
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { break };
+            if !event.id.is_empty() {
+                self.state().last_event_id = Some(event.id.clone());
+            }
+            if event.data.trim().is_empty() || !(event.event.is_empty() || event.event == "message") {
+                continue; // priming event, or not a message
+            }
+            let message = event.data.into_bytes();
+            if id.is_some() && Route::of(&message).id.as_deref() == id && Route::of(&message).is_response() {
+                answered = true;
+            }
+            self.push(message).await;
+            if answered {
+                break;
+            }
+        }
+        answered
+    }
+
+    /// A request's stream ended before its response: resume it with `Last-Event-ID`
+    /// where the server supports that, else tell the client.
+    async fn resume(&self, route: &Route) {
+        for wait in BACKOFF {
+            let Some(last) = self.state().last_event_id.clone() else { break };
+            tokio::time::sleep(wait).await;
+            let headers = self.headers(None);
+            let resumed = self
+                .client
+                .get(self.options.url.clone())
+                .headers(headers)
+                .header(ACCEPT, "text/event-stream")
+                .header("last-event-id", last)
+                .send()
+                .await;
+            match resumed {
+                Ok(response) if response.status().is_success() => {
+                    if self.relay_events(response, route.id.as_deref()).await {
+                        return;
+                    }
+                }
+                _ => continue,
+            }
+        }
+        self.fail(route, "the upstream closed the stream before answering").await;
+    }
+
+    /// The GET stream for messages the server sends unprompted; reopened (with
+    /// `Last-Event-ID`) while the session lasts.
+    async fn standalone_stream(self: Arc<Self>) {
+        let mut failures = 0;
+        while !self.from_server.is_closed() && failures < BACKOFF.len() {
+            let mut request = self
+                .client
+                .get(self.options.url.clone())
+                .headers(self.headers(None))
+                .header(ACCEPT, "text/event-stream");
+            if let Some(last) = self.state().last_event_id.clone() {
+                request = request.header("last-event-id", last);
+            }
+            match request.send().await {
+                Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                Ok(response) if response.status() == StatusCode::NOT_FOUND => return,
+                Ok(response) if response.status().is_success() => {
+                    failures = 0;
+                    self.relay_events(response, None).await;
+                }
+                _ => failures += 1,
+            }
+            tokio::time::sleep(BACKOFF[failures.min(BACKOFF.len() - 1)]).await;
+        }
+    }
+
+    /// Opens the legacy transport: a GET event stream whose first `endpoint` event names
+    /// the POST URL; its `message` events are the server's messages.
+    async fn open_legacy(self: &Arc<Self>) -> Result<Url, String> {
+        let response = self
+            .send(|| {
+                self.client
+                    .get(self.options.url.clone())
+                    .headers(self.options.headers.clone())
+                    .header(ACCEPT, "text/event-stream")
+            })
+            .await
+            .map_err(|error| format!("the legacy SSE transport is unreachable: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("the legacy SSE transport answered HTTP {}", response.status()));
+        }
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let remote = Arc::clone(self);
+        let base = self.options.url.clone();
+        let reader = tokio::spawn(async move {
+            let mut events = response.bytes_stream().eventsource();
+            let mut endpoint_tx = Some(endpoint_tx);
+            while let Some(Ok(event)) = events.next().await {
+                if event.event == "endpoint" {
+                    if let Some(sender) = endpoint_tx.take() {
+                        let _ = sender.send(base.join(event.data.trim()).map_err(|e| e.to_string()));
+                    }
+                } else if !event.data.trim().is_empty() && (event.event.is_empty() || event.event == "message") {
+                    remote.push(event.data.into_bytes()).await;
+                }
+            }
+            let _ = remote.from_server.send(FromServer::Closed("the upstream closed its SSE stream".into())).await;
+        });
+        let endpoint = tokio::time::timeout(Duration::from_secs(10), endpoint_rx)
+            .await
+            .map_err(|_| "its SSE stream sent no `endpoint` event".to_string())?
+            .map_err(|_| "its SSE stream ended before an `endpoint` event".to_string())?
+            .map_err(|error| format!("its `endpoint` event is not a URL: {error}"))?;
+        if endpoint.origin() != self.options.url.origin() {
+            reader.abort();
+            return Err(format!("its `endpoint` {endpoint} is on another origin; refusing to send messages there"));
+        }
+        let mut state = self.state();
+        state.legacy_endpoint = Some(endpoint.clone());
+        state.standalone = Some(reader);
+        Ok(endpoint)
+    }
+
+    async fn post_legacy(&self, endpoint: Url, message: Vec<u8>, route: &Route) {
+        let sent = self
+            .send(|| {
+                self.client
+                    .post(endpoint.clone())
+                    .headers(self.options.headers.clone())
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(message.clone())
+            })
+            .await;
+        match sent {
+            Ok(response) if response.status().is_success() => {}
+            Ok(response) => self.fail(route, &format!("the upstream answered HTTP {}", response.status())).await,
+            Err(error) => self.fail(route, &format!("the upstream {endpoint} is unreachable: {error}")).await,
+        }
+    }
+
+    /// The client is done: stop the GET stream and end the session.
+    async fn end(&self) {
+        let (session, standalone, legacy) = {
+            let mut state = self.state();
+            (state.session.take(), state.standalone.take(), state.legacy_endpoint.is_some())
+        };
+        if let Some(task) = standalone {
+            task.abort();
+        }
+        if let Some(session) = session
+            && !legacy
+        {
+            let deleted = self
+                .client
+                .delete(self.options.url.clone())
+                .headers(self.options.headers.clone())
+                .header(SESSION_HEADER, session)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+            if let Err(error) = deleted {
+                tracing::debug!("ending the upstream session failed: {error}");
+            }
+        }
+    }
+}
+
+/// A response body, refused beyond `limit` bytes.
+async fn read_limited(response: Response, limit: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|error| format!("reading the upstream's response failed: {error}"))?;
+        if body.len() + chunk.len() > limit {
+            return Err(format!("the upstream's response is larger than the {limit}-byte limit"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_take_values_from_the_environment() {
+        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
+        let options = RemoteOptions::parse(
+            "https://mcp.example.com/mcp",
+            &["Authorization: Bearer ${TOKEN}".into(), "X-Team: a:b".into()],
+            env,
+        )
+        .unwrap();
+        assert_eq!(options.headers["authorization"], "Bearer s3cret");
+        assert_eq!(options.headers["x-team"], "a:b");
+        let missing = RemoteOptions::parse("https://x/mcp", &["Authorization: Bearer ${NOPE}".into()], env);
+        assert!(missing.unwrap_err().contains("NOPE"));
+        assert!(RemoteOptions::parse("https://x/mcp", &["no colon".into()], env).is_err());
+        assert!(RemoteOptions::parse("ftp://x/mcp", &[], env).is_err());
+        assert!(RemoteOptions::parse("https://x/mcp", &["X: ${UNCLOSED".into()], env).is_err());
+    }
+
+    #[test]
+    fn messages_are_made_single_line() {
+        assert_eq!(one_line(b"{\n  \"a\": \"x\\ny\"\r\n}".to_vec()), b"{  \"a\": \"x\\ny\"}".to_vec());
+    }
+}

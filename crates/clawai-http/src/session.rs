@@ -1,0 +1,228 @@
+//! One guarded session of the HTTP front: a [`Guard`], the server it talks to, and
+//! where each message from the server goes (the POST that waits for it, the GET
+//! stream, or a short backlog until one opens).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use clawai_proxy::{Guard, Verdict};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::child::ChildServer;
+use crate::link::{FromServer, Link};
+use crate::route::Route;
+
+/// Server messages kept for a GET stream that is not open yet.
+const BACKLOG: usize = 256;
+/// Messages queued towards one HTTP stream before the session waits for it.
+pub(crate) const STREAM_DEPTH: usize = 64;
+
+/// Where a session's server messages go.
+#[derive(Default)]
+struct Routes {
+    /// Requests waiting for their response, oldest first: (id as written, stream).
+    waiting: Vec<(String, mpsc::Sender<Vec<u8>>)>,
+    /// Progress token → the request that carried it.
+    progress: HashMap<String, String>,
+    /// The GET stream, when one is open.
+    standalone: Option<mpsc::Sender<Vec<u8>>>,
+    backlog: VecDeque<Vec<u8>>,
+}
+
+/// One client's session.
+pub(crate) struct Session {
+    pub(crate) guard: Guard,
+    to_server: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    routes: Mutex<Routes>,
+    last_used: Mutex<Instant>,
+    child: Mutex<Option<ChildServer>>,
+    /// The shared session of stateless (2026-07-28) requests from many clients: ids are
+    /// replaced by unique ones on the way in and restored on the way out.
+    pub(crate) remaps_ids: bool,
+    next_id: AtomicU64,
+    max_message: usize,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Session {
+    /// A session over `link`, pumping the server's messages until it closes.
+    pub(crate) fn start(
+        guard: Guard,
+        link: Link,
+        child: Option<ChildServer>,
+        remaps_ids: bool,
+        max_message: usize,
+    ) -> Arc<Session> {
+        let session = Arc::new(Session {
+            guard,
+            to_server: Mutex::new(Some(link.to_server)),
+            routes: Mutex::default(),
+            last_used: Mutex::new(Instant::now()),
+            child: Mutex::new(child),
+            remaps_ids,
+            next_id: AtomicU64::new(1),
+            max_message,
+        });
+        tokio::spawn(Arc::clone(&session).pump(link.from_server));
+        session
+    }
+
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    /// Idle for longer than `limit`, with no request waiting.
+    pub(crate) fn idle_for(&self, limit: Duration) -> bool {
+        lock(&self.last_used).elapsed() >= limit && lock(&self.routes).waiting.is_empty()
+    }
+
+    /// Sends a message the guard allowed to the server; the audit trail is written first.
+    pub(crate) async fn send_to_server(&self, message: Vec<u8>) -> Result<(), ()> {
+        if self.guard.decision_pending() {
+            self.guard.flush_audit();
+        }
+        let sender = lock(&self.to_server).clone().ok_or(())?;
+        sender.send(message).await.map_err(|_| ())
+    }
+
+    /// Runs a client message through the guard and on to the server. The reply, when the
+    /// guard answers instead of forwarding.
+    pub(crate) async fn from_client(&self, message: Vec<u8>) -> Result<Option<Vec<u8>>, ()> {
+        match self.guard.from_client(&message) {
+            Verdict::Forward => self.send_to_server(message).await.map(|()| None),
+            Verdict::Reply(reply) | Verdict::Replace(reply) => Ok(Some(reply)),
+            Verdict::Drop => Ok(None),
+        }
+    }
+
+    /// Registers a request before it is forwarded, so that its response finds its way
+    /// back. Returns the stream its messages arrive on.
+    pub(crate) fn register(&self, route: &Route) -> mpsc::Receiver<Vec<u8>> {
+        let (sender, receiver) = mpsc::channel(STREAM_DEPTH);
+        let id = route.id.clone().unwrap_or_default();
+        let mut routes = lock(&self.routes);
+        if let Some(token) = &route.progress_token {
+            routes.progress.insert(token.clone(), id.clone());
+        }
+        routes.waiting.push((id, sender));
+        receiver
+    }
+
+    pub(crate) fn unregister(&self, id: &str) {
+        let mut routes = lock(&self.routes);
+        routes.waiting.retain(|(waiting, _)| waiting != id);
+        routes.progress.retain(|_, request| request != id);
+    }
+
+    /// Opens the GET stream: server messages with no request to go with now go here,
+    /// starting with those that waited.
+    pub(crate) fn open_standalone(&self) -> mpsc::Receiver<Vec<u8>> {
+        let (sender, receiver) = mpsc::channel(BACKLOG + STREAM_DEPTH);
+        let mut routes = lock(&self.routes);
+        for message in routes.backlog.drain(..) {
+            let _ = sender.try_send(message);
+        }
+        routes.standalone = Some(sender);
+        receiver
+    }
+
+    /// A fresh id for a request of the shared stateless session; the original is
+    /// restored on the response.
+    pub(crate) fn remap_id(&self, message: &mut Value) -> Option<Value> {
+        let original = message.get_mut("id")?.take();
+        message["id"] = json!(format!("clawai-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
+        Some(original)
+    }
+
+    /// Sends a server message where it belongs.
+    async fn deliver(&self, message: Vec<u8>) {
+        if self.guard.decision_pending() {
+            self.guard.flush_audit();
+        }
+        let route = Route::of(&message);
+        let target = {
+            let mut routes = lock(&self.routes);
+            if route.is_response() {
+                let id = route.id.as_deref().unwrap_or_default();
+                let position = routes.waiting.iter().position(|(waiting, _)| waiting == id);
+                routes.progress.retain(|_, request| request != id);
+                position.map(|index| routes.waiting.remove(index).1)
+            } else {
+                let by_token = (route.method.as_deref() == Some("notifications/progress"))
+                    .then(|| Route::reported_progress_token(&message))
+                    .flatten()
+                    .and_then(|token| routes.progress.get(&token).cloned())
+                    .and_then(|request| routes.waiting.iter().find(|(id, _)| *id == request).map(|(_, s)| s.clone()));
+                // Requests and notifications from the server go on the stream of the
+                // request they most likely belong to (the newest one waiting), else on
+                // the GET stream, else wait for one.
+                let target = by_token
+                    .or_else(|| routes.waiting.last().map(|(_, sender)| sender.clone()))
+                    .or_else(|| routes.standalone.clone());
+                if target.is_none() && !route.is_response() {
+                    if routes.backlog.len() == BACKLOG {
+                        routes.backlog.pop_front();
+                        tracing::warn!("a server message with no stream to go to was dropped (backlog full)");
+                    }
+                    routes.backlog.push_back(message.clone());
+                }
+                target
+            }
+        };
+        if let Some(stream) = target
+            && stream.send(message).await.is_err()
+        {
+            // The client went away; a closed GET stream is forgotten.
+            let mut routes = lock(&self.routes);
+            if routes.standalone.as_ref().is_some_and(mpsc::Sender::is_closed) {
+                routes.standalone = None;
+            }
+        }
+    }
+
+    async fn pump(self: Arc<Self>, mut from_server: mpsc::Receiver<FromServer>) {
+        let reason = loop {
+            match from_server.recv().await {
+                Some(FromServer::Message(message)) => match self.guard.from_server(&message) {
+                    Verdict::Forward => self.deliver(message).await,
+                    Verdict::Replace(replacement) => self.deliver(replacement).await,
+                    Verdict::Reply(answer) => {
+                        let _ = self.send_to_server(answer).await;
+                    }
+                    Verdict::Drop => {}
+                },
+                Some(FromServer::Oversize { prefix, length }) => {
+                    if let Some(error) = self.guard.oversize_from_server(&prefix, length, self.max_message) {
+                        self.deliver(error).await;
+                    }
+                }
+                Some(FromServer::Closed(reason)) => break reason,
+                None => break "the server is gone".to_string(),
+            }
+        };
+        tracing::info!("session {}: {reason}", self.guard.session());
+        for error in self.guard.server_gone(&reason) {
+            self.deliver(error).await;
+        }
+        let mut routes = lock(&self.routes);
+        routes.waiting.clear();
+        routes.standalone = None;
+    }
+
+    /// Ends the session: the server's input is closed, a child is shut down after
+    /// `grace` (SIGTERM, then SIGKILL, to its process group).
+    pub(crate) async fn close(&self, grace: Duration) {
+        lock(&self.to_server).take();
+        let child = lock(&self.child).take();
+        if let Some(child) = child {
+            child.shut_down(grace).await;
+        }
+        self.guard.flush_audit();
+    }
+}

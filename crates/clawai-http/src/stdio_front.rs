@@ -1,0 +1,142 @@
+//! A stdio client in front of a remote server: `clawai proxy --upstream URL`.
+//!
+//! The client launches clawai as if it were a stdio server; each line it writes goes
+//! through the guard and, when allowed, to the remote server; each message from the
+//! server goes through the guard and back as one line. The audit trail is written
+//! before any message it decided leaves.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use clawai_proxy::{Guard, Verdict};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::link::{FromServer, Link};
+
+type ServerSender = Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>;
+
+async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
+    if guard.decision_pending() {
+        guard.flush_audit();
+    }
+    let sender = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(sender) = sender {
+        let _ = sender.send(message).await;
+    }
+}
+
+/// Relays between this process's stdin/stdout and `link` until the client closes its
+/// input or a signal arrives. Returns the exit code (0, or 128 + signal).
+pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Result<i32> {
+    let Link { to_server: sender, mut from_server } = link;
+    let server: ServerSender = Arc::new(Mutex::new(Some(sender)));
+    let (to_client, mut client_queue) = mpsc::channel::<Vec<u8>>(crate::link::CHANNEL_DEPTH);
+
+    let writer_guard = Arc::clone(&guard);
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut message) = client_queue.recv().await {
+            if writer_guard.decision_pending() {
+                writer_guard.flush_audit();
+            }
+            if !message.ends_with(b"\n") {
+                message.push(b'\n');
+            }
+            stdout.write_all(&message).await?;
+            if client_queue.is_empty() {
+                stdout.flush().await?;
+            }
+        }
+        stdout.flush().await
+    });
+
+    let pump_guard = Arc::clone(&guard);
+    let pump_server = Arc::clone(&server);
+    let pump_client = to_client.clone();
+    let pump = tokio::spawn(async move {
+        while let Some(item) = from_server.recv().await {
+            match item {
+                FromServer::Message(message) => match pump_guard.from_server(&message) {
+                    Verdict::Forward => {
+                        let _ = pump_client.send(message).await;
+                    }
+                    Verdict::Replace(replacement) => {
+                        let _ = pump_client.send(replacement).await;
+                    }
+                    Verdict::Reply(answer) => to_server(&pump_guard, &pump_server, answer).await,
+                    Verdict::Drop => {}
+                },
+                FromServer::Oversize { prefix, length } => {
+                    if let Some(error) = pump_guard.oversize_from_server(&prefix, length, max_message) {
+                        let _ = pump_client.send(error).await;
+                    }
+                }
+                FromServer::Closed(reason) => {
+                    for error in pump_guard.server_gone(&reason) {
+                        let _ = pump_client.send(error).await;
+                    }
+                }
+            }
+        }
+    });
+
+    let reader_guard = Arc::clone(&guard);
+    let reader_server = Arc::clone(&server);
+    let reader_client = to_client.clone();
+    let reader = tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut stdin).take(max_message as u64 + 1).read_until(b'\n', &mut line).await?;
+            if read == 0 {
+                return io::Result::Ok(());
+            }
+            let verdict = if line.len() > max_message && !line.ends_with(b"\n") {
+                let prefix = line[..line.len().min(4096)].to_vec();
+                let mut length = line.len();
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    let n = (&mut stdin).take(1 << 20).read_until(b'\n', &mut rest).await?;
+                    length += n;
+                    if n == 0 || rest.ends_with(b"\n") {
+                        break;
+                    }
+                }
+                reader_guard.oversize_from_client(&prefix, length, max_message)
+            } else {
+                reader_guard.from_client(&line)
+            };
+            match verdict {
+                Verdict::Forward => to_server(&reader_guard, &reader_server, line.clone()).await,
+                Verdict::Reply(reply) | Verdict::Replace(reply) => {
+                    let _ = reader_client.send(reply).await;
+                }
+                Verdict::Drop => {}
+            }
+        }
+    });
+    drop(to_client);
+
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let code = tokio::select! {
+        finished = reader => {
+            if let Ok(Err(error)) = finished {
+                tracing::warn!("reading the client's input failed: {error}");
+            }
+            0
+        }
+        _ = terminate.recv() => 143,
+        _ = interrupt.recv() => 130,
+    };
+    // The client is done: ending the link ends the remote session (DELETE).
+    server.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), pump).await;
+    guard.flush_audit();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
+    Ok(code)
+}
