@@ -154,12 +154,16 @@ impl Front {
         }
     }
 
-    async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Response> {
+    async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Box<Response>> {
         let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone());
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
                 let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
-                    json_error(StatusCode::BAD_GATEWAY, reply::SERVER_UNAVAILABLE, &format!("clawai: {error}"))
+                    Box::new(json_error(
+                        StatusCode::BAD_GATEWAY,
+                        reply::SERVER_UNAVAILABLE,
+                        &format!("clawai: {error}"),
+                    ))
                 })?;
                 (link, Some(child))
             }
@@ -168,13 +172,13 @@ impl Front {
         Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message))
     }
 
-    async fn new_session(&self) -> Result<(String, Arc<Session>), Response> {
+    async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
         if lock(&self.sessions).len() >= self.options.max_sessions {
-            return Err(json_error(
+            return Err(Box::new(json_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 reply::SERVER_UNAVAILABLE,
                 &format!("clawai: the limit of {} sessions is reached; try again later", self.options.max_sessions),
-            ));
+            )));
         }
         let session = self.open_session(false).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
@@ -182,7 +186,7 @@ impl Front {
         Ok((id, session))
     }
 
-    async fn stateless_session(&self) -> Result<Arc<Session>, Response> {
+    async fn stateless_session(&self) -> Result<Arc<Session>, Box<Response>> {
         let mut shared = self.stateless.lock().await;
         if let Some(session) = shared.as_ref() {
             return Ok(Arc::clone(session));
@@ -192,21 +196,21 @@ impl Front {
         Ok(session)
     }
 
-    fn existing_session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Response> {
+    fn existing_session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Box<Response>> {
         let Some(id) = header_str(headers, SESSION_HEADER) else {
-            return Err(json_error(
+            return Err(Box::new(json_error(
                 StatusCode::BAD_REQUEST,
                 reply::INVALID_REQUEST,
                 "missing Mcp-Session-Id header: send initialize first, then the session id it returns",
-            ));
+            )));
         };
         match lock(&self.sessions).get(id) {
             Some(session) => Ok((id.to_string(), Arc::clone(session))),
-            None => Err(json_error(
+            None => Err(Box::new(json_error(
                 StatusCode::NOT_FOUND,
                 reply::INVALID_REQUEST,
                 "unknown or expired session: initialize again",
-            )),
+            ))),
         }
     }
 
@@ -253,17 +257,17 @@ impl Front {
         let (new_session, session) = if stateless {
             match self.stateless_session().await {
                 Ok(session) => (None, session),
-                Err(response) => return response,
+                Err(response) => return *response,
             }
         } else if route.method.as_deref() == Some("initialize") {
             match self.new_session().await {
                 Ok((id, session)) => (Some(id), session),
-                Err(response) => return response,
+                Err(response) => return *response,
             }
         } else {
             match self.existing_session(headers) {
                 Ok((_, session)) => (None, session),
-                Err(response) => return response,
+                Err(response) => return *response,
             }
         };
         session.touch();
@@ -279,7 +283,7 @@ impl Front {
         };
         let waiting = route.is_request().then(|| session.register(&route));
         let request_id = route.id.clone().unwrap_or_default();
-        match session.from_client(bytes).await {
+        match session.relay_from_client(bytes).await {
             Ok(None) => {}
             Ok(Some(reply)) => {
                 session.unregister(&request_id);
@@ -336,7 +340,7 @@ impl Front {
         }
         let (_, session) = match self.existing_session(headers) {
             Ok(found) => found,
-            Err(response) => return response,
+            Err(response) => return *response,
         };
         session.touch();
         let messages = ReceiverStream::new(session.open_standalone());
@@ -349,7 +353,7 @@ impl Front {
     async fn delete(&self, headers: &HeaderMap) -> Response {
         let (id, _) = match self.existing_session(headers) {
             Ok(found) => found,
-            Err(response) => return response,
+            Err(response) => return *response,
         };
         let removed = lock(&self.sessions).remove(&id);
         if let Some(session) = removed {
@@ -405,7 +409,9 @@ fn event_stream(
             None => state.rest.recv().await?,
         };
         let message = if Route::of(&message).is_response() {
-            state.cancel.take().map(CancelOnDrop::disarm);
+            if let Some(cancel) = state.cancel.take() {
+                cancel.disarm();
+            }
             restore_id(message, state.original_id.as_ref())
         } else {
             message
@@ -441,7 +447,7 @@ impl Drop for CancelOnDrop {
             self.id
         );
         tokio::spawn(async move {
-            let _ = session.from_client(cancel.into_bytes()).await;
+            let _ = session.relay_from_client(cancel.into_bytes()).await;
         });
     }
 }

@@ -27,7 +27,7 @@ use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Response, StatusCode, Url};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::link::{FromServer, Link};
@@ -107,8 +107,11 @@ struct State {
     protocol_version: Option<String>,
     /// Where messages are POSTed on the legacy HTTP+SSE transport.
     legacy_endpoint: Option<Url>,
-    last_event_id: Option<String>,
     standalone: Option<JoinHandle<()>>,
+    /// The last response read from an event stream (initialize's is looked at).
+    initialize_response: Option<Vec<u8>>,
+    /// Becomes true once the GET stream is open (or known to be unavailable).
+    standalone_ready: Option<watch::Receiver<bool>>,
 }
 
 struct Remote {
@@ -203,6 +206,14 @@ impl Remote {
     }
 
     async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
+        if route.method.as_deref() == Some("notifications/initialized") {
+            // Servers send their first requests (roots/list…) as soon as they read this,
+            // on the GET stream, and drop them when it is not open yet.
+            let ready = self.state().standalone_ready.clone();
+            if let Some(mut ready) = ready {
+                let _ = tokio::time::timeout(Duration::from_secs(3), ready.wait_for(|open| *open)).await;
+            }
+        }
         let legacy = self.state().legacy_endpoint.clone();
         if let Some(endpoint) = legacy {
             return self.post_legacy(endpoint, message, &route).await;
@@ -257,9 +268,14 @@ impl Remote {
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
         if content_type.starts_with("text/event-stream") {
-            let answered = self.relay_events(response, route.id.as_deref()).await;
+            let mut last_event_id = None;
+            let answered = self.relay_events(response, route.id.as_deref(), initialize, &mut last_event_id).await;
+            if answered && initialize {
+                let response = self.state().initialize_response.take().unwrap_or_default();
+                self.initialized(&response);
+            }
             if !answered && route.is_request() {
-                self.resume(&route).await;
+                self.resume(&route, last_event_id).await;
             }
         } else if content_type.starts_with("application/json") {
             match read_limited(response, self.max_message).await {
@@ -286,27 +302,41 @@ impl Remote {
             state.protocol_version = version;
         }
         if state.standalone.is_none() {
+            let (ready, ready_rx) = watch::channel(false);
+            state.standalone_ready = Some(ready_rx);
             let remote = Arc::clone(self);
-            state.standalone = Some(tokio::spawn(async move { remote.standalone_stream().await }));
+            state.standalone = Some(tokio::spawn(async move { remote.standalone_stream(ready).await }));
         }
     }
 
     /// Relays an event stream's messages as they come. True when the response with `id`
     /// was among them.
-    async fn relay_events(&self, response: Response, id: Option<&str>) -> bool {
+    /// `keep_response`: keep a copy of the response (for `initialize`'s). `last_event_id`:
+    /// the id of the stream's last event, to resume this stream (and no other) with.
+    async fn relay_events(
+        &self,
+        response: Response,
+        id: Option<&str>,
+        keep_response: bool,
+        last_event_id: &mut Option<String>,
+    ) -> bool {
         let mut events = response.bytes_stream().eventsource();
         let mut answered = false;
         while let Some(event) = events.next().await {
             let Ok(event) = event else { break };
             if !event.id.is_empty() {
-                self.state().last_event_id = Some(event.id.clone());
+                *last_event_id = Some(event.id.clone());
             }
             if event.data.trim().is_empty() || !(event.event.is_empty() || event.event == "message") {
                 continue; // priming event, or not a message
             }
             let message = event.data.into_bytes();
-            if id.is_some() && Route::of(&message).id.as_deref() == id && Route::of(&message).is_response() {
+            let route = Route::of(&message);
+            if id.is_some() && route.id.as_deref() == id && route.is_response() {
                 answered = true;
+                if keep_response {
+                    self.state().initialize_response = Some(message.clone());
+                }
             }
             self.push(message).await;
             if answered {
@@ -318,9 +348,9 @@ impl Remote {
 
     /// A request's stream ended before its response: resume it with `Last-Event-ID`
     /// where the server supports that, else tell the client.
-    async fn resume(&self, route: &Route) {
+    async fn resume(&self, route: &Route, mut last_event_id: Option<String>) {
         for wait in BACKOFF {
-            let Some(last) = self.state().last_event_id.clone() else { break };
+            let Some(last) = last_event_id.clone() else { break };
             tokio::time::sleep(wait).await;
             let headers = self.headers(None);
             let resumed = self
@@ -333,7 +363,7 @@ impl Remote {
                 .await;
             match resumed {
                 Ok(response) if response.status().is_success() => {
-                    if self.relay_events(response, route.id.as_deref()).await {
+                    if self.relay_events(response, route.id.as_deref(), false, &mut last_event_id).await {
                         return;
                     }
                 }
@@ -345,23 +375,38 @@ impl Remote {
 
     /// The GET stream for messages the server sends unprompted; reopened (with
     /// `Last-Event-ID`) while the session lasts.
-    async fn standalone_stream(self: Arc<Self>) {
+    async fn standalone_stream(self: Arc<Self>, ready: watch::Sender<bool>) {
+        // However this ends, nobody should wait for it any longer.
+        struct Ready(watch::Sender<bool>);
+        impl Drop for Ready {
+            fn drop(&mut self) {
+                self.0.send_replace(true);
+            }
+        }
+        let ready = Ready(ready);
         let mut failures = 0;
+        let mut last_event_id = None;
         while !self.from_server.is_closed() && failures < BACKOFF.len() {
             let mut request = self
                 .client
                 .get(self.options.url.clone())
                 .headers(self.headers(None))
                 .header(ACCEPT, "text/event-stream");
-            if let Some(last) = self.state().last_event_id.clone() {
+            if let Some(last) = last_event_id.clone() {
                 request = request.header("last-event-id", last);
             }
-            match request.send().await {
+            let sent = request.send().await;
+            match &sent {
+                Ok(response) => tracing::debug!("upstream GET stream: HTTP {}", response.status()),
+                Err(error) => tracing::debug!("upstream GET stream failed: {error}"),
+            }
+            match sent {
                 Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => return,
                 Ok(response) if response.status() == StatusCode::NOT_FOUND => return,
                 Ok(response) if response.status().is_success() => {
                     failures = 0;
-                    self.relay_events(response, None).await;
+                    ready.0.send_replace(true);
+                    self.relay_events(response, None, false, &mut last_event_id).await;
                 }
                 _ => failures += 1,
             }

@@ -93,7 +93,7 @@ impl Session {
 
     /// Runs a client message through the guard and on to the server. The reply, when the
     /// guard answers instead of forwarding.
-    pub(crate) async fn from_client(&self, message: Vec<u8>) -> Result<Option<Vec<u8>>, ()> {
+    pub(crate) async fn relay_from_client(&self, message: Vec<u8>) -> Result<Option<Vec<u8>>, ()> {
         match self.guard.from_client(&message) {
             Verdict::Forward => self.send_to_server(message).await.map(|()| None),
             Verdict::Reply(reply) | Verdict::Replace(reply) => Ok(Some(reply)),

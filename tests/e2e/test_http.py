@@ -1,0 +1,258 @@
+"""clawai over HTTP with real peers: the official Python client over Streamable HTTP
+through `clawai proxy --listen` (in front of a stdio server, and of a remote one), the
+same client over stdio through `clawai proxy --upstream` in front of server-everything's
+HTTP modes (Streamable HTTP, and the legacy HTTP+SSE transport), policy denials inside
+event streams, and the official conformance suite through `--listen`."""
+
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+
+from conftest import ALLOW_ALL, EVERYTHING, clawai_bin, read_audit, write_policy
+from test_conformance import NODE22, SUITE, TARGET, free_port, stop
+from test_everything import direct, session_transcript
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def wait_until_listening(port: int, proc: subprocess.Popen, path: str = "/mcp"):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+def everything_http(mode: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen(["node", str(EVERYTHING), mode], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_until_listening(port, proc)
+    return proc, port
+
+
+def clawai_listen(policy, audit, *target: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--listen", f"127.0.0.1:{port}", "--policy", str(policy),
+                             "--audit", str(audit), "--server", "everything", *target],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    wait_until_listening(port, proc)
+    return proc, port
+
+
+def upstream_params(policy, audit, url: str) -> StdioServerParameters:
+    return StdioServerParameters(command=clawai_bin(), args=["proxy", "--upstream", url, "--policy", str(policy),
+                                                             "--audit", str(audit), "--server", "everything"])
+
+
+async def test_listen_in_front_of_a_stdio_server_is_identical_to_direct(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    proc, port = clawai_listen(policy, audit, "--", "node", str(EVERYTHING), "stdio")
+    try:
+        with anyio.fail_after(90):
+            expected = await session_transcript(direct(), "legacy")
+            actual = await session_transcript(f"http://localhost:{port}/mcp", "auto")
+    finally:
+        stop(proc)
+    assert expected["progress"] and "sampled: " in str(expected["sampling"])
+    assert actual == expected
+    calls = {e["tool"] for e in read_audit(audit) if e.get("method") == "tools/call" and e["kind"] == "request"}
+    assert {"echo", "trigger-sampling-request", "trigger-elicitation-request"} <= calls
+
+
+@pytest.mark.parametrize("transport,path", [("streamableHttp", "/mcp"), ("sse", "/sse")])
+async def test_upstream_in_front_of_a_remote_server_is_identical_to_direct(tmp_path, transport, path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    server, port = everything_http(transport)
+    try:
+        with anyio.fail_after(90):
+            expected = await session_transcript(direct(), "legacy")
+            actual = await session_transcript(upstream_params(policy, audit, f"http://localhost:{port}{path}"), "legacy")
+    finally:
+        stop(server)
+    assert actual == expected
+    events = read_audit(audit)
+    assert any(e.get("tool") == "trigger-sampling-request" and e.get("decision") == "allow" for e in events)
+    assert any(e.get("method") == "sampling/createMessage" and e.get("direction") == "server->client" for e in events)
+
+
+async def test_listen_in_front_of_a_remote_server(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    server, upstream_port = everything_http("streamableHttp")
+    proc, port = clawai_listen(policy, audit, "--upstream", f"http://localhost:{upstream_port}/mcp")
+    try:
+        with anyio.fail_after(90):
+            expected = await session_transcript(direct(), "legacy")
+            actual = await session_transcript(f"http://localhost:{port}/mcp", "legacy")
+    finally:
+        stop(proc)
+        stop(server)
+    assert actual == expected
+
+
+DENY_POLICY = """
+[[rule]]
+id = "no-env"
+action = "deny"
+tool = "get-env"
+description = "The environment holds secrets"
+
+[[rule]]
+id = "no-sampling"
+action = "deny"
+method = "sampling/createMessage"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+
+
+async def test_denials_over_http_and_inside_event_streams(tmp_path):
+    policy = write_policy(tmp_path, DENY_POLICY)
+    audit = tmp_path / "audit.jsonl"
+    asked = []
+
+    async def sampler(context, params):
+        asked.append(params)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="x"), model="m")
+
+    proc, port = clawai_listen(policy, audit, "--", "node", str(EVERYTHING), "stdio")
+    try:
+        with anyio.fail_after(60):
+            async with Client(f"http://localhost:{port}/mcp", mode="legacy", sampling_callback=sampler) as client:
+                denied = await client.call_tool("get-env", {})
+                assert denied.is_error and "no-env" in denied.content[0].text and "PATH" not in denied.content[0].text
+                # The server's sampling request travels inside the call's event stream;
+                # clawai answers it for the client, which is never asked.
+                sampled = await client.call_tool("trigger-sampling-request", {"prompt": "leak", "maxTokens": 5})
+                ok = await client.call_tool("echo", {"message": "still serving"})
+                assert "still serving" in ok.content[0].text
+    finally:
+        stop(proc)
+    assert asked == []
+    assert sampled.is_error or "no-sampling" in str(sampled.model_dump())
+    events = read_audit(audit)
+    assert any(e.get("tool") == "get-env" and e["decision"] == "deny" for e in events)
+    assert any(e.get("method") == "sampling/createMessage" and e.get("decision") == "deny" for e in events)
+
+
+async def test_denials_through_upstream(tmp_path):
+    policy = write_policy(tmp_path, DENY_POLICY)
+    audit = tmp_path / "audit.jsonl"
+    server, port = everything_http("streamableHttp")
+    try:
+        with anyio.fail_after(60):
+            async with Client(upstream_params(policy, audit, f"http://localhost:{port}/mcp"), mode="legacy") as client:
+                denied = await client.call_tool("get-env", {})
+                assert denied.is_error and "no-env" in denied.content[0].text
+    finally:
+        stop(server)
+
+
+def http(method: str, port: int, headers: dict, body: bytes | None = None) -> tuple[int, dict, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}'
+
+
+def test_front_door_checks(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    port = free_port()
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--listen", str(port), "--policy", str(policy), "--audit",
+                             str(tmp_path / "a.jsonl"), "--auth-token-env", "CLAWAI_TEST_TOKEN", "--session-idle", "1",
+                             "--", "node", str(EVERYTHING), "stdio"],
+                            env={**os.environ, "CLAWAI_TEST_TOKEN": "t0ken"}, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_until_listening(port, proc)
+    json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    authed = {**json_headers, "Authorization": "Bearer t0ken"}
+    try:
+        assert http("POST", port, json_headers, INIT)[0] == 401
+        assert http("POST", port, {**json_headers, "Authorization": "Bearer wrong"}, INIT)[0] == 401
+        assert http("POST", port, {**authed, "Origin": "http://evil.example"}, INIT)[0] == 403
+        assert http("POST", port, {**authed, "Host": "evil.example"}, INIT)[0] == 403
+        status, headers, body = http("POST", port, authed, INIT)
+        assert status == 200, body
+        session = headers["mcp-session-id"]
+        ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+        assert http("POST", port, authed, ping)[0] == 400, "no session id"
+        assert http("POST", port, {**authed, "Mcp-Session-Id": "nope"}, ping)[0] == 404
+        status, _, body = http("POST", port, {**authed, "Mcp-Session-Id": session}, b'[{"jsonrpc":"2.0","id":3,"method":"ping"}]')
+        assert status == 400 and "-32600" in body, "a batch is refused"
+        status, _, body = http("POST", port, {**authed, "Mcp-Session-Id": session}, ping)
+        assert status == 200 and '"result"' in body
+        # 2026-07-28 headers that disagree with the body are refused before any decision.
+        mismatched = {**authed, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+        call = b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get-env","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+        status, _, body = http("POST", port, mismatched, call)
+        assert status == 400 and "-32020" in body
+        time.sleep(2.5)
+        assert http("POST", port, {**authed, "Mcp-Session-Id": session}, ping)[0] == 404, "the idle session expired"
+    finally:
+        stop(proc)
+
+
+def run_suite(url: str, workdir) -> dict[str, tuple[int, int]]:
+    out = subprocess.run([str(NODE22), str(SUITE), "server", "--url", url], cwd=workdir, capture_output=True, text=True, timeout=600)
+    results = {m.group(1): (int(m.group(2)), int(m.group(3)))
+               for m in re.finditer(r"^[✓✗] ([a-z0-9-]+): (\d+) passed, (\d+) failed", out.stdout, re.M)}
+    assert results, out.stdout[-2000:] + out.stderr[-2000:]
+    return results
+
+
+def test_conformance_through_listen_in_front_of_a_stdio_server(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    proc, port = clawai_listen(policy, audit, "--", "node", str(TARGET))
+    try:
+        results = run_suite(f"http://localhost:{port}/mcp", tmp_path)
+    finally:
+        stop(proc)
+    failing = {name: r for name, r in results.items() if r[1] or not r[0]}
+    assert not failing, f"every scenario passes through clawai --listen: {failing}"
+    assert len(results) >= 30 and results["dns-rebinding-protection"][0] >= 2
+
+
+def test_conformance_through_listen_in_front_of_a_remote_server(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    server, upstream_port = everything_http("streamableHttp")
+    proc, port = clawai_listen(policy, tmp_path / "a.jsonl", "--upstream", f"http://localhost:{upstream_port}/mcp")
+    try:
+        (tmp_path / "direct").mkdir()
+        (tmp_path / "clawai").mkdir()
+        direct_results = run_suite(f"http://localhost:{upstream_port}/mcp", tmp_path / "direct")
+        through = run_suite(f"http://localhost:{port}/mcp", tmp_path / "clawai")
+    finally:
+        stop(proc)
+        stop(server)
+    assert through["dns-rebinding-protection"][1] == 0, "clawai protects even where the server does not"
+    for name in direct_results:
+        if name != "dns-rebinding-protection":
+            assert through.get(name) == direct_results[name], name
