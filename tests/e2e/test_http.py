@@ -4,7 +4,11 @@ same client over stdio through `clawai proxy --upstream` in front of server-ever
 HTTP modes (Streamable HTTP, and the legacy HTTP+SSE transport), policy denials inside
 event streams, and the official conformance suite through `--listen`."""
 
+import concurrent.futures
+import http.client as http_client
+import json
 import os
+import pathlib
 import re
 import socket
 import subprocess
@@ -19,6 +23,7 @@ from mcp import Client, StdioServerParameters, types
 from conftest import ALLOW_ALL, EVERYTHING, clawai_bin, read_audit, write_policy
 from test_conformance import NODE22, SUITE, TARGET, free_port, stop
 from test_everything import direct, session_transcript
+from test_sdk import example as sdk_example
 
 pytestmark = pytest.mark.anyio
 
@@ -256,3 +261,92 @@ def test_conformance_through_listen_in_front_of_a_remote_server(tmp_path):
     for name in direct_results:
         if name != "dns-rebinding-protection":
             assert through.get(name) == direct_results[name], name
+
+
+async def test_unreachable_upstream_errors_then_recovers(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    port = free_port()
+    params = upstream_params(policy, tmp_path / "a.jsonl", f"http://127.0.0.1:{port}/mcp")
+    # The server comes up while clawai is retrying: the session works.
+    starter = subprocess.Popen(["sh", "-c", f"sleep 1; PORT={port} exec node {EVERYTHING} streamableHttp"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with anyio.fail_after(60):
+            async with Client(params, mode="legacy") as client:
+                result = await client.call_tool("echo", {"message": "back"})
+                assert "back" in result.content[0].text
+    finally:
+        stop(starter)
+
+
+def test_unreachable_upstream_error_names_the_cause(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    port = free_port()
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--upstream", f"http://127.0.0.1:{port}/mcp", "--policy", str(policy),
+                             "--audit", str(tmp_path / "a.jsonl")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc.stdin.write(INIT + b"\n")
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())  # after clawai's retries with backoff
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    assert answer["id"] == 1 and answer["error"]["code"] == -32005
+    assert "unreachable" in answer["error"]["message"] and str(port) in answer["error"]["message"]
+    assert proc.returncode == 0
+
+
+def test_a_client_that_disconnects_cancels_its_call(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    proc, port = clawai_listen(policy, audit, "--", "node", str(EVERYTHING), "stdio")
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        status, response_headers, _ = http("POST", port, headers, INIT)
+        session = {**headers, "Mcp-Session-Id": response_headers["mcp-session-id"]}
+        http("POST", port, session, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        conn = http_client.HTTPConnection("127.0.0.1", port, timeout=10)
+        call = b'{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":10,"steps":10},"_meta":{"progressToken":"p"}}}'
+        conn.request("POST", "/mcp", body=call, headers=session)
+        response = conn.getresponse()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        first = response.fp.readline()  # the first event of the stream: progress
+        assert first
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+        deadline = time.time() + 10
+        cancelled = []
+        while time.time() < deadline and not cancelled:
+            time.sleep(0.2)
+            cancelled = [e for e in read_audit(audit) if e.get("method") == "notifications/cancelled"]
+        assert cancelled and cancelled[0]["direction"] == "client->server"
+    finally:
+        stop(proc)
+
+
+def test_a_thousand_sessions_with_bounded_memory(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    upstream_port = free_port()
+    upstream = subprocess.Popen([sdk_example("calculator"), "--http", f"127.0.0.1:{upstream_port}"],
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_until_listening(upstream_port, upstream)
+    proc, port = clawai_listen(policy, tmp_path / "a.jsonl", "--upstream", f"http://127.0.0.1:{upstream_port}/mcp")
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def one_session(n: int) -> str:
+        _, response_headers, _ = http("POST", port, headers, INIT)
+        session = {**headers, "Mcp-Session-Id": response_headers["mcp-session-id"]}
+        call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                           "params": {"name": "calculator", "arguments": {"operation": "add", "a": n, "b": 1}}}).encode()
+        _, _, body = http("POST", port, session, call)
+        return json.loads(body)["result"]["content"][0]["text"]
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+            answers = list(pool.map(one_session, range(1000)))
+        assert answers == [f"Result: {n + 1}" for n in range(1000)]
+        rss_kib = int(re.search(r"VmRSS:\s+(\d+)", pathlib.Path(f"/proc/{proc.pid}/status").read_text()).group(1))
+        print(f"clawai RSS with 1000 open sessions: {rss_kib / 1024:.1f} MiB")
+        assert rss_kib < 64 * 1024, f"{rss_kib} KiB for 1000 sessions"
+    finally:
+        stop(proc)
+        stop(upstream)

@@ -92,10 +92,18 @@ fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Stri
     Ok(out)
 }
 
+/// One HTTP client (connection pool, TLS roots) for every upstream session.
+fn shared_client() -> Client {
+    static CLIENT: std::sync::OnceLock<Client> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| Client::builder().connect_timeout(Duration::from_secs(10)).build().expect("an HTTP client"))
+        .clone()
+}
+
 /// Connects to a remote server. Nothing is sent until the first message.
 pub fn connect(options: RemoteOptions, max_message: usize) -> Link {
     let (link, to_server, from_server) = Link::pair();
-    let client = Client::builder().connect_timeout(Duration::from_secs(10)).build().expect("an HTTP client");
+    let client = shared_client();
     let remote = Arc::new(Remote { client, options, max_message, from_server, state: Mutex::default() });
     tokio::spawn(remote.run(to_server));
     link
@@ -145,6 +153,10 @@ impl Remote {
             }
             while requests.try_join_next().is_some() {}
         }
+        // The client closed its side: answers already on their way get a moment to
+        // arrive, as a stdio server gets its grace period.
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), async { while requests.join_next().await.is_some() {} }).await;
         requests.abort_all();
         self.end().await;
     }

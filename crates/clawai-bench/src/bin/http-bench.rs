@@ -1,0 +1,205 @@
+//! The HTTP benchmark: `tools/call` requests at a fixed rate, then as fast as possible,
+//! against an MCP server over Streamable HTTP directly and through
+//! `clawai proxy --listen --upstream` in front of the same server. The server is the
+//! SDK's calculator example (`cargo build --release -p clawai-sdk --examples`).
+//!
+//! ```text
+//! http-bench [--rate 500] [--seconds 5]      (run from the workspace root, after building)
+//! ```
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+const CONCURRENCY: usize = 16;
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn wait_listening(port: u16) -> Result<()> {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    bail!("nothing listens on port {port}")
+}
+
+struct Endpoint {
+    client: reqwest::Client,
+    url: String,
+    session: String,
+}
+
+impl Endpoint {
+    async fn open(url: String) -> Result<Endpoint> {
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+        let response = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send()
+            .await?;
+        let session = response.headers().get("mcp-session-id").context("no session id")?.to_str()?.to_string();
+        response.bytes().await?;
+        Ok(Endpoint { client, url, session })
+    }
+
+    async fn call(&self, id: u64) -> Result<Duration> {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}}});
+        let started = Instant::now();
+        let response = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string())
+            .send()
+            .await?;
+        let answer: Value = serde_json::from_slice(&response.bytes().await?)?;
+        let elapsed = started.elapsed();
+        if answer["result"]["content"][0]["text"] != "Result: 5" {
+            bail!("unexpected answer {answer}");
+        }
+        Ok(elapsed)
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index].as_secs_f64() * 1e6
+}
+
+/// Open-loop: one request every 1/rate s, whatever the previous ones do.
+async fn fixed_rate(endpoint: Arc<Endpoint>, rate: u32, seconds: u32) -> Result<(f64, f64)> {
+    let total = u64::from(rate * seconds);
+    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(total as usize);
+    for id in 0..total {
+        let due = start + interval * id as u32;
+        tokio::time::sleep_until(due.into()).await;
+        let endpoint = Arc::clone(&endpoint);
+        tasks.push(tokio::spawn(async move { endpoint.call(id + 1).await }));
+    }
+    let mut latencies = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        latencies.push(task.await??);
+    }
+    latencies.sort();
+    Ok((percentile(&latencies, 0.5), percentile(&latencies, 0.99)))
+}
+
+/// Closed-loop: CONCURRENCY callers as fast as they can for `seconds`.
+async fn throughput(endpoint: Arc<Endpoint>, seconds: u32) -> Result<f64> {
+    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
+    let mut workers = Vec::new();
+    for worker in 0..CONCURRENCY {
+        let endpoint = Arc::clone(&endpoint);
+        workers.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                endpoint.call(worker as u64 * 1_000_000 + done).await?;
+                done += 1;
+            }
+            anyhow::Ok(done)
+        }));
+    }
+    let mut total = 0;
+    for worker in workers {
+        total += worker.await??;
+    }
+    Ok(total as f64 / f64::from(seconds))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let option = |name: &str, default: u32| -> Result<u32> {
+        match args.iter().position(|a| a == name) {
+            Some(i) => args.get(i + 1).context("missing value")?.parse().context("not a number"),
+            None => Ok(default),
+        }
+    };
+    let (rate, seconds) = (option("--rate", 500)?, option("--seconds", 5)?);
+    let release = std::path::Path::new("target/release");
+    let policy = std::env::temp_dir().join("clawai-http-bench-policy.toml");
+    std::fs::write(&policy, "[[rule]]\nid = \"allow-all\"\naction = \"allow\"\nmethod = \"**\"\n")?;
+    let audit = std::env::temp_dir().join("clawai-http-bench-audit.jsonl");
+
+    let server_port = free_port()?;
+    let _server = Killed(
+        Command::new(release.join("examples/calculator"))
+            .args(["--http", &format!("127.0.0.1:{server_port}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .context("build it first: cargo build --release -p clawai-sdk --examples")?,
+    );
+    wait_listening(server_port).await?;
+    let proxy_port = free_port()?;
+    let _proxy = Killed(
+        Command::new(release.join("clawai"))
+            .args(["proxy", "--listen", &format!("127.0.0.1:{proxy_port}"), "--upstream"])
+            .arg(format!("http://127.0.0.1:{server_port}/mcp"))
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--audit")
+            .arg(&audit)
+            .stderr(Stdio::null())
+            .spawn()
+            .context("build it first: cargo build --release -p clawai")?,
+    );
+    wait_listening(proxy_port).await?;
+
+    let direct = Arc::new(Endpoint::open(format!("http://127.0.0.1:{server_port}/mcp")).await?);
+    let guarded = Arc::new(Endpoint::open(format!("http://127.0.0.1:{proxy_port}/mcp")).await?);
+    for endpoint in [&direct, &guarded] {
+        fixed_rate(Arc::clone(endpoint), 200, 1).await?; // warm up
+    }
+    let (direct_p50, direct_p99) = fixed_rate(Arc::clone(&direct), rate, seconds).await?;
+    let (guarded_p50, guarded_p99) = fixed_rate(Arc::clone(&guarded), rate, seconds).await?;
+    let direct_rps = throughput(Arc::clone(&direct), seconds).await?;
+    let guarded_rps = throughput(Arc::clone(&guarded), seconds).await?;
+
+    println!(
+        "HTTP tools/call, {rate} req/s for {seconds} s (open loop), then {CONCURRENCY} callers flat out for {seconds} s"
+    );
+    println!("| measure | direct | through clawai --listen | added |");
+    println!("|---|---|---|---|");
+    println!(
+        "| p50 latency (µs) | {direct_p50:.0} | {guarded_p50:.0} | +{:.0} µs (×{:.2}) |",
+        guarded_p50 - direct_p50,
+        guarded_p50 / direct_p50
+    );
+    println!(
+        "| p99 latency (µs) | {direct_p99:.0} | {guarded_p99:.0} | +{:.0} µs (×{:.2}) |",
+        guarded_p99 - direct_p99,
+        guarded_p99 / direct_p99
+    );
+    println!(
+        "| requests/s ({CONCURRENCY} callers) | {direct_rps:.0} | {guarded_rps:.0} | ×{:.2} |",
+        guarded_rps / direct_rps
+    );
+    Ok(())
+}
