@@ -6,12 +6,14 @@ event streams, and the official conformance suite through `--listen`."""
 
 import concurrent.futures
 import http.client as http_client
+import http.server as http_server
 import json
 import os
 import pathlib
 import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -350,3 +352,79 @@ def test_a_thousand_sessions_with_bounded_memory(tmp_path):
     finally:
         stop(proc)
         stop(upstream)
+
+
+class ProtectedUpstream(http_server.BaseHTTPRequestHandler):
+    """A minimal OAuth-protected MCP server: 401 without the right token, its Protected
+    Resource Metadata at the RFC 9728 path, initialize answered with the token."""
+
+    seen_authorization: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status: int, body: dict, headers: dict | None = None):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        port = self.server.server_address[1]
+        if self.path == "/.well-known/oauth-protected-resource/mcp":
+            self.send(200, {"resource": f"http://127.0.0.1:{port}/mcp", "authorization_servers": ["https://auth.example.com"],
+                            "scopes_supported": ["mcp"]})
+        else:
+            self.send(404, {})
+
+    def do_POST(self):
+        port = self.server.server_address[1]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        authorization = self.headers.get("Authorization")
+        ProtectedUpstream.seen_authorization.append(authorization)
+        if authorization != "Bearer upstream-token":
+            self.send(401, {"error": "invalid_token"}, {"WWW-Authenticate":
+                      f'Bearer error="invalid_token", resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'})
+            return
+        if "id" not in body:
+            self.send_response(202)
+            self.end_headers()
+            return
+        self.send(200, {"jsonrpc": "2.0", "id": body["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                                          "serverInfo": {"name": "protected", "version": "1"}}},
+                  {"Mcp-Session-Id": "upstream-session"})
+
+
+def test_oauth_discovery_and_tokens_through_listen(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    audit = tmp_path / "audit.jsonl"
+    upstream = http_server.ThreadingHTTPServer(("127.0.0.1", 0), ProtectedUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    upstream_port = upstream.server_address[1]
+    proc, port = clawai_listen(policy, audit, "--upstream", f"http://127.0.0.1:{upstream_port}/mcp")
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Host": f"localhost:{port}"}
+    try:
+        # Without a token: the upstream's 401 reaches the client, pointing at clawai's metadata.
+        status, response_headers, _ = http("POST", port, headers, INIT)
+        assert status == 401
+        challenge = response_headers["www-authenticate"]
+        assert f'resource_metadata="http://localhost:{port}/.well-known/oauth-protected-resource/mcp"' in challenge
+        assert str(upstream_port) not in challenge
+        # The metadata names the URL the client uses, and the upstream's authorization server.
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp", headers={"Host": f"localhost:{port}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            metadata = json.loads(response.read())
+        assert metadata["resource"] == f"http://localhost:{port}/mcp"
+        assert metadata["authorization_servers"] == ["https://auth.example.com"]
+        # With the token: forwarded to the upstream it was issued for, never written down.
+        status, response_headers, body = http("POST", port, {**headers, "Authorization": "Bearer upstream-token"}, INIT)
+        assert status == 200 and json.loads(body)["result"]["serverInfo"]["name"] == "protected"
+        assert ProtectedUpstream.seen_authorization[-1] == "Bearer upstream-token"
+    finally:
+        stop(proc)
+        upstream.shutdown()
+    assert "upstream-token" not in audit.read_text()

@@ -74,7 +74,12 @@ pub struct Front {
     stateless: tokio::sync::Mutex<Option<Arc<Session>>>,
     /// Decides (refuses) messages that arrive outside any session.
     sessionless: Guard,
+    /// The upstream's metadata URL, as its last authorization challenge named it.
+    upstream_metadata: Mutex<Option<String>>,
 }
+
+/// Where RFC 9728 metadata lives, before the resource's path.
+const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -92,13 +97,17 @@ impl Front {
             sessions: Mutex::default(),
             stateless: tokio::sync::Mutex::default(),
             sessionless,
+            upstream_metadata: Mutex::default(),
         })
     }
 
     /// The endpoint as an axum router.
     pub fn router(self: &Arc<Self>) -> Router {
+        let metadata = axum::routing::get(metadata);
         Router::new()
             .route(&self.options.path, axum::routing::any(handle))
+            .route(PRM_PATH, metadata.clone())
+            .route(&format!("{PRM_PATH}{}", self.options.path), metadata)
             .layer(DefaultBodyLimit::max(self.options.max_message))
             .with_state(Arc::clone(self))
     }
@@ -156,6 +165,7 @@ impl Front {
 
     async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Box<Response>> {
         let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone());
+        let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
                 let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
@@ -167,9 +177,19 @@ impl Front {
                 })?;
                 (link, Some(child))
             }
-            Upstream::Remote(options) => (remote::connect(options.clone(), self.options.max_message), None),
+            Upstream::Remote(options) => {
+                let mut options = options.clone();
+                // The client's token goes to this upstream, for which it was issued;
+                // not when it is clawai's own token (--auth-token-env).
+                if self.options.auth_token.is_none() {
+                    let slot = Arc::new(Mutex::new(None));
+                    options.client_authorization = Some(Arc::clone(&slot));
+                    client_authorization = Some(slot);
+                }
+                (remote::connect(options, self.options.max_message), None)
+            }
         };
-        Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message))
+        Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message, client_authorization))
     }
 
     async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
@@ -271,6 +291,9 @@ impl Front {
             }
         };
         session.touch();
+        if let (Some(slot), Some(authorization)) = (&session.client_authorization, headers.get(header::AUTHORIZATION)) {
+            *lock(slot) = Some(authorization.clone());
+        }
 
         let (bytes, route, original_id) = if session.remaps_ids && route.is_request() {
             let mut message = message;
@@ -311,6 +334,13 @@ impl Front {
             };
             if Route::of(&first).is_response() {
                 cancel.disarm();
+                if let Some(challenge) = self.challenge(headers, &first) {
+                    // Unauthorised: the session that initialize opened is not kept.
+                    if let Some(id) = &new_session {
+                        self.drop_session(id);
+                    }
+                    return challenge;
+                }
                 return json_bytes(StatusCode::OK, restore_id(first, original_id.as_ref()), new_session.as_deref());
             }
             if !accepts_events {
@@ -355,12 +385,85 @@ impl Front {
             Ok(found) => found,
             Err(response) => return *response,
         };
-        let removed = lock(&self.sessions).remove(&id);
+        self.drop_session(&id);
+        StatusCode::OK.into_response()
+    }
+
+    fn drop_session(&self, id: &str) {
+        let removed = lock(&self.sessions).remove(id);
         if let Some(session) = removed {
             let grace = self.options.grace;
             tokio::spawn(async move { session.close(grace).await });
         }
-        StatusCode::OK.into_response()
+    }
+
+    /// The URL clients use for this endpoint, from the request's `Host`.
+    fn public_url(&self, headers: &HeaderMap, path: &str) -> String {
+        let host = header_str(headers, header::HOST.as_str()).unwrap_or("localhost");
+        format!("http://{host}{path}")
+    }
+
+    /// The upstream refused the request for want of authorization: the client gets the
+    /// same HTTP status, with a `WWW-Authenticate` whose `resource_metadata` names
+    /// clawai's metadata URL (which serves the upstream's, rewritten).
+    fn challenge(&self, headers: &HeaderMap, response: &[u8]) -> Option<Response> {
+        if !matches!(self.upstream, Upstream::Remote(_)) || !contains(response, b"httpStatus") {
+            return None;
+        }
+        let value: Value = serde_json::from_slice(response).ok()?;
+        let data = value.pointer("/error/data")?;
+        let status = StatusCode::from_u16(u16::try_from(data.get("httpStatus")?.as_u64()?).ok()?).ok()?;
+        let metadata_url = self.public_url(headers, &format!("{PRM_PATH}{}", self.options.path));
+        let upstream_challenge = data.get("wwwAuthenticate").and_then(Value::as_str).unwrap_or("Bearer");
+        if let Some(learned) = resource_metadata(upstream_challenge) {
+            *lock(&self.upstream_metadata) = Some(learned.to_string());
+        }
+        let challenge = rewrite_resource_metadata(upstream_challenge, &metadata_url);
+        let mut reply = json_bytes(status, response.to_vec(), None);
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        Some(reply)
+    }
+
+    /// Protected Resource Metadata (RFC 9728) of the upstream, with `resource` naming
+    /// this endpoint, so that clients ask for tokens for the URL they use.
+    async fn protected_resource_metadata(&self, headers: &HeaderMap) -> Response {
+        let Upstream::Remote(remote) = &self.upstream else {
+            return json_error(StatusCode::NOT_FOUND, reply::INVALID_REQUEST, "no protected resource metadata here");
+        };
+        let upstream = &remote.url;
+        let mut candidates = Vec::new();
+        if let Some(learned) = lock(&self.upstream_metadata).clone()
+            && let Ok(url) = reqwest::Url::parse(&learned)
+            && url.origin() == upstream.origin()
+        {
+            candidates.push(url);
+        }
+        for suffix in [upstream.path(), ""] {
+            let suffix = if suffix == "/" { "" } else { suffix };
+            if let Ok(url) = upstream.join(&format!("{PRM_PATH}{suffix}")) {
+                candidates.push(url);
+            }
+        }
+        for url in candidates {
+            let Ok(response) = remote::shared_client().get(url).send().await else { continue };
+            if !response.status().is_success() {
+                continue;
+            }
+            let Ok(body) = response.bytes().await else { continue };
+            let Ok(mut metadata) = serde_json::from_slice::<Value>(&body) else { continue };
+            if !metadata.is_object() {
+                continue;
+            }
+            metadata["resource"] = json!(self.public_url(headers, &self.options.path));
+            return json_bytes(StatusCode::OK, metadata.to_string().into_bytes(), None);
+        }
+        json_error(
+            StatusCode::NOT_FOUND,
+            reply::INVALID_REQUEST,
+            "the upstream publishes no protected resource metadata",
+        )
     }
 }
 
@@ -386,6 +489,37 @@ async fn handle(State(front): State<Arc<Front>>, method: Method, headers: Header
         Method::DELETE => front.delete(&headers).await,
         _ => method_not_allowed(),
     }
+}
+
+async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
+    let host = header_str(&headers, header::HOST.as_str());
+    let origin = header_str(&headers, header::ORIGIN.as_str());
+    if let Err(refusal) = front.options.host_policy.check(host, origin) {
+        return json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}"));
+    }
+    front.protected_resource_metadata(&headers).await
+}
+
+/// The `resource_metadata` URL of a `WWW-Authenticate` challenge.
+fn resource_metadata(challenge: &str) -> Option<&str> {
+    let start = challenge.find("resource_metadata=\"")? + "resource_metadata=\"".len();
+    let length = challenge[start..].find('"')?;
+    Some(&challenge[start..start + length])
+}
+
+/// The challenge with its `resource_metadata` replaced by (or given) `url`.
+fn rewrite_resource_metadata(challenge: &str, url: &str) -> String {
+    match resource_metadata(challenge) {
+        Some(old) => {
+            challenge.replacen(&format!("resource_metadata=\"{old}\""), &format!("resource_metadata=\"{url}\""), 1)
+        }
+        None if challenge.trim().eq_ignore_ascii_case("bearer") => format!("Bearer resource_metadata=\"{url}\""),
+        None => format!("{challenge}, resource_metadata=\"{url}\""),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
 }
 
 /// The event stream of one POST: the server's messages for it, ending with its response.
@@ -499,4 +633,37 @@ fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
         difference |= usize::from(byte ^ presented.get(index).copied().unwrap_or(0));
     }
     difference == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_name_clawais_metadata() {
+        let upstream = r#"Bearer error="invalid_token", resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(
+            resource_metadata(upstream),
+            Some("https://api.example.com/.well-known/oauth-protected-resource/mcp")
+        );
+        let rewritten =
+            rewrite_resource_metadata(upstream, "http://localhost:8080/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(
+            rewritten,
+            r#"Bearer error="invalid_token", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp""#
+        );
+        assert_eq!(rewrite_resource_metadata("Bearer", "http://x/m"), r#"Bearer resource_metadata="http://x/m""#);
+        assert_eq!(
+            rewrite_resource_metadata(r#"Bearer realm="a""#, "http://x/m"),
+            r#"Bearer realm="a", resource_metadata="http://x/m""#
+        );
+    }
+
+    #[test]
+    fn tokens_compare_in_constant_time_and_exactly() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secreT", b"secret"));
+        assert!(!constant_time_eq(b"secret-and-more", b"secret"));
+        assert!(!constant_time_eq(b"", b"secret"));
+    }
 }

@@ -24,7 +24,7 @@ use clawai_protocol::mirror::{
 use clawai_protocol::reply;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use reqwest::{Client, Response, StatusCode, Url};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -49,6 +49,9 @@ pub struct RemoteOptions {
     pub url: Url,
     /// Extra headers on every request (e.g. `Authorization`).
     pub headers: HeaderMap,
+    /// The `Authorization` of the client this upstream session serves (HTTP front),
+    /// forwarded to this upstream only, and only when `headers` has none of its own.
+    pub client_authorization: Option<Arc<Mutex<Option<HeaderValue>>>>,
 }
 
 impl RemoteOptions {
@@ -70,7 +73,7 @@ impl RemoteOptions {
                 .map_err(|_| format!("--header `{}`: the value is not a valid header value", name))?;
             map.append(name, value);
         }
-        Ok(RemoteOptions { url, headers: map })
+        Ok(RemoteOptions { url, headers: map, client_authorization: None })
     }
 }
 
@@ -93,7 +96,7 @@ fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Stri
 }
 
 /// One HTTP client (connection pool, TLS roots) for every upstream session.
-fn shared_client() -> Client {
+pub(crate) fn shared_client() -> Client {
     static CLIENT: std::sync::OnceLock<Client> = std::sync::OnceLock::new();
     CLIENT
         .get_or_init(|| Client::builder().connect_timeout(Duration::from_secs(10)).build().expect("an HTTP client"))
@@ -173,15 +176,27 @@ impl Remote {
 
     /// The client's request gets an error instead of a response.
     async fn fail(&self, route: &Route, why: &str) {
+        self.fail_with(route, why, None).await;
+    }
+
+    /// [`Remote::fail`] with `data` on the error (the HTTP status of an authorization
+    /// challenge, for the HTTP front to pass on).
+    async fn fail_with(&self, route: &Route, why: &str, data: Option<Value>) {
         tracing::warn!("upstream {}: {why}", self.options.url);
         if route.is_request() {
-            let error = reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, &format!("clawai: {why}"), None);
+            let error = reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, &format!("clawai: {why}"), data);
             self.push(error).await;
         }
     }
 
     fn headers(&self, message: Option<&Value>) -> HeaderMap {
         let mut headers = self.options.headers.clone();
+        if !headers.contains_key(AUTHORIZATION)
+            && let Some(client) = &self.options.client_authorization
+            && let Some(value) = client.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        {
+            headers.insert(AUTHORIZATION, value);
+        }
         let state = self.state();
         if let Some(session) = state.session.as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
             headers.insert(SESSION_HEADER, session);
@@ -267,15 +282,18 @@ impl Remote {
                 .await;
         }
         if !status.is_success() {
-            let challenge = response
-                .headers()
-                .get(reqwest::header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| format!(" ({v})"))
-                .unwrap_or_default();
+            let challenge = response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body = response.text().await.unwrap_or_default();
             let excerpt: String = body.chars().take(300).collect();
-            return self.fail(&route, &format!("the upstream answered HTTP {status}{challenge}: {excerpt}")).await;
+            let why = match &challenge {
+                Some(challenge) => format!("the upstream answered HTTP {status} ({challenge}): {excerpt}"),
+                None => format!("the upstream answered HTTP {status}: {excerpt}"),
+            };
+            // An authorization challenge travels on, so that an HTTP client can
+            // discover the authorization server and retry with a token.
+            let data = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+                .then(|| serde_json::json!({"httpStatus": status.as_u16(), "wwwAuthenticate": challenge}));
+            return self.fail_with(&route, &why, data).await;
         }
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();

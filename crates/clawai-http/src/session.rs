@@ -44,6 +44,8 @@ pub(crate) struct Session {
     pub(crate) remaps_ids: bool,
     next_id: AtomicU64,
     max_message: usize,
+    /// For a remote upstream: the client's `Authorization`, forwarded to that upstream.
+    pub(crate) client_authorization: Option<Arc<Mutex<Option<axum::http::HeaderValue>>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -58,6 +60,7 @@ impl Session {
         child: Option<ChildServer>,
         remaps_ids: bool,
         max_message: usize,
+        client_authorization: Option<Arc<Mutex<Option<axum::http::HeaderValue>>>>,
     ) -> Arc<Session> {
         let session = Arc::new(Session {
             guard,
@@ -68,6 +71,7 @@ impl Session {
             remaps_ids,
             next_id: AtomicU64::new(1),
             max_message,
+            client_authorization,
         });
         tokio::spawn(Arc::clone(&session).pump(link.from_server));
         session
