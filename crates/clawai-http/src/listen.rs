@@ -252,9 +252,8 @@ impl Front {
                 "Content-Type must be application/json",
             );
         }
-        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if !message.is_object() {
-            // Not one JSON-RPC message (bad JSON, a batch…): refused, with the guard's words.
+        if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+            // Not one JSON-RPC message (a batch, not JSON…): refused, in the guard's words.
             return match self.sessionless.from_client(&body) {
                 clawai_proxy::Verdict::Reply(reply) => json_bytes(StatusCode::BAD_REQUEST, reply, None),
                 _ => json_error(StatusCode::BAD_REQUEST, reply::INVALID_REQUEST, "one JSON-RPC message per POST"),
@@ -265,8 +264,16 @@ impl Front {
             method: header_str(headers, METHOD_HEADER),
             name: header_str(headers, NAME_HEADER),
         };
-        let stateless = mirrored.is_stateless(&message);
-        if stateless && let Err(why) = mirrored.check(&message) {
+        // Only a stateless (2026-07-28) request needs the body parsed here; which era a
+        // request is only routes it: the guard decides on the body either way.
+        let may_be_stateless = mirrored.protocol_version.is_some_and(|v| mirror::STATELESS_VERSIONS.contains(&v))
+            || contains(&body, b"protocolVersion");
+        let message: Option<Value> = if may_be_stateless { serde_json::from_slice(&body).ok() } else { None };
+        let stateless = message.as_ref().is_some_and(|message| mirrored.is_stateless(message));
+        if stateless
+            && let Some(message) = &message
+            && let Err(why) = mirrored.check(message)
+        {
             return json_error(
                 StatusCode::BAD_REQUEST,
                 mirror::HEADER_MISMATCH,
@@ -295,15 +302,15 @@ impl Front {
             *lock(slot) = Some(authorization.clone());
         }
 
-        let (bytes, route, original_id) = if session.remaps_ids && route.is_request() {
-            let mut message = message;
-            let original = session.remap_id(&mut message);
-            let bytes = serde_json::to_vec(&message).expect("a JSON value encodes");
-            let route = Route::of(&bytes);
-            (bytes, route, original)
-        } else {
-            (body.to_vec(), route, None)
-        };
+        let (bytes, route, original_id) =
+            if let (true, true, Some(mut message)) = (session.remaps_ids, route.is_request(), message) {
+                let original = session.remap_id(&mut message);
+                let bytes = serde_json::to_vec(&message).expect("a JSON value encodes");
+                let route = Route::of(&bytes);
+                (bytes, route, original)
+            } else {
+                (body.to_vec(), route, None)
+            };
         let waiting = route.is_request().then(|| session.register(&route));
         let request_id = route.id.clone().unwrap_or_default();
         match session.relay_from_client(bytes).await {

@@ -245,7 +245,9 @@ impl Remote {
         if let Some(endpoint) = legacy {
             return self.post_legacy(endpoint, message, &route).await;
         }
-        let parsed: Option<Value> = serde_json::from_slice(&message).ok();
+        // Only a 2026-07-28 message needs its body read here (for the mirrored headers).
+        let stateless = message.windows(15).any(|window| window == b"protocolVersion");
+        let parsed: Option<Value> = if stateless { serde_json::from_slice(&message).ok() } else { None };
         let headers = self.headers(parsed.as_ref());
         let sent = self
             .send(|| {
