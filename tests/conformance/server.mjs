@@ -4,6 +4,9 @@
 // and therefore must pass through clawai too. Speaks stdio.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { createServer as createHttpServer } from "node:http";
+import { randomUUID } from "node:crypto";
 import {
   CallToolRequestSchema, CompleteRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema,
   ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema,
@@ -15,6 +18,7 @@ const WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const empty = { type: "object", properties: {}, required: [] };
 
+function createServer() {
 const server = new Server(
   { name: "clawai-conformance-target", version: "1.0.0" },
   { capabilities: { tools: {}, resources: { subscribe: true }, prompts: {}, logging: {}, completions: {} } },
@@ -89,7 +93,8 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     case "test_error_handling":
       return { isError: true, content: [{ type: "text", text: "This tool intentionally returns an error for testing" }] };
     case "test_sampling": {
-      const result = await server.createMessage({ messages: [{ role: "user", content: { type: "text", text: args.prompt } }], maxTokens: 100 });
+      // Related to this call, so that over HTTP it travels on the call's event stream.
+      const result = await server.createMessage({ messages: [{ role: "user", content: { type: "text", text: args.prompt } }], maxTokens: 100 }, { relatedRequestId: extra.requestId });
       const text = result.content?.type === "text" ? result.content.text : JSON.stringify(result.content);
       return { content: [{ type: "text", text: `LLM response: ${text}` }] };
     }
@@ -101,7 +106,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
           properties: { username: { type: "string", description: "User's response" }, email: { type: "string", description: "User's email address" } },
           required: ["username", "email"],
         },
-      });
+      }, { relatedRequestId: extra.requestId });
       return { content: [{ type: "text", text: `User response: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
     }
     case "test_elicitation_sep1034_defaults": {
@@ -118,7 +123,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
           },
           required: [],
         },
-      });
+      }, { relatedRequestId: extra.requestId });
       return { content: [{ type: "text", text: `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
     }
     case "test_elicitation_sep1330_enums": {
@@ -135,7 +140,7 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
           },
           required: [],
         },
-      });
+      }, { relatedRequestId: extra.requestId });
       return { content: [{ type: "text", text: `Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}` }] };
     }
     case "json_schema_2020_12_tool":
@@ -206,4 +211,40 @@ server.setRequestHandler(CompleteRequestSchema, async (request) => {
 });
 server.setRequestHandler(SetLevelRequestSchema, async () => ({}));
 
-await server.connect(new StdioServerTransport());
+return server;
+}
+
+if (process.argv[2] === "http") {
+  const port = Number(process.argv[3] || 3002);
+  const local = [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`];
+  const sessions = new Map();
+  const readBody = (req) => new Promise((resolve) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => resolve(chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined));
+  });
+  createHttpServer(async (req, res) => {
+    const body = req.method === "POST" ? await readBody(req) : undefined;
+    const id = req.headers["mcp-session-id"];
+    let transport = id && sessions.get(id);
+    if (!transport) {
+      if (req.method !== "POST" || body?.method !== "initialize") {
+        res.writeHead(id ? 404 : 400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "no such session" } }));
+        return;
+      }
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => sessions.set(sid, transport),
+        enableDnsRebindingProtection: true,
+        allowedHosts: local,
+        allowedOrigins: local.map((h) => `http://${h}`),
+      });
+      transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);
+      await createServer().connect(transport);
+    }
+    await transport.handleRequest(req, res, body);
+  }).listen(port, "127.0.0.1", () => console.error(`conformance target on http://127.0.0.1:${port}/mcp`));
+} else {
+  await createServer().connect(new StdioServerTransport());
+}
