@@ -234,6 +234,15 @@ def run_suite(url: str, workdir) -> dict[str, tuple[int, int]]:
     return results
 
 
+def run_suite_both(tmp_path, direct_port: int, clawai_port: int):
+    """The suite against the server directly, then through clawai."""
+    results = []
+    for name, port in (("direct", direct_port), ("clawai", clawai_port)):
+        (tmp_path / name).mkdir()
+        results.append(run_suite(f"http://localhost:{port}/mcp", tmp_path / name))
+    return results
+
+
 def test_conformance_through_listen_in_front_of_a_stdio_server(tmp_path):
     policy = write_policy(tmp_path, ALLOW_ALL)
     audit = tmp_path / "audit.jsonl"
@@ -252,10 +261,7 @@ def test_conformance_through_listen_in_front_of_a_remote_server(tmp_path):
     server, upstream_port = everything_http("streamableHttp")
     proc, port = clawai_listen(policy, tmp_path / "a.jsonl", "--upstream", f"http://localhost:{upstream_port}/mcp")
     try:
-        (tmp_path / "direct").mkdir()
-        (tmp_path / "clawai").mkdir()
-        direct_results = run_suite(f"http://localhost:{upstream_port}/mcp", tmp_path / "direct")
-        through = run_suite(f"http://localhost:{port}/mcp", tmp_path / "clawai")
+        direct_results, through = run_suite_both(tmp_path, upstream_port, port)
     finally:
         stop(proc)
         stop(server)
@@ -438,10 +444,7 @@ def test_conformance_target_over_http_passes_directly_and_through_listen(tmp_pat
     wait_until_listening(target_port, target)
     proc, port = clawai_listen(policy, audit, "--upstream", f"http://127.0.0.1:{target_port}/mcp")
     try:
-        (tmp_path / "direct").mkdir()
-        (tmp_path / "clawai").mkdir()
-        direct_results = run_suite(f"http://localhost:{target_port}/mcp", tmp_path / "direct")
-        through = run_suite(f"http://localhost:{port}/mcp", tmp_path / "clawai")
+        direct_results, through = run_suite_both(tmp_path, target_port, port)
     finally:
         stop(proc)
         stop(target)

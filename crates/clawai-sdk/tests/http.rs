@@ -1,49 +1,25 @@
 //! The Streamable HTTP transport: DNS-rebinding checks, sessions, event streams, the
 //! 2026-07-28 header rules, and cancellation on disconnect.
 
+mod common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
-use clawai_sdk::context;
 use clawai_sdk::http::{HttpOptions, router};
 use clawai_sdk::prelude::*;
+use common::{STUCK_DROPPED, chatty, stuck};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-static STUCK_DROPPED: AtomicBool = AtomicBool::new(false);
-
 #[claw_tool]
 async fn greet(name: String) -> ToolResult {
     ToolResult::text(format!("hello {name}"))
-}
-
-#[claw_tool]
-async fn chatty() -> ToolResult {
-    for step in 1..=3 {
-        context::report_progress(f64::from(step), Some(3.0), Some("working"));
-        tokio::task::yield_now().await;
-    }
-    ToolResult::text("chatty done")
-}
-
-struct MarkDropped;
-
-impl Drop for MarkDropped {
-    fn drop(&mut self) {
-        STUCK_DROPPED.store(true, Ordering::SeqCst);
-    }
-}
-
-#[claw_tool]
-async fn stuck() -> ToolResult {
-    let _marker = MarkDropped;
-    std::future::pending::<()>().await;
-    ToolResult::text("unreachable")
 }
 
 fn app(options: HttpOptions) -> Router {
@@ -171,7 +147,10 @@ async fn progress_streams_as_events_before_the_response() {
     let request = post().header("mcp-session-id", &session).body(Body::from(call.to_string())).unwrap();
     let (response, text) = send(&app, request).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let messages = sse_messages(&text);
+    let all = sse_messages(&text);
+    let logs = all.iter().filter(|m| m["method"] == "notifications/message").count();
+    assert_eq!(logs, 3, "log messages stream too: {text}");
+    let messages: Vec<&Value> = all.iter().filter(|m| m["method"] != "notifications/message").collect();
     assert_eq!(messages.len(), 4, "{text}");
     for (index, message) in messages[..3].iter().enumerate() {
         assert_eq!(message["method"], "notifications/progress");

@@ -1,18 +1,19 @@
 //! The stdio transport: concurrency, cancellation, notifications before the response,
 //! malformed lines, and draining on end of input.
 
+mod common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clawai_sdk::context::{self, LogLevel};
 use clawai_sdk::prelude::*;
+use common::{STUCK_DROPPED, chatty, stuck};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::Notify;
 
 static RELEASE: Notify = Notify::const_new();
-static STUCK_DROPPED: AtomicBool = AtomicBool::new(false);
 
 /// Waits until the test releases it.
 #[claw_tool]
@@ -24,32 +25,6 @@ async fn slow() -> ToolResult {
 #[claw_tool]
 async fn fast() -> ToolResult {
     ToolResult::text("fast done")
-}
-
-struct MarkDropped;
-
-impl Drop for MarkDropped {
-    fn drop(&mut self) {
-        STUCK_DROPPED.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Never finishes on its own.
-#[claw_tool]
-async fn stuck() -> ToolResult {
-    let _marker = MarkDropped;
-    std::future::pending::<()>().await;
-    ToolResult::text("unreachable")
-}
-
-#[claw_tool]
-async fn chatty() -> ToolResult {
-    for step in 1..=3 {
-        context::report_progress(f64::from(step), Some(3.0), None);
-        context::log(LogLevel::Info, format!("step {step}"));
-        tokio::task::yield_now().await;
-    }
-    ToolResult::text("chatty done")
 }
 
 #[claw_tool]
