@@ -456,3 +456,44 @@ def test_conformance_target_over_http_passes_directly_and_through_listen(tmp_pat
     assert {name: r[1] == 0 for name, r in through.items()} == {name: True for name in direct_results}
     tools = {e.get("tool") for e in read_audit(audit) if e.get("method") == "tools/call"}
     assert {"test_simple_text", "test_sampling", "test_elicitation"} <= tools, "the calls really went through clawai"
+
+
+async def test_stateless_clients_share_a_server_through_listen(tmp_path):
+    """Python clients in auto mode adopt 2026-07-28 (the SDK server answers
+    server/discover): no sessions, one shared server, ids of different clients collide
+    and must not get crossed, and the policy still decides every call."""
+    policy = write_policy(tmp_path, """
+[[rule]]
+id = "no-multiplying"
+action = "deny"
+tool = "calculator"
+args.operation = "multiply"
+
+[[rule]]
+action = "allow"
+method = "**"
+""")
+    audit = tmp_path / "audit.jsonl"
+    proc, port = clawai_listen(policy, audit, "--", sdk_example("calculator"))
+    results = {}
+    try:
+        with anyio.fail_after(60):
+            async with Client(f"http://localhost:{port}/mcp", mode="auto") as first, \
+                       Client(f"http://localhost:{port}/mcp", mode="auto") as second:
+                assert first.session.protocol_version == "2026-07-28"
+
+                async def add(name, client, a):
+                    for b in range(10):
+                        result = await client.call_tool("calculator", {"operation": "add", "a": a, "b": b})
+                        results.setdefault(name, []).append(result.content[0].text)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(add, "first", first, 100)
+                    group.start_soon(add, "second", second, 200)
+                denied = await second.call_tool("calculator", {"operation": "multiply", "a": 6, "b": 7})
+    finally:
+        stop(proc)
+    assert results["first"] == [f"Result: {100 + b}" for b in range(10)]
+    assert results["second"] == [f"Result: {200 + b}" for b in range(10)]
+    assert denied.is_error and "no-multiplying" in denied.content[0].text
+    assert any(e.get("rule") == "no-multiplying" and e["decision"] == "deny" for e in read_audit(audit))

@@ -31,7 +31,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::child;
 use crate::remote::{self, RemoteOptions};
 use crate::route::Route;
-use crate::session::Session;
+use crate::session::{Originals, Session};
 
 /// How the endpoint behaves.
 #[derive(Debug, Clone)]
@@ -120,7 +120,26 @@ impl Front {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
-        let served = axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await;
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            stop.send_replace(true);
+        });
+        let mut graceful_signal = stopping.clone();
+        let graceful = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
+            let _ = graceful_signal.wait_for(|stop| *stop).await;
+        });
+        // Open event streams would keep a graceful shutdown waiting for ever: they get
+        // a moment to finish, then the server stops.
+        let mut deadline_signal = stopping;
+        let deadline = async move {
+            let _ = deadline_signal.wait_for(|stop| *stop).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        let served = tokio::select! {
+            served = graceful => served,
+            () = deadline => Ok(()),
+        };
         sweeper.abort();
         self.close_all().await;
         served
@@ -317,13 +336,13 @@ impl Front {
             Ok(None) => {}
             Ok(Some(reply)) => {
                 session.unregister(&request_id);
-                return json_bytes(StatusCode::OK, restore_id(reply, original_id.as_ref()), new_session.as_deref());
+                return json_bytes(StatusCode::OK, restore(reply, original_id.as_ref()), new_session.as_deref());
             }
             Err(()) => {
                 session.unregister(&request_id);
                 let error =
                     reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
-                return json_bytes(StatusCode::OK, restore_id(error, original_id.as_ref()), new_session.as_deref());
+                return json_bytes(StatusCode::OK, restore(error, original_id.as_ref()), new_session.as_deref());
             }
         }
         let Some(mut stream) = waiting else {
@@ -337,7 +356,7 @@ impl Front {
                 cancel.disarm();
                 let error =
                     reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
-                return json_bytes(StatusCode::OK, restore_id(error, original_id.as_ref()), new_session.as_deref());
+                return json_bytes(StatusCode::OK, restore(error, original_id.as_ref()), new_session.as_deref());
             };
             if Route::of(&first).is_response() {
                 cancel.disarm();
@@ -348,7 +367,7 @@ impl Front {
                     }
                     return challenge;
                 }
-                return json_bytes(StatusCode::OK, restore_id(first, original_id.as_ref()), new_session.as_deref());
+                return json_bytes(StatusCode::OK, restore(first, original_id.as_ref()), new_session.as_deref());
             }
             if !accepts_events {
                 continue; // this client reads only the response
@@ -419,7 +438,11 @@ impl Front {
         }
         let value: Value = serde_json::from_slice(response).ok()?;
         let data = value.pointer("/error/data")?;
-        let status = StatusCode::from_u16(u16::try_from(data.get("httpStatus")?.as_u64()?).ok()?).ok()?;
+        let status = match data.get("httpStatus")?.as_u64()? {
+            401 => StatusCode::UNAUTHORIZED,
+            403 => StatusCode::FORBIDDEN,
+            _ => return None,
+        };
         let metadata_url = self.public_url(headers, &format!("{PRM_PATH}{}", self.options.path));
         let upstream_challenge = data.get("wwwAuthenticate").and_then(Value::as_str).unwrap_or("Bearer");
         if let Some(learned) = resource_metadata(upstream_challenge) {
@@ -534,13 +557,13 @@ fn event_stream(
     first: Vec<u8>,
     rest: mpsc::Receiver<Vec<u8>>,
     cancel: CancelOnDrop,
-    original_id: Option<Value>,
+    original_id: Option<Originals>,
 ) -> impl tokio_stream::Stream<Item = Result<Event, Infallible>> {
     struct State {
         first: Option<Vec<u8>>,
         rest: mpsc::Receiver<Vec<u8>>,
         cancel: Option<CancelOnDrop>,
-        original_id: Option<Value>,
+        original_id: Option<Originals>,
     }
     let state = State { first: Some(first), rest, cancel: Some(cancel), original_id };
     futures_util::stream::unfold(state, |mut state| async move {
@@ -549,14 +572,12 @@ fn event_stream(
             Some(message) => message,
             None => state.rest.recv().await?,
         };
-        let message = if Route::of(&message).is_response() {
-            if let Some(cancel) = state.cancel.take() {
-                cancel.disarm();
-            }
-            restore_id(message, state.original_id.as_ref())
-        } else {
-            message
-        };
+        if Route::of(&message).is_response()
+            && let Some(cancel) = state.cancel.take()
+        {
+            cancel.disarm();
+        }
+        let message = restore(message, state.original_id.as_ref());
         let event = Event::default().event("message").data(String::from_utf8_lossy(&message));
         Some((Ok(event), state))
     })
@@ -593,15 +614,11 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Puts the client's own id back on a response of the shared stateless session.
-fn restore_id(message: Vec<u8>, original: Option<&Value>) -> Vec<u8> {
-    let Some(original) = original else { return message };
-    match serde_json::from_slice::<Value>(&message) {
-        Ok(mut value) if value.is_object() => {
-            value["id"] = original.clone();
-            serde_json::to_vec(&value).expect("a JSON value encodes")
-        }
-        _ => message,
+/// Puts a stateless client's own id and progress token back.
+fn restore(message: Vec<u8>, originals: Option<&Originals>) -> Vec<u8> {
+    match originals {
+        Some(originals) => originals.restore(message),
+        None => message,
     }
 }
 

@@ -99,7 +99,14 @@ fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Stri
 pub(crate) fn shared_client() -> Client {
     static CLIENT: std::sync::OnceLock<Client> = std::sync::OnceLock::new();
     CLIENT
-        .get_or_init(|| Client::builder().connect_timeout(Duration::from_secs(10)).build().expect("an HTTP client"))
+        .get_or_init(|| {
+            // No redirects: a token goes to the upstream it was issued for, nowhere else.
+            Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("an HTTP client")
+        })
         .clone()
 }
 

@@ -32,6 +32,29 @@ struct Routes {
     backlog: VecDeque<Vec<u8>>,
 }
 
+/// A stateless client's own id and progress token, replaced on the way in.
+pub(crate) struct Originals {
+    id: Value,
+    progress_token: Option<Value>,
+}
+
+impl Originals {
+    /// The message with the client's own id (a response) or progress token (progress)
+    /// put back.
+    pub(crate) fn restore(&self, message: Vec<u8>) -> Vec<u8> {
+        let Ok(mut value) = serde_json::from_slice::<Value>(&message) else { return message };
+        let route = Route::of(&message);
+        if route.is_response() {
+            value["id"] = self.id.clone();
+        } else if let (Some(token), Some(slot)) = (&self.progress_token, value.pointer_mut("/params/progressToken")) {
+            *slot = token.clone();
+        } else {
+            return message;
+        }
+        serde_json::to_vec(&value).expect("a JSON value encodes")
+    }
+}
+
 /// One client's session.
 pub(crate) struct Session {
     pub(crate) guard: Guard,
@@ -136,12 +159,16 @@ impl Session {
         receiver
     }
 
-    /// A fresh id for a request of the shared stateless session; the original is
-    /// restored on the response.
-    pub(crate) fn remap_id(&self, message: &mut Value) -> Option<Value> {
-        let original = message.get_mut("id")?.take();
-        message["id"] = json!(format!("clawai-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
-        Some(original)
+    /// A fresh id (and progress token) for a request of the shared stateless session,
+    /// so that clients cannot collide or read each other's messages; the originals are
+    /// restored on the way back ([`Originals::restore`]).
+    pub(crate) fn remap_id(&self, message: &mut Value) -> Option<Originals> {
+        let id = message.get_mut("id")?.take();
+        let unique = json!(format!("clawai-{}", self.next_id.fetch_add(1, Ordering::Relaxed)));
+        message["id"] = unique.clone();
+        let progress_token =
+            message.pointer_mut("/params/_meta/progressToken").map(|token| std::mem::replace(token, unique));
+        Some(Originals { id, progress_token })
     }
 
     /// Sends a server message where it belongs.
@@ -165,11 +192,16 @@ impl Session {
                     .and_then(|request| routes.waiting.iter().find(|(id, _)| *id == request).map(|(_, s)| s.clone()));
                 // Requests and notifications from the server go on the stream of the
                 // request they most likely belong to (the newest one waiting), else on
-                // the GET stream, else wait for one.
+                // the GET stream, else wait for one. Not in the shared stateless session:
+                // there the newest request may be another client's.
+                if self.remaps_ids && by_token.is_none() {
+                    tracing::warn!("a server message outside any request of the stateless session was dropped");
+                    return;
+                }
                 let target = by_token
                     .or_else(|| routes.waiting.last().map(|(_, sender)| sender.clone()))
                     .or_else(|| routes.standalone.clone());
-                if target.is_none() && !route.is_response() {
+                if target.is_none() {
                     if routes.backlog.len() == BACKLOG {
                         routes.backlog.pop_front();
                         tracing::warn!("a server message with no stream to go to was dropped (backlog full)");
