@@ -229,3 +229,29 @@ fn a_slow_client_does_not_make_the_proxy_buffer_without_bound() {
     drop(stdin);
     child.wait().unwrap();
 }
+
+#[test]
+fn http_transports_are_handed_to_clawai_http_and_its_absence_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, ALLOW_ALL).unwrap();
+    // The real pair: `clawai` execs `clawai-http`, which refuses a bad URL in its own words.
+    let output = Command::new(clawai())
+        .args(["proxy", "--upstream", "not a url", "--policy"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not a URL"), "{output:?}");
+    // A `clawai` without its helper says what is missing.
+    let alone = dir.path().join("clawai");
+    std::fs::copy(clawai(), &alone).unwrap();
+    let output = Command::new(&alone)
+        .args(["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--policy"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("clawai-http") && stderr.contains("cargo install"), "{stderr}");
+}

@@ -1,0 +1,118 @@
+//! `clawai proxy --listen` and `--upstream`: the HTTP transports, run by the
+//! `clawai-http` binary (see [`crate::proxy_cmd::HttpTransport`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clawai_http::{Front, ListenOptions, RemoteOptions, Upstream};
+use clawai_protocol::origin::HostPolicy;
+use clawai_proxy::Guard;
+
+use crate::ExitCode;
+use crate::proxy_cmd::{Guarded, ProxyArgs};
+
+/// Runs the HTTP transport the arguments ask for.
+pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
+    let remote = match &args.upstream {
+        Some(url) => Some(
+            RemoteOptions::parse(url, &args.headers, |name| std::env::var(name).ok()).map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
+    if !(args.session_idle.is_finite() && args.session_idle > 0.0) {
+        bail!("--session-idle must be a positive number of seconds");
+    }
+    let guarded = Guarded::open(&args)?;
+    let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
+    let grace = Duration::from_secs_f64(args.grace);
+    if let Some(listen) = &args.listen {
+        let addr = listen_addr(listen)?;
+        let auth_token = match &args.auth_token_env {
+            Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
+                format!("--auth-token-env {var}: the environment variable {var} is not set (or empty)")
+            })?),
+            None => None,
+        };
+        let host_policy = if args.allowed_hosts.is_empty() {
+            HostPolicy::for_bind(addr.ip())
+        } else {
+            let mut names: Vec<String> = args.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+            if addr.ip().is_loopback() {
+                names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+            }
+            HostPolicy::Named(names)
+        };
+        let options = ListenOptions {
+            path: args.endpoint_path.clone(),
+            host_policy,
+            auth_token,
+            session_idle: Duration::from_secs_f64(args.session_idle),
+            max_sessions: args.max_sessions,
+            grace,
+            max_message: args.max_message_size,
+            server: args.server.clone(),
+        };
+        let upstream = match remote {
+            Some(remote) => Upstream::Remote(remote),
+            None => Upstream::Command(args.command.clone()),
+        };
+        let target = args.upstream.clone().unwrap_or_else(|| args.command.join(" "));
+        return runtime()?.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr}; is the port in use?"))?;
+            let local = listener.local_addr()?;
+            eprintln!("clawai: serving http://{local}{} guarding {target}", options.path);
+            let front = Front::new(options, upstream, handle, audit);
+            front.serve(listener, shutdown_signal()).await?;
+            Ok(ExitCode::Code(0))
+        });
+    }
+    let guard = Arc::new(Guard::new(handle, audit, args.server));
+    if let Some(remote) = remote {
+        let max = args.max_message_size;
+        let rt = runtime()?;
+        let code = rt.block_on(async move {
+            let link = clawai_http::remote::connect(remote, max);
+            clawai_http::stdio_front::run(guard, link, max).await
+        })?;
+        // stdin is read on a blocking thread that cannot be interrupted.
+        rt.shutdown_timeout(Duration::from_millis(100));
+        return Ok(ExitCode::Code(code));
+    }
+    bail!("clawai-http serves --listen or --upstream; run a stdio server with `clawai proxy -- CMD`")
+}
+
+/// `127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` or a bare port (127.0.0.1).
+fn listen_addr(text: &str) -> Result<std::net::SocketAddr> {
+    if let Ok(port) = text.trim_start_matches(':').parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port: u16 = port.parse().with_context(|| format!("--listen {text}: `{port}` is not a port"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().with_context(|| format!("--listen {text}: expected an address such as 127.0.0.1:8080 or a port"))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+}

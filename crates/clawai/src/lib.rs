@@ -1,0 +1,93 @@
+//! The `clawai` command line: a thin layer over the policy, protocol, proxy and HTTP
+//! crates. Two binaries share it: `clawai` (everything, with the stdio proxy) and
+//! `clawai-http` (the same commands, able to run the HTTP transports itself).
+
+mod audit_cmd;
+mod clients_cmd;
+pub mod http_cmd;
+mod paths;
+mod policy_cmd;
+pub mod proxy_cmd;
+
+pub use proxy_cmd::HttpTransport;
+
+use clap::{Parser, Subcommand};
+
+/// clawai: a firewall for the Model Context Protocol.
+#[derive(Debug, Parser)]
+#[command(name = "clawai", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write, check, test and explain policies.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
+    /// Run an MCP server behind the policy: `clawai proxy [OPTIONS] -- CMD ARGS…`.
+    Proxy(proxy_cmd::ProxyArgs),
+    /// Read the audit trail.
+    #[command(subcommand)]
+    Audit(audit_cmd::AuditCommand),
+    /// Rewrite client configurations so their servers start through `clawai proxy`.
+    Wrap(clients_cmd::ChangeArgs),
+    /// Restore the original entries of wrapped servers.
+    Unwrap(clients_cmd::ChangeArgs),
+    /// Every client configuration found, its servers, wrapped or not.
+    Status(clients_cmd::StatusArgs),
+    /// Keep every configuration wrapped as clients add servers.
+    Watch(clients_cmd::WatchArgs),
+    /// Wrap what is unwrapped, then start a client: `clawai run -- claude`.
+    Run(clients_cmd::RunArgs),
+}
+
+/// How the process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Success.
+    Ok,
+    /// The command ran and found a problem (a failed check or fixture).
+    Failure,
+    /// A specific code (the proxied server's, for example).
+    Code(i32),
+}
+
+/// Parses the command line, runs the command and exits with its code.
+pub fn main(http: HttpTransport) -> ! {
+    let cli = Cli::parse();
+    // CLAWAI_LOG=error|warn|info|debug|trace; logs go to stderr, stdout is the protocol.
+    // A plain level, not an EnvFilter: EnvFilter turns on regex-automata's full DFA
+    // builder for the whole binary, which made every policy load several times slower.
+    let level = std::env::var("CLAWAI_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing_subscriber::filter::LevelFilter>().ok())
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(level)
+        .with_target(false)
+        .init();
+    let result = match cli.command {
+        Command::Policy(cmd) => policy_cmd::run(cmd),
+        Command::Proxy(args) => proxy_cmd::run(args, http),
+        Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Wrap(args) => clients_cmd::change(args, true),
+        Command::Unwrap(args) => clients_cmd::change(args, false),
+        Command::Status(args) => clients_cmd::status(args),
+        Command::Watch(args) => clients_cmd::watch(args),
+        Command::Run(args) => clients_cmd::run(args),
+    };
+    let code = match result {
+        Ok(ExitCode::Ok) => 0,
+        Ok(ExitCode::Failure) => 1,
+        Ok(ExitCode::Code(c)) => c,
+        Err(e) => {
+            eprintln!("clawai: {e:#}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
