@@ -4,7 +4,7 @@
 //! SDK's calculator example (`cargo build --release -p clawai-sdk --examples`).
 //!
 //! ```text
-//! http-bench [--rate 500] [--seconds 5]      (run from the workspace root, after building)
+//! http-bench [--rate 500] [--seconds 3]      (run from the workspace root, after building)
 //! ```
 
 use std::net::TcpListener;
@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 const CONCURRENCY: usize = 16;
+const ROUNDS: usize = 3;
 
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -142,7 +143,7 @@ async fn main() -> Result<()> {
             None => Ok(default),
         }
     };
-    let (rate, seconds) = (option("--rate", 500)?, option("--seconds", 5)?);
+    let (rate, seconds) = (option("--rate", 500)?, option("--seconds", 3)?);
     let release = std::path::Path::new("target/release");
     let policy = std::env::temp_dir().join("clawai-http-bench-policy.toml");
     std::fs::write(&policy, "[[rule]]\nid = \"allow-all\"\naction = \"allow\"\nmethod = \"**\"\n")?;
@@ -177,13 +178,26 @@ async fn main() -> Result<()> {
     for endpoint in [&direct, &guarded] {
         fixed_rate(Arc::clone(endpoint), 200, 1).await?; // warm up
     }
-    let (direct_p50, direct_p99) = fixed_rate(Arc::clone(&direct), rate, seconds).await?;
-    let (guarded_p50, guarded_p99) = fixed_rate(Arc::clone(&guarded), rate, seconds).await?;
-    let direct_rps = throughput(Arc::clone(&direct), seconds).await?;
-    let guarded_rps = throughput(Arc::clone(&guarded), seconds).await?;
+    // Interleaved rounds, medians reported: this machine's noise moves single runs a lot.
+    let mut rounds: [Vec<f64>; 6] = Default::default();
+    for round in 1..=ROUNDS {
+        eprintln!("round {round}/{ROUNDS}");
+        let (p50, p99) = fixed_rate(Arc::clone(&direct), rate, seconds).await?;
+        rounds[0].push(p50);
+        rounds[1].push(p99);
+        let (p50, p99) = fixed_rate(Arc::clone(&guarded), rate, seconds).await?;
+        rounds[2].push(p50);
+        rounds[3].push(p99);
+        rounds[4].push(throughput(Arc::clone(&direct), seconds).await?);
+        rounds[5].push(throughput(Arc::clone(&guarded), seconds).await?);
+    }
+    let [direct_p50, direct_p99, guarded_p50, guarded_p99, direct_rps, guarded_rps] = rounds.map(|mut values| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    });
 
     println!(
-        "HTTP tools/call, {rate} req/s for {seconds} s (open loop), then {CONCURRENCY} callers flat out for {seconds} s"
+        "HTTP tools/call, {rate} req/s for {seconds} s (open loop), then {CONCURRENCY} callers flat out for {seconds} s; medians of {ROUNDS} interleaved rounds"
     );
     println!("| measure | direct | through clawai --listen | added |");
     println!("|---|---|---|---|");
