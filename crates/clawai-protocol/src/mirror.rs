@@ -75,9 +75,10 @@ impl Mirrored<'_> {
         if method.is_some() && self.method != method {
             return Err(format!("Mcp-Method header {:?} does not match the body's method {method:?}", self.method));
         }
+        let named = matches!(method, Some("tools/call" | "prompts/get" | "resources/read"));
         let name = body_name(message);
         let header_name = self.name.map(decode_header_value);
-        if name.is_some() && header_name.as_deref() != name {
+        if named && header_name.as_deref() != name {
             return Err(format!("Mcp-Name header {header_name:?} does not match the body's {name:?}"));
         }
         Ok(())
@@ -124,6 +125,9 @@ mod tests {
         assert!(wrong_method.check(&call("wipe")).is_err());
         let no_name = Mirrored { name: None, ..agreeing };
         assert!(no_name.check(&call("wipe")).is_err());
+        let mut nameless = call("wipe");
+        nameless["params"].as_object_mut().unwrap().remove("name");
+        assert!(agreeing.check(&nameless).is_err(), "a header name for a body without one");
         let old_version = Mirrored { protocol_version: Some("2025-11-25"), ..agreeing };
         assert!(old_version.check(&call("wipe")).is_err());
         let encoded = Mirrored { name: Some("=?base64?ZMOpasOgLXZ1?="), ..agreeing };

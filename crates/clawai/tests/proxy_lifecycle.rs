@@ -236,11 +236,8 @@ fn http_transports_are_handed_to_clawai_http_and_its_absence_is_explained() {
     let policy = dir.path().join("policy.toml");
     std::fs::write(&policy, ALLOW_ALL).unwrap();
     // The real pair: `clawai` execs `clawai-http`, which refuses a bad URL in its own words.
-    let output = Command::new(clawai())
-        .args(["proxy", "--upstream", "not a url", "--policy"])
-        .arg(&policy)
-        .output()
-        .unwrap();
+    let output =
+        Command::new(clawai()).args(["proxy", "--upstream", "not a url", "--policy"]).arg(&policy).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not a URL"), "{output:?}");
     // A `clawai` without its helper says what is missing.
