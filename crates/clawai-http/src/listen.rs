@@ -317,6 +317,12 @@ impl Front {
             }
         };
         session.touch();
+        if session.remaps_ids && !route.is_request() {
+            // The shared stateless session takes requests only: a notification (a cancel)
+            // or a response could otherwise reach another client's request.
+            tracing::debug!("dropped a {:?} that is not a request in the stateless session", route.method);
+            return StatusCode::ACCEPTED.into_response();
+        }
         if let (Some(slot), Some(authorization)) = (&session.client_authorization, headers.get(header::AUTHORIZATION)) {
             *lock(slot) = Some(authorization.clone());
         }
