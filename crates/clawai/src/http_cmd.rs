@@ -43,6 +43,11 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             }
             HostPolicy::Named(names)
         };
+        if !addr.ip().is_loopback() && auth_token.is_none() {
+            tracing::warn!(
+                "listening on {addr}, beyond this machine, without --auth-token-env: anyone who can reach it can call the server (within the policy)"
+            );
+        }
         let options = ListenOptions {
             path: args.endpoint_path.clone(),
             host_policy,
