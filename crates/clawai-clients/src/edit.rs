@@ -43,7 +43,7 @@ fn array(items: &[String]) -> String {
 pub enum NotWrappable {
     /// Already wrapped by clawai.
     AlreadyWrapped,
-    /// A remote server; `clawai proxy --upstream` is not available yet.
+    /// A remote server: `wrap` does not rewrite URL entries yet.
     Remote(String),
     /// No `command` string.
     NoCommand,
@@ -57,7 +57,7 @@ impl std::fmt::Display for NotWrappable {
             NotWrappable::AlreadyWrapped => f.write_str("already wrapped"),
             NotWrappable::Remote(url) => write!(
                 f,
-                "remote server ({url}): guarding it needs `clawai proxy --upstream`, which is not implemented yet"
+                "remote server ({url}): `clawai wrap` does not rewrite URL entries yet; guard it with a stdio entry running `clawai proxy --upstream {url}` (README, Over HTTP)"
             ),
             NotWrappable::NoCommand => f.write_str("no `command` string: not a stdio server clawai can launch"),
             NotWrappable::UnusableArgs => f.write_str("`args` is not a list of strings; left alone"),
