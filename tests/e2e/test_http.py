@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import select
 import socket
 import subprocess
 import threading
@@ -497,3 +498,43 @@ method = "**"
     assert results["second"] == [f"Result: {200 + b}" for b in range(10)]
     assert denied.is_error and "no-multiplying" in denied.content[0].text
     assert any(e.get("rule") == "no-multiplying" and e["decision"] == "deny" for e in read_audit(audit))
+
+
+class EndlessEventUpstream(http_server.BaseHTTPRequestHandler):
+    """Answers every POST with an event stream whose one event never ends."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            self.wfile.write(b"data: ")
+            for _ in range(64):
+                self.wfile.write(b"x" * 65536)  # 4 MiB, no blank line
+                self.wfile.flush()
+            time.sleep(20)  # and the stream stays open
+        except OSError:
+            pass  # clawai hung up, as it should
+
+
+def test_an_upstream_event_that_never_ends_is_cut_off(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    upstream = http_server.ThreadingHTTPServer(("127.0.0.1", 0), EndlessEventUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--upstream", f"http://127.0.0.1:{upstream.server_address[1]}/mcp",
+                             "--policy", str(policy), "--audit", str(tmp_path / "a.jsonl"), "--max-message-size", "100000"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write(INIT + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 10)
+        assert ready, "clawai kept buffering an event that never ends"
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and answer["error"]["code"] == -32005, answer
+    finally:
+        proc.kill()
+        upstream.shutdown()

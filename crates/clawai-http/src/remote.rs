@@ -359,7 +359,7 @@ impl Remote {
         keep_response: bool,
         last_event_id: &mut Option<String>,
     ) -> bool {
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = bounded_events(response, self.max_message).eventsource();
         let mut answered = false;
         while let Some(event) = events.next().await {
             let Ok(event) = event else { break };
@@ -472,7 +472,7 @@ impl Remote {
         let remote = Arc::clone(self);
         let base = self.options.url.clone();
         let reader = tokio::spawn(async move {
-            let mut events = response.bytes_stream().eventsource();
+            let mut events = bounded_events(response, remote.max_message).eventsource();
             let mut endpoint_tx = Some(endpoint_tx);
             while let Some(Ok(event)) = events.next().await {
                 if event.event == "endpoint" {
@@ -542,6 +542,32 @@ impl Remote {
             }
         }
     }
+}
+
+/// An event stream's bytes, cut off (with an error) when one event grows past `limit`:
+/// the SSE parser buffers a whole event, so an upstream that never ends one must not
+/// make clawai buffer without bound.
+fn bounded_events(
+    response: Response,
+    limit: usize,
+) -> impl futures_util::Stream<Item = Result<axum::body::Bytes, std::io::Error>> {
+    let mut since_event_end = 0usize;
+    response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        // An event ends at a blank line: LF LF, CR CR or CR LF CR LF.
+        let end = [&b"\n\n"[..], b"\r\r", b"\r\n\r\n"]
+            .iter()
+            .filter_map(|blank| chunk.windows(blank.len()).rposition(|w| w == *blank).map(|at| at + blank.len()))
+            .max();
+        match end {
+            Some(end) => since_event_end = chunk.len() - end,
+            None => since_event_end += chunk.len(),
+        }
+        if since_event_end > limit {
+            return Err(std::io::Error::other(format!("an upstream event is larger than the {limit}-byte limit")));
+        }
+        Ok(chunk)
+    })
 }
 
 /// A response body, refused beyond `limit` bytes.
