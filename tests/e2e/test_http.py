@@ -14,6 +14,7 @@ import re
 import select
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -538,3 +539,22 @@ def test_an_upstream_event_that_never_ends_is_cut_off(tmp_path):
     finally:
         proc.kill()
         upstream.shutdown()
+
+
+def test_a_session_whose_server_died_is_gone_and_a_new_one_starts_a_new_server(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    proc, port = clawai_listen(policy, tmp_path / "a.jsonl", "--", sys.executable, str(pathlib.Path(__file__).parent / "dying_server.py"))
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    call = lambda name: json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": {}}}).encode()
+    try:
+        _, response_headers, _ = http("POST", port, headers, INIT)
+        session = {**headers, "Mcp-Session-Id": response_headers["mcp-session-id"]}
+        assert "alive" in http("POST", port, session, call("ping"))[2]
+        status, _, body = http("POST", port, session, call("exit"))
+        assert status == 200 and json.loads(body)["error"]["code"] == -32005, body
+        assert http("POST", port, session, call("ping"))[0] == 404, "the dead session is gone"
+        _, response_headers, _ = http("POST", port, headers, INIT)
+        fresh = {**headers, "Mcp-Session-Id": response_headers["mcp-session-id"]}
+        assert "alive" in http("POST", port, fresh, call("ping"))[2], "a new session runs a new server"
+    finally:
+        stop(proc)

@@ -227,7 +227,7 @@ impl Front {
 
     async fn stateless_session(&self) -> Result<Arc<Session>, Box<Response>> {
         let mut shared = self.stateless.lock().await;
-        if let Some(session) = shared.as_ref() {
+        if let Some(session) = shared.as_ref().filter(|session| !session.is_gone()) {
             return Ok(Arc::clone(session));
         }
         let session = self.open_session(true).await?;
@@ -243,7 +243,12 @@ impl Front {
                 "missing Mcp-Session-Id header: send initialize first, then the session id it returns",
             )));
         };
-        match lock(&self.sessions).get(id) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(id).is_some_and(|session| session.is_gone()) {
+            // Its server exited: 404 makes the client initialise again, with a new one.
+            sessions.remove(id);
+        }
+        match sessions.get(id) {
             Some(session) => Ok((id.to_string(), Arc::clone(session))),
             None => Err(Box::new(json_error(
                 StatusCode::NOT_FOUND,

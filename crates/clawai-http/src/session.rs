@@ -3,7 +3,7 @@
 //! stream, or a short backlog until one opens).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,8 @@ pub(crate) struct Session {
     pub(crate) remaps_ids: bool,
     next_id: AtomicU64,
     max_message: usize,
+    /// The server is gone (exited, or its link closed).
+    gone: AtomicBool,
     /// For a remote upstream: the client's `Authorization`, forwarded to that upstream.
     pub(crate) client_authorization: Option<Arc<Mutex<Option<axum::http::HeaderValue>>>>,
 }
@@ -94,10 +96,16 @@ impl Session {
             remaps_ids,
             next_id: AtomicU64::new(1),
             max_message,
+            gone: AtomicBool::new(false),
             client_authorization,
         });
         tokio::spawn(Arc::clone(&session).pump(link.from_server));
         session
+    }
+
+    /// The server of this session is gone: the client should start a new session.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::SeqCst)
     }
 
     pub(crate) fn touch(&self) {
@@ -243,6 +251,7 @@ impl Session {
             }
         };
         tracing::info!("session {}: {reason}", self.guard.session());
+        self.gone.store(true, Ordering::SeqCst);
         for error in self.guard.server_gone(&reason) {
             self.deliver(error).await;
         }
