@@ -558,3 +558,24 @@ def test_a_session_whose_server_died_is_gone_and_a_new_one_starts_a_new_server(t
         assert "alive" in http("POST", port, fresh, call("ping"))[2], "a new session runs a new server"
     finally:
         stop(proc)
+
+
+def test_public_url_names_the_endpoint_behind_a_tls_proxy(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    upstream = http_server.ThreadingHTTPServer(("127.0.0.1", 0), ProtectedUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    proc, port = clawai_listen(policy, tmp_path / "a.jsonl", "--public-url", "https://mcp.example.com",
+                               "--upstream", f"http://127.0.0.1:{upstream.server_address[1]}/mcp")
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        status, response_headers, _ = http("POST", port, headers, INIT)
+        assert status == 401
+        assert 'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' in response_headers["www-authenticate"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp", timeout=10) as response:
+            assert json.loads(response.read())["resource"] == "https://mcp.example.com/mcp"
+        # The TLS proxy in front forwards the public Host: clawai answers to it.
+        assert http("POST", port, {**headers, "Host": "mcp.example.com", "Origin": "https://mcp.example.com"}, INIT)[0] == 401
+        assert http("POST", port, {**headers, "Host": "evil.example"}, INIT)[0] == 403
+    finally:
+        stop(proc)
+        upstream.shutdown()

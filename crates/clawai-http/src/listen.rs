@@ -52,6 +52,9 @@ pub struct ListenOptions {
     pub max_message: usize,
     /// The server's name for `server` rules and the audit trail.
     pub server: Option<String>,
+    /// The origin clients reach the endpoint at (`https://mcp.example.com`), when it is
+    /// not `http://` + the `Host` they send (behind a TLS-terminating proxy).
+    pub public_origin: Option<String>,
 }
 
 /// What the endpoint relays to.
@@ -436,8 +439,13 @@ impl Front {
 
     /// The URL clients use for this endpoint, from the request's `Host`.
     fn public_url(&self, headers: &HeaderMap, path: &str) -> String {
-        let host = header_str(headers, header::HOST.as_str()).unwrap_or("localhost");
-        format!("http://{host}{path}")
+        match &self.options.public_origin {
+            Some(origin) => format!("{}{path}", origin.trim_end_matches('/')),
+            None => {
+                let host = header_str(headers, header::HOST.as_str()).unwrap_or("localhost");
+                format!("http://{host}{path}")
+            }
+        }
     }
 
     /// The upstream refused the request for want of authorization: the client gets the

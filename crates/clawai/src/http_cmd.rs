@@ -34,10 +34,17 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             })?),
             None => None,
         };
-        let host_policy = if args.allowed_hosts.is_empty() {
+        let public_origin = public_origin(args.public_url.as_deref())?;
+        // The public URL's host is one clients use: it is allowed like --allowed-host.
+        let public_host = public_origin
+            .as_deref()
+            .and_then(|origin| reqwest::Url::parse(origin).ok())
+            .and_then(|url| url.host_str().map(|host| host.trim_matches(['[', ']']).to_ascii_lowercase()));
+        let host_policy = if args.allowed_hosts.is_empty() && public_host.is_none() {
             HostPolicy::for_bind(addr.ip())
         } else {
             let mut names: Vec<String> = args.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+            names.extend(public_host);
             if addr.ip().is_loopback() {
                 names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
             }
@@ -57,6 +64,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             grace,
             max_message: args.max_message_size,
             server: args.server.clone(),
+            public_origin,
         };
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
@@ -120,4 +128,14 @@ async fn shutdown_signal() {
         _ = terminate.recv() => {}
         _ = interrupt.recv() => {}
     }
+}
+
+/// `--public-url`: an http(s) origin (a path, if given, is not part of it).
+fn public_origin(url: Option<&str>) -> Result<Option<String>> {
+    let Some(url) = url else { return Ok(None) };
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("--public-url {url}: not a URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        bail!("--public-url {url}: expected an http(s) URL such as https://mcp.example.com");
+    }
+    Ok(Some(parsed.origin().ascii_serialization()))
 }

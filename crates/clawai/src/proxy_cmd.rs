@@ -59,6 +59,10 @@ pub struct ProxyArgs {
     /// default a loopback address answers only to localhost, 127.0.0.1 and [::1].
     #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
     pub(crate) allowed_hosts: Vec<String>,
+    /// With --listen: the origin clients use (`https://mcp.example.com`) when clawai sits
+    /// behind a TLS-terminating proxy; names the endpoint in OAuth metadata.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub(crate) public_url: Option<String>,
     /// With --listen: close sessions unused for this many seconds.
     #[arg(long, default_value_t = 1800.0, value_name = "SECONDS", requires = "listen")]
     pub(crate) session_idle: f64,
