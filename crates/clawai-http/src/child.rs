@@ -10,13 +10,11 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::framing::{Frame, next_frame};
 use crate::link::{FromServer, Link};
-
-/// How much of an oversize message is kept to find its id.
-const OVERSIZE_PREFIX: usize = 4096;
 
 /// A running child server.
 pub struct ChildServer {
@@ -60,39 +58,16 @@ pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildS
 
     tokio::spawn(async move {
         let mut stdout = BufReader::new(stdout);
-        let mut line = Vec::new();
         let reason = loop {
-            line.clear();
-            let limit = max_message as u64 + 1;
-            match (&mut stdout).take(limit).read_until(b'\n', &mut line).await {
-                Ok(0) => break "the server closed its output".to_string(),
-                Ok(_) if line.len() > max_message && !line.ends_with(b"\n") => {
-                    let prefix = line[..line.len().min(OVERSIZE_PREFIX)].to_vec();
-                    let mut length = line.len();
-                    let mut rest = Vec::new();
-                    loop {
-                        rest.clear();
-                        match (&mut stdout).take(1 << 20).read_until(b'\n', &mut rest).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => length += n,
-                        }
-                        if rest.ends_with(b"\n") {
-                            break;
-                        }
-                    }
-                    if from_server.send(FromServer::Oversize { prefix, length }).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    if from_server.send(FromServer::Message(std::mem::take(&mut line))).await.is_err() {
-                        return;
-                    }
-                }
+            let item = match next_frame(&mut stdout, max_message).await {
+                Ok(None) => break "the server closed its output".to_string(),
+                Ok(Some(Frame::Line(line))) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(Some(Frame::Line(line))) => FromServer::Message(line),
+                Ok(Some(Frame::Oversize { prefix, length })) => FromServer::Oversize { prefix, length },
                 Err(error) => break format!("reading the server's output failed: {error}"),
+            };
+            if from_server.send(item).await.is_err() {
+                return;
             }
         };
         let _ = from_server.send(FromServer::Closed(reason)).await;

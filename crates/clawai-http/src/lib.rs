@@ -12,6 +12,7 @@
 //! server are connected by a [`link::Link`]: two channels of whole messages.
 
 pub mod child;
+mod framing;
 pub mod link;
 pub mod listen;
 pub mod remote;

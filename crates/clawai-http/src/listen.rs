@@ -30,7 +30,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::child;
 use crate::remote::{self, RemoteOptions};
-use crate::route::Route;
+use crate::route::{Route, contains};
 use crate::session::{Originals, Session};
 
 /// How the endpoint behaves.
@@ -259,6 +259,16 @@ impl Front {
                 "unknown or expired session: initialize again",
             ))),
         }
+    }
+
+    /// `Host` and `Origin` must name this endpoint (DNS rebinding): 403 otherwise.
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        let host = header_str(headers, header::HOST.as_str());
+        let origin = header_str(headers, header::ORIGIN.as_str());
+        self.options.host_policy.check(host, origin).map_err(|refusal| {
+            tracing::warn!("refused an HTTP request: {refusal}");
+            Box::new(json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}")))
+        })
     }
 
     fn authorised(&self, headers: &HeaderMap) -> bool {
@@ -517,11 +527,8 @@ impl Front {
 }
 
 async fn handle(State(front): State<Arc<Front>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
-    let host = header_str(&headers, header::HOST.as_str());
-    let origin = header_str(&headers, header::ORIGIN.as_str());
-    if let Err(refusal) = front.options.host_policy.check(host, origin) {
-        tracing::warn!("refused an HTTP request: {refusal}");
-        return json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}"));
+    if let Err(refused) = front.check_host(&headers) {
+        return *refused;
     }
     if !front.authorised(&headers) {
         let mut response = json_error(
@@ -541,10 +548,8 @@ async fn handle(State(front): State<Arc<Front>>, method: Method, headers: Header
 }
 
 async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
-    let host = header_str(&headers, header::HOST.as_str());
-    let origin = header_str(&headers, header::ORIGIN.as_str());
-    if let Err(refusal) = front.options.host_policy.check(host, origin) {
-        return json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}"));
+    if let Err(refused) = front.check_host(&headers) {
+        return *refused;
     }
     front.protected_resource_metadata(&headers).await
 }
@@ -565,10 +570,6 @@ fn rewrite_resource_metadata(challenge: &str, url: &str) -> String {
         None if challenge.trim().eq_ignore_ascii_case("bearer") => format!("Bearer resource_metadata=\"{url}\""),
         None => format!("{challenge}, resource_metadata=\"{url}\""),
     }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|window| window == needle)
 }
 
 /// The event stream of one POST: the server's messages for it, ending with its response.

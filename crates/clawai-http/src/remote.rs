@@ -253,7 +253,7 @@ impl Remote {
             return self.post_legacy(endpoint, message, &route).await;
         }
         // Only a 2026-07-28 message needs its body read here (for the mirrored headers).
-        let stateless = message.windows(15).any(|window| window == b"protocolVersion");
+        let stateless = crate::route::contains(&message, b"protocolVersion");
         let parsed: Option<Value> = if stateless { serde_json::from_slice(&message).ok() } else { None };
         let headers = self.headers(parsed.as_ref());
         let sent = self

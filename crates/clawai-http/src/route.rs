@@ -66,6 +66,11 @@ impl Route {
     }
 }
 
+/// Whether `needle` occurs in `haystack` (a quick look before a full parse).
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(haystack, needle).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,9 +119,7 @@ impl Session {
 
     /// Sends a message the guard allowed to the server; the audit trail is written first.
     pub(crate) async fn send_to_server(&self, message: Vec<u8>) -> Result<(), ()> {
-        if self.guard.decision_pending() {
-            self.guard.flush_audit();
-        }
+        self.guard.write_pending_decisions();
         let sender = lock(&self.to_server).clone().ok_or(())?;
         sender.send(message).await.map_err(|_| ())
     }
@@ -181,9 +179,7 @@ impl Session {
 
     /// Sends a server message where it belongs.
     async fn deliver(&self, message: Vec<u8>) {
-        if self.guard.decision_pending() {
-            self.guard.flush_audit();
-        }
+        self.guard.write_pending_decisions();
         let route = Route::of(&message);
         let target = {
             let mut routes = lock(&self.routes);

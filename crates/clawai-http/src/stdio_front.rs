@@ -9,18 +9,17 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use clawai_proxy::{Guard, Verdict};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
+use crate::framing::{Frame, next_frame};
 use crate::link::{FromServer, Link};
 
 type ServerSender = Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>;
 
 async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
-    if guard.decision_pending() {
-        guard.flush_audit();
-    }
+    guard.write_pending_decisions();
     let sender = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(sender) = sender {
         let _ = sender.send(message).await;
@@ -38,9 +37,7 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(mut message) = client_queue.recv().await {
-            if writer_guard.decision_pending() {
-                writer_guard.flush_audit();
-            }
+            writer_guard.write_pending_decisions();
             if !message.ends_with(b"\n") {
                 message.push(b'\n');
             }
@@ -87,31 +84,16 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
     let reader_client = to_client.clone();
     let reader = tokio::spawn(async move {
         let mut stdin = BufReader::new(tokio::io::stdin());
-        let mut line = Vec::new();
         loop {
-            line.clear();
-            let read = (&mut stdin).take(max_message as u64 + 1).read_until(b'\n', &mut line).await?;
-            if read == 0 {
-                return io::Result::Ok(());
-            }
-            let verdict = if line.len() > max_message && !line.ends_with(b"\n") {
-                let prefix = line[..line.len().min(4096)].to_vec();
-                let mut length = line.len();
-                let mut rest = Vec::new();
-                loop {
-                    rest.clear();
-                    let n = (&mut stdin).take(1 << 20).read_until(b'\n', &mut rest).await?;
-                    length += n;
-                    if n == 0 || rest.ends_with(b"\n") {
-                        break;
-                    }
+            let (verdict, line) = match next_frame(&mut stdin, max_message).await? {
+                None => return io::Result::Ok(()),
+                Some(Frame::Line(line)) => (reader_guard.from_client(&line), line),
+                Some(Frame::Oversize { prefix, length }) => {
+                    (reader_guard.oversize_from_client(&prefix, length, max_message), Vec::new())
                 }
-                reader_guard.oversize_from_client(&prefix, length, max_message)
-            } else {
-                reader_guard.from_client(&line)
             };
             match verdict {
-                Verdict::Forward => to_server(&reader_guard, &reader_server, line.clone()).await,
+                Verdict::Forward => to_server(&reader_guard, &reader_server, line).await,
                 Verdict::Reply(reply) | Verdict::Replace(reply) => {
                     let _ = reader_client.send(reply).await;
                 }

@@ -89,6 +89,14 @@ impl Guard {
         self.audit.has_decision()
     }
 
+    /// Writes the audit trail now if a decision waits in it. Transports call it before
+    /// any forwarded byte leaves; other events are left for later, off the message's path.
+    pub fn write_pending_decisions(&self) {
+        if self.audit.has_decision() {
+            self.audit.flush();
+        }
+    }
+
     /// The session id written in every audit event.
     pub fn session(&self) -> &str {
         &self.session
