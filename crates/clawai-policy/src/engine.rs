@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use regex::RegexSet;
+use regex::bytes::RegexSet;
 
 use crate::call::Call;
 use crate::glob::Simple;
@@ -16,8 +16,8 @@ pub struct Policy {
     tools: ToolIndex,
     /// Rules whose target is not a tool name pattern, in order.
     other_rules: Vec<usize>,
-    /// Methods named by `method` rules (catch-alls such as `**` excluded).
-    named_methods: RegexSet,
+    /// The `method` rules that name methods (catch-alls such as `**` excluded).
+    method_rules: Vec<usize>,
 }
 
 /// Finds the rules whose tool name pattern matches a tool name without trying them one
@@ -51,15 +51,15 @@ impl ToolIndex {
                                 Simple::AnythingAfter(p) => {
                                     index.prefixed.entry(p.clone()).or_default().push((i, true))
                                 }
-                                Simple::Below(_) | Simple::NameAnywhere(_) => {
-                                    patterns.push(g.regex_source().to_owned());
+                                _ => {
+                                    patterns.push(g.regex_source());
                                     owners.push(i);
                                 }
                             }
                         }
                     }
                     None => {
-                        patterns.push(g.regex_source().to_owned());
+                        patterns.push(g.regex_source());
                         owners.push(i);
                     }
                 },
@@ -91,7 +91,7 @@ impl ToolIndex {
             }
         }
         if let Some((set, owners)) = &self.complex {
-            out.extend(set.matches(name).iter().map(|p| owners[p]));
+            out.extend(set.matches(name.as_bytes()).iter().map(|p| owners[p]));
         }
         out.sort_unstable();
         out.dedup();
@@ -160,11 +160,13 @@ impl Policy {
             .filter(|(_, r)| !matches!(r.target, Target::Tool(ToolNames::Globs(_) | ToolNames::Regex(_))))
             .map(|(i, _)| i)
             .collect();
-        let named_methods = RegexSet::new(rules.iter().filter_map(|r| match &r.target {
-            Target::Method(g) if !g.matches_everything() => Some(g.regex_source().to_owned()),
-            _ => None,
-        }))?;
-        Ok(Policy { rules, default_action, tools, other_rules, named_methods })
+        let method_rules = rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(&r.target, Target::Method(g) if !g.matches_everything()))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Policy { rules, default_action, tools, other_rules, method_rules })
     }
 
     /// The rules, in order.
@@ -181,7 +183,7 @@ impl Policy {
     /// every method does not count). A proxy decides such methods too, beyond the ones
     /// it always decides (`tools/call`, `resources/read`, …).
     pub fn names_method(&self, method: &str) -> bool {
-        self.named_methods.is_match(method)
+        self.method_rules.iter().any(|&i| matches!(&self.rules[i].target, Target::Method(g) if g.is_match(method)))
     }
 
     /// Decides a call: the first rule that matches, else the default.
