@@ -25,4 +25,4 @@ pub mod skim;
 pub mod strict;
 
 pub use envelope::{Envelope, EnvelopeError, Kind};
-pub use framing::{Frame, LineReader};
+pub use framing::{Frame, FrameRef, LineReader};

@@ -5,15 +5,17 @@
 //! clawai: when one is pending ([`AuditLog::has_decision`]) transports flush the trail
 //! before they write forwarded bytes, so the kernel has the event first and even a
 //! SIGKILL of clawai loses nothing already decided. Other events (responses, messages no
-//! rule decides) are written right after the bytes they describe, off the critical
-//! path; under load many events share one write, and anything left is written within
-//! [`FLUSH_EVERY`].
+//! rule decides) wait for the next write: the next decision's, a full buffer's, or the
+//! one [`FLUSH_EVERY`] at the latest, and every one is written when clawai exits (a
+//! SIGKILL can lose the last [`FLUSH_EVERY`] of them, never a decision). This keeps the
+//! trail to one `write` per decided call instead of one per message each way.
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -96,12 +98,15 @@ const BUFFER_LIMIT: usize = 64 * 1024;
 #[derive(Clone)]
 pub struct AuditLog {
     sink: Arc<Mutex<Sink>>,
+    /// The sink's flag, read without its lock: every message forwarded asks it.
+    decision_pending: Arc<AtomicBool>,
 }
 
 struct Sink {
     pending: Vec<u8>,
-    /// A decision (or refusal) is among the pending events.
-    decision_pending: bool,
+    /// A decision (or refusal) is among the pending events. Set and cleared only with
+    /// the sink locked; a thread that recorded a decision always sees its own setting.
+    decision_pending: Arc<AtomicBool>,
     file: Option<File>,
     path: PathBuf,
     written: u64,
@@ -122,9 +127,10 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
+        let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
-            decision_pending: false,
+            decision_pending: decision_pending.clone(),
             file: Some(file),
             path: path.to_owned(),
             written,
@@ -133,21 +139,22 @@ impl AuditLog {
         };
         let sink = Arc::new(Mutex::new(sink));
         spawn_flusher(Arc::downgrade(&sink))?;
-        Ok(AuditLog { sink })
+        Ok(AuditLog { sink, decision_pending })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
+        let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
-            decision_pending: false,
+            decision_pending: decision_pending.clone(),
             file: None,
             path: PathBuf::new(),
             written: 0,
             max_bytes: u64::MAX,
             keep: 0,
         };
-        AuditLog { sink: Arc::new(Mutex::new(sink)) }
+        AuditLog { sink: Arc::new(Mutex::new(sink)), decision_pending }
     }
 
     /// Records a decision or a refusal. Transports write it before the message leaves
@@ -156,8 +163,8 @@ impl AuditLog {
         self.append(event, true);
     }
 
-    /// Records any other event (a response, a message no rule decides). Transports write
-    /// it when they forward the message, or it is written within [`FLUSH_EVERY`].
+    /// Records any other event (a response, a message no rule decides). It is written
+    /// with the next decision, or within [`FLUSH_EVERY`], or when the log is dropped.
     pub fn record(&self, event: &Event) {
         self.append(event, false);
     }
@@ -165,7 +172,7 @@ impl AuditLog {
     /// True when a decision waits to be written: the transport must flush the audit
     /// trail before it forwards anything.
     pub fn has_decision(&self) -> bool {
-        self.sink.lock().unwrap_or_else(|p| p.into_inner()).decision_pending
+        self.decision_pending.load(Ordering::Acquire)
     }
 
     /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
@@ -182,7 +189,9 @@ impl AuditLog {
             return;
         }
         sink.pending.push(b'\n');
-        sink.decision_pending |= decision;
+        if decision {
+            sink.decision_pending.store(true, Ordering::Release);
+        }
         if sink.pending.len() >= BUFFER_LIMIT {
             sink.write_pending();
         }
@@ -218,10 +227,14 @@ impl Sink {
     /// One `write` for everything pending; the file is rotated first when it would
     /// pass its limit.
     fn write_pending(&mut self) {
-        self.decision_pending = false;
-        if self.pending.is_empty() || self.file.is_none() {
-            return;
+        if !self.pending.is_empty() && self.file.is_some() {
+            self.write_out();
         }
+        // Cleared only once the write is done: a transport that sees `false` may forward.
+        self.decision_pending.store(false, Ordering::Release);
+    }
+
+    fn write_out(&mut self) {
         if self.written + self.pending.len() as u64 > self.max_bytes
             && self.written > 0
             && let Err(e) = self.rotate()

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clawai_protocol::{Frame, LineReader};
+use clawai_protocol::{FrameRef, LineReader};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -259,17 +259,50 @@ fn spawn_signals(events: Sender<Event>) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends one message to the server and flushes unless more input is waiting.
-fn to_server(guard: &Guard, server_in: &Shared<Option<Outbound<ChildStdin>>>, bytes: &[u8], more: bool) -> bool {
-    let mut slot = server_in.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(input) = slot.as_mut() else { return false };
-    input.send(guard, bytes).and_then(|_| if more { Ok(()) } else { input.flush(guard) }).is_ok()
+/// The two outputs a relay thread can write to, and which of them hold messages not yet
+/// flushed.
+struct Outputs<'a> {
+    guard: &'a Guard,
+    server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
+    client_out: &'a Shared<Outbound<File>>,
+    server_queued: bool,
+    client_queued: bool,
 }
 
-/// Sends one message to the client and flushes unless more input is waiting.
-fn to_client(guard: &Guard, client_out: &Shared<Outbound<File>>, bytes: &[u8], more: bool) -> bool {
-    let mut out = client_out.lock().unwrap_or_else(|p| p.into_inner());
-    out.send(guard, bytes).and_then(|_| if more { Ok(()) } else { out.flush(guard) }).is_ok()
+impl<'a> Outputs<'a> {
+    fn new(
+        guard: &'a Guard,
+        server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
+        client_out: &'a Shared<Outbound<File>>,
+    ) -> Self {
+        Outputs { guard, server_in, client_out, server_queued: false, client_queued: false }
+    }
+
+    /// Queues a message for the server. False when the server no longer takes input.
+    fn queue_for_server(&mut self, bytes: &[u8]) -> bool {
+        self.server_queued = true;
+        let mut slot = self.server_in.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_mut().is_some_and(|input| input.send(self.guard, bytes).is_ok())
+    }
+
+    /// Queues a message for the client. False when the client is gone.
+    fn queue_for_client(&mut self, bytes: &[u8]) -> bool {
+        self.client_queued = true;
+        self.client_out.lock().unwrap_or_else(|p| p.into_inner()).send(self.guard, bytes).is_ok()
+    }
+
+    /// Sends what this thread queued (no input is waiting any more). False when the
+    /// client is gone.
+    fn flush(&mut self) -> bool {
+        if std::mem::take(&mut self.server_queued)
+            && let Some(input) = self.server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut()
+            && input.flush(self.guard).is_err()
+        {
+            tracing::warn!("the MCP server is not reading its input any more");
+        }
+        !std::mem::take(&mut self.client_queued)
+            || self.client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(self.guard).is_ok()
+    }
 }
 
 fn relay_client(
@@ -280,39 +313,36 @@ fn relay_client(
     client_out: &Shared<Outbound<File>>,
 ) {
     let mut reader = LineReader::new(client_in, max);
-    while let Some(frame) = read_frame(&mut reader, "the client") {
-        let (verdict, line) = match &frame {
-            Frame::Line(line) => (guard.from_client(line), line.as_slice()),
-            Frame::Oversize { prefix, length } => (guard.oversize_from_client(prefix, *length, max), &[][..]),
+    let mut out = Outputs::new(guard, server_in, client_out);
+    loop {
+        let client_alive = match reader.next_frame_ref() {
+            Ok(Some(FrameRef::Line(line))) => match guard.from_client(line) {
+                Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
+                Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
+                Verdict::Reply(answer) => out.queue_for_client(&answer),
+                Verdict::Drop => true,
+            },
+            Ok(Some(FrameRef::Oversize { prefix, length })) => match guard.oversize_from_client(prefix, length, max) {
+                Verdict::Reply(answer) => out.queue_for_client(&answer),
+                _ => true,
+            },
+            Ok(None) => break,
+            Err(e) => {
+                tracing::error!("reading from the client failed: {e}");
+                break;
+            }
         };
-        let more = reader.has_buffered_line();
-        match verdict {
-            Verdict::Forward | Verdict::Replace(_) => {
-                let bytes = match &verdict {
-                    Verdict::Replace(instead) => instead.as_slice(),
-                    _ => line,
-                };
-                if !to_server(guard, server_in, bytes, more) {
-                    tracing::warn!("the MCP server is not reading its input any more");
-                }
-            }
-            Verdict::Reply(answer) => {
-                if !to_client(guard, client_out, &answer, more) {
-                    return;
-                }
-            }
-            Verdict::Drop => {}
-        }
-        if !more {
-            // Nothing else is waiting: everything queued either way goes out now.
-            if let Some(input) = server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-                let _ = input.flush(guard);
-            }
-            if client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
-                return;
-            }
+        // Nothing else waiting: everything queued either way goes out now.
+        if !client_alive || (!reader.has_buffered_line() && !out.flush()) {
+            return;
         }
     }
+    out.flush();
+}
+
+fn warn_server_gone() -> bool {
+    tracing::warn!("the MCP server is not reading its input any more");
+    true
 }
 
 fn relay_server(
@@ -323,45 +353,31 @@ fn relay_server(
     client_out: &Shared<Outbound<File>>,
 ) {
     let mut reader = LineReader::new(server_out, max);
-    while let Some(frame) = read_frame(&mut reader, "the MCP server") {
-        let more = reader.has_buffered_line();
-        match frame {
-            Frame::Line(line) => match guard.from_server(&line) {
-                Verdict::Forward => {
-                    if !to_client(guard, client_out, &line, more) {
-                        return;
-                    }
-                }
-                Verdict::Replace(instead) => {
-                    if !to_client(guard, client_out, &instead, more) {
-                        return;
-                    }
-                }
+    let mut out = Outputs::new(guard, server_in, client_out);
+    loop {
+        let client_alive = match reader.next_frame_ref() {
+            Ok(Some(FrameRef::Line(line))) => match guard.from_server(line) {
+                Verdict::Forward => out.queue_for_client(line),
+                Verdict::Replace(instead) => out.queue_for_client(&instead),
                 Verdict::Reply(answer) => {
-                    to_server(guard, server_in, &answer, false);
+                    out.queue_for_server(&answer);
+                    true
                 }
-                Verdict::Drop => {}
+                Verdict::Drop => true,
             },
-            Frame::Oversize { prefix, length } => {
-                if let Some(message) = guard.oversize_from_server(&prefix, length, max) {
-                    to_client(guard, client_out, &message, more);
-                }
+            Ok(Some(FrameRef::Oversize { prefix, length })) => match guard.oversize_from_server(prefix, length, max) {
+                Some(message) => out.queue_for_client(&message),
+                None => true,
+            },
+            Ok(None) => break,
+            Err(e) => {
+                tracing::error!("reading from the MCP server failed: {e}");
+                break;
             }
-        }
-        if !more && client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard).is_err() {
+        };
+        if !client_alive || (!reader.has_buffered_line() && !out.flush()) {
             return;
         }
     }
-    let _ = client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(guard);
-}
-
-/// The next frame, or `None` at the end of the stream (or when reading fails).
-fn read_frame<R: std::io::Read>(reader: &mut LineReader<R>, from: &str) -> Option<Frame> {
-    match reader.next_frame() {
-        Ok(frame) => frame,
-        Err(e) => {
-            tracing::error!("reading from {from} failed: {e}");
-            None
-        }
-    }
+    out.flush();
 }
