@@ -22,7 +22,7 @@ const BIG_BYTES: usize = 1 << 20;
 const STARTS: usize = 10;
 /// Modes are measured in turn, this many times, and each figure is the median of the
 /// rounds: this machine's noise moves single runs by tens of percent.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 7;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {

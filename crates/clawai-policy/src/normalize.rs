@@ -39,7 +39,7 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
 /// True when no other reading of `value` can differ from it: no percent-escape, no
 /// backslash, and no empty, `.` or `..` path segment (a leading `/` and a trailing `/`
 /// are fine). Most argument values are like this, and need no copies.
-fn is_plain(value: &str) -> bool {
+pub(crate) fn is_plain(value: &str) -> bool {
     if value.contains(['%', '\\']) {
         return false;
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::call::Call;
 use crate::glob::Glob;
-use crate::normalize::readings;
+use crate::normalize::{is_plain, readings};
 use crate::operation::{Operation, detect};
 
 /// What a rule (or the default) decides.
@@ -246,9 +246,7 @@ impl Rule {
                     (_, None) => false,
                     (Target::Tool(ToolNames::Globs(g)), Some(n)) => g.is_match(n),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
-                    (Target::Resource(g), Some(uri)) => {
-                        self.action.quantifier().over(readings(uri), |r| g.is_match(&r))
-                    }
+                    (Target::Resource(g), Some(uri)) => string_matches(uri, g, self.action.quantifier()),
                     (Target::Prompt(g), Some(n)) => g.is_match(n),
                     (Target::Method(_), _) => unreachable!("handled above"),
                 }
@@ -343,6 +341,10 @@ fn leaf_matches(value: &Value, glob: &Glob, q: Quantifier) -> bool {
 }
 
 fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
+    if is_plain(s) {
+        // The only reading is the text itself (most arguments): no list to build.
+        return glob.is_match(s);
+    }
     q.over(readings(s), |r| glob.is_match(&r))
 }
 

@@ -33,58 +33,153 @@ pub enum Direction {
     ServerToClient,
 }
 
-/// One line of the audit trail. Absent fields are left out.
-#[derive(Debug, Default, Serialize)]
+impl Direction {
+    /// As written in the trail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ClientToServer => "client->server",
+            Direction::ServerToClient => "server->client",
+        }
+    }
+}
+
+/// One line of the audit trail. Absent fields are left out. Written by
+/// [`Event::write_json`] (every message writes one, so it is written by hand, not derived).
+#[derive(Debug, Default)]
 pub struct Event<'a> {
     /// The time, written as RFC 3339 UTC.
     pub time: jiff::Timestamp,
     /// The proxy session (one per `clawai proxy` process).
     pub session: &'a str,
     /// The server name (`--server`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<&'a str>,
     /// Which way the message went.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<Direction>,
     /// `request`, `notification`, `response` or `refused`.
     pub kind: &'a str,
     /// The method (for a response: the method of its request, when known).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<&'a str>,
     /// The JSON-RPC id as written.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<&'a RawValue>,
     /// Tool name of a `tools/call`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<&'a str>,
     /// URI of a `resources/read`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub resource: Option<&'a str>,
     /// Name of a `prompts/get`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<&'a str>,
     /// The arguments, secrets redacted.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<crate::redact::Redacted<'a>>,
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
     /// rule applies to; `refused` for messages that were not valid.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<&'a str>,
     /// The deciding rule's id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<&'a str>,
     /// Why, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// For responses: milliseconds since the request was forwarded.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
     /// For responses: a JSON-RPC error, or a tool result with `isError: true`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// Size of the message in bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
+}
+
+impl Event<'_> {
+    /// Appends the event as one JSON object (no newline).
+    pub fn write_json(&self, out: &mut Vec<u8>, clock: &mut Clock) {
+        out.extend_from_slice(b"{\"time\":\"");
+        clock.write(self.time, out);
+        out.extend_from_slice(b"\",\"session\":");
+        json_str(out, self.session);
+        str_field(out, "server", self.server);
+        str_field(out, "direction", self.direction.map(Direction::as_str));
+        str_field(out, "kind", Some(self.kind));
+        str_field(out, "method", self.method);
+        if let Some(id) = self.id {
+            out.extend_from_slice(b",\"id\":");
+            out.extend_from_slice(id.get().as_bytes());
+        }
+        str_field(out, "tool", self.tool);
+        str_field(out, "resource", self.resource);
+        str_field(out, "prompt", self.prompt);
+        if let Some(arguments) = &self.arguments {
+            out.extend_from_slice(b",\"arguments\":");
+            let start = out.len();
+            if serde_json::to_writer(&mut *out, arguments).is_err() {
+                out.truncate(start);
+                out.extend_from_slice(b"null");
+            }
+        }
+        str_field(out, "decision", self.decision);
+        str_field(out, "rule", self.rule);
+        str_field(out, "reason", self.reason.as_deref());
+        if let Some(ms) = self.duration_ms.filter(|ms| ms.is_finite()) {
+            out.extend_from_slice(b",\"duration_ms\":");
+            out.extend_from_slice(ryu::Buffer::new().format_finite(ms).as_bytes());
+        }
+        if let Some(is_error) = self.is_error {
+            out.extend_from_slice(if is_error { b",\"is_error\":true" } else { b",\"is_error\":false" });
+        }
+        if let Some(size) = self.size {
+            out.extend_from_slice(b",\"size\":");
+            out.extend_from_slice(itoa::Buffer::new().format(size).as_bytes());
+        }
+        out.push(b'}');
+    }
+}
+
+/// Appends `,"name":"value"` when there is a value (names need no escaping).
+fn str_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        json_str(out, value);
+    }
+}
+
+/// Appends `text` as a JSON string; text with nothing to escape is copied as is.
+fn json_str(out: &mut Vec<u8>, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, text);
+    }
+}
+
+/// Writes event times as RFC 3339 UTC with microseconds, formatting the date and time of
+/// day once per second.
+#[derive(Debug, Default)]
+pub struct Clock {
+    second: Option<i64>,
+    prefix: String,
+}
+
+impl Clock {
+    fn write(&mut self, time: jiff::Timestamp, out: &mut Vec<u8>) {
+        let second = time.as_second();
+        let micros = time.subsec_microsecond();
+        if second < 0 || micros < 0 {
+            // Before 1970: not worth a fast path.
+            out.extend_from_slice(time.to_string().as_bytes());
+            return;
+        }
+        if self.second != Some(second) {
+            self.prefix = time.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+            self.second = Some(second);
+        }
+        out.extend_from_slice(self.prefix.as_bytes());
+        let mut fraction = *b".000000Z";
+        let mut rest = micros as u32;
+        for digit in fraction[1..7].iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.extend_from_slice(&fraction);
+    }
 }
 
 /// Longest time a buffered event waits before it is written.
@@ -104,6 +199,7 @@ pub struct AuditLog {
 
 struct Sink {
     pending: Vec<u8>,
+    clock: Clock,
     /// A decision (or refusal) is among the pending events. Set and cleared only with
     /// the sink locked; a thread that recorded a decision always sees its own setting.
     decision_pending: Arc<AtomicBool>,
@@ -130,6 +226,7 @@ impl AuditLog {
         let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
+            clock: Clock::default(),
             decision_pending: decision_pending.clone(),
             file: Some(file),
             path: path.to_owned(),
@@ -147,6 +244,7 @@ impl AuditLog {
         let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
+            clock: Clock::default(),
             decision_pending: decision_pending.clone(),
             file: None,
             path: PathBuf::new(),
@@ -182,12 +280,8 @@ impl AuditLog {
         if sink.file.is_none() {
             return;
         }
-        let start = sink.pending.len();
-        if let Err(e) = serde_json::to_writer(&mut sink.pending, event) {
-            sink.pending.truncate(start);
-            tracing::error!("audit event could not be encoded: {e}");
-            return;
-        }
+        let sink = &mut *sink;
+        event.write_json(&mut sink.pending, &mut sink.clock);
         sink.pending.push(b'\n');
         if decision {
             sink.decision_pending.store(true, Ordering::Release);
@@ -288,6 +382,64 @@ pub fn now() -> jiff::Timestamp {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    #[test]
+    fn events_are_json_with_every_field_escaped() {
+        let id = RawValue::from_string("\"a\\\"b\"".into()).unwrap();
+        let arguments = serde_json::json!({"path": "/tmp/x", "token": "ghp_abcdefghijklmnopqrstuvwxyz0123"});
+        let time: jiff::Timestamp = "2026-11-22T10:00:01.000042987Z".parse().unwrap();
+        let event = Event {
+            time,
+            session: "s-1",
+            server: Some("fs \"quoted\""),
+            direction: Some(Direction::ClientToServer),
+            kind: "request",
+            method: Some("tools/call"),
+            id: Some(&id),
+            tool: Some("read\nfile\u{7}"),
+            resource: None,
+            prompt: None,
+            arguments: Some(crate::redact::Redacted(&arguments)),
+            decision: Some("deny"),
+            rule: Some("r\\1"),
+            reason: Some("rule `r`: ünïcode ✓".into()),
+            duration_ms: Some(1.25),
+            is_error: Some(false),
+            size: Some(123),
+        };
+        let mut out = Vec::new();
+        event.write_json(&mut out, &mut Clock::default());
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["time"], "2026-11-22T10:00:01.000042Z");
+        assert_eq!(v["session"], "s-1");
+        assert_eq!(v["server"], "fs \"quoted\"");
+        assert_eq!(v["direction"], "client->server");
+        assert_eq!(v["kind"], "request");
+        assert_eq!(v["method"], "tools/call");
+        assert_eq!(v["id"], "a\"b");
+        assert_eq!(v["tool"], "read\nfile\u{7}");
+        assert!(v.get("resource").is_none() && v.get("prompt").is_none());
+        assert_eq!(v["arguments"], serde_json::json!({"path": "/tmp/x", "token": "[REDACTED]"}));
+        assert_eq!(v["decision"], "deny");
+        assert_eq!(v["rule"], "r\\1");
+        assert_eq!(v["reason"], "rule `r`: ünïcode ✓");
+        assert_eq!(v["duration_ms"], 1.25);
+        assert_eq!(v["is_error"], false);
+        assert_eq!(v["size"], 123);
+        // The cached date is reused within the second and replaced after it.
+        let mut clock = Clock::default();
+        let mut times = Vec::new();
+        for t in ["2026-11-22T10:00:01.5Z", "2026-11-22T10:00:01.999999Z", "2026-11-22T10:00:02Z"] {
+            let mut out = Vec::new();
+            Event { time: t.parse().unwrap(), ..Default::default() }.write_json(&mut out, &mut clock);
+            let v: Value = serde_json::from_slice(&out).unwrap();
+            times.push(v["time"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(
+            times,
+            ["2026-11-22T10:00:01.500000Z", "2026-11-22T10:00:01.999999Z", "2026-11-22T10:00:02.000000Z"]
+        );
+    }
 
     #[test]
     fn events_are_lines_and_rotation_keeps_files() {

@@ -6,6 +6,7 @@
 //! records the audit event before anything is forwarded, and keeps the little state a
 //! decision needs (tool annotations from `tools/list`, requests in flight).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
@@ -43,9 +44,45 @@ pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/
 /// Methods the server sends that the policy decides on.
 pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
 
+/// A request waiting for its response. Thousands can be in flight when a client
+/// pipelines, so the entry is kept small: the method is usually one of the protocol's
+/// own names and then costs no allocation.
 struct InFlight {
-    method: String,
+    method: Cow<'static, str>,
     started: Instant,
+}
+
+/// Requests forwarded and not yet answered, by id as written.
+type InFlightTable = Mutex<HashMap<Box<str>, InFlight>>;
+
+/// Method names of the protocol (2024-11-05 to 2026-07-28) that requests use.
+const REQUEST_METHODS: [&str; 22] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "sampling/createMessage",
+    "elicitation/create",
+    "roots/list",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+    "subscriptions/listen",
+];
+
+fn method_name(method: &str) -> Cow<'static, str> {
+    REQUEST_METHODS.iter().find(|m| **m == method).map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
 }
 
 /// The guard of one session between one client and one server.
@@ -56,9 +93,9 @@ pub struct Guard {
     session: String,
     tools: RwLock<HashMap<String, ToolAnnotations>>,
     /// Client requests forwarded to the server, by id as written.
-    from_client: Mutex<HashMap<String, InFlight>>,
+    from_client: InFlightTable,
     /// Server requests forwarded to the client, by id as written.
-    from_server: Mutex<HashMap<String, InFlight>>,
+    from_server: InFlightTable,
 }
 
 impl Guard {
@@ -254,7 +291,7 @@ impl Guard {
 
     /// The server is gone: an error for every client request still waiting.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
-        let pending: Vec<(String, InFlight)> =
+        let pending: Vec<(Box<str>, InFlight)> =
             self.from_client.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
         pending
             .into_iter()
@@ -300,19 +337,19 @@ impl Guard {
         self.audit.record(&event);
     }
 
-    fn track(&self, table: &Mutex<HashMap<String, InFlight>>, id: Option<&RawValue>, method: &str) {
+    fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str) {
         if let Some(id) = id {
             table
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(id.get().to_owned(), InFlight { method: method.to_owned(), started: Instant::now() });
+                .insert(id.get().into(), InFlight { method: method_name(method), started: Instant::now() });
         }
     }
 
     fn response(
         &self,
         direction: Direction,
-        table: &Mutex<HashMap<String, InFlight>>,
+        table: &InFlightTable,
         id: Option<&RawValue>,
         result: Option<&[u8]>,
         is_error: bool,
@@ -330,7 +367,7 @@ impl Guard {
             self.record_tools(result);
         }
         let mut event = self.event(direction, "response");
-        event.method = flight.as_ref().map(|f| f.method.as_str());
+        event.method = flight.as_ref().map(|f| f.method.as_ref());
         event.id = id;
         event.is_error = Some(is_error);
         event.size = Some(size);

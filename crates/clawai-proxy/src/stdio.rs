@@ -47,7 +47,7 @@ enum Event {
 type Shared<W> = Arc<Mutex<W>>;
 
 /// Bytes batched towards one side before a write.
-const OUT_BUFFER: usize = 64 * 1024;
+const OUT_BUFFER: usize = 16 * 1024;
 
 /// Buffered output towards one side. Whatever it writes, the audit trail is written
 /// first.
