@@ -11,14 +11,22 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut reader = LineReader::with_capacity(13, Cursor::new(data), 512);
+    // Lines lent from the read buffer and lines assembled across reads, joined, are the
+    // input again (when none was over the limit).
+    let mut joined = Vec::new();
+    let mut cut = false;
     while let Ok(Some(frame)) = reader.next_frame() {
         let line = match frame {
             Frame::Line(line) => line,
-            Frame::Oversize { prefix, .. } => {
+            Frame::Oversize { prefix, length } => {
+                assert!(length > 512 && prefix.len() <= length);
                 let _ = skim::leading_id(&prefix);
+                cut = true;
                 continue;
             }
         };
+        assert!(!line.is_empty() && line.len() <= 513 && !line[..line.len() - 1].contains(&b'\n'));
+        joined.extend_from_slice(&line);
         let envelope = Envelope::parse(&line);
         let skimmed = skim::skim(&line);
         let strictly = strict::parse(&line);
@@ -30,5 +38,8 @@ fuzz_target!(|data: &[u8]| {
         if let (Ok(value), Ok(e)) = (&strictly, &envelope) {
             assert_eq!(value.get("method").and_then(|m| m.as_str()), e.method.as_deref());
         }
+    }
+    if !cut {
+        assert_eq!(joined, data);
     }
 });
