@@ -19,17 +19,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 
 /// Which way a message was going.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     /// From the MCP client to the server.
-    #[serde(rename = "client->server")]
     ClientToServer,
     /// From the server to the client.
-    #[serde(rename = "server->client")]
     ServerToClient,
 }
 
