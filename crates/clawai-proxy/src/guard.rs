@@ -113,21 +113,14 @@ impl Guard {
         }
     }
 
-    /// Writes the audit events recorded so far (transports call it when they forward,
-    /// and before exiting).
+    /// Writes every audit event recorded so far (transports call it before exiting).
     pub fn flush_audit(&self) {
         self.audit.flush();
     }
 
-    /// True when a decision is recorded but not yet written: it must be written before
-    /// any forwarded byte leaves, so that a message never leaves before the event that
-    /// decided it is on disk.
-    pub fn decision_pending(&self) -> bool {
-        self.audit.has_decision()
-    }
-
     /// Writes the audit trail now if a decision waits in it. Transports call it before
-    /// any forwarded byte leaves; other events are left for later, off the message's path.
+    /// any forwarded byte leaves, so that a message never leaves before the event that
+    /// decided it is on disk; other events are left for later, off the message's path.
     pub fn write_pending_decisions(&self) {
         if self.audit.has_decision() {
             self.audit.flush();

@@ -4,10 +4,11 @@
 //! Two threads relay lines, one each way, with blocking I/O: a slow reader stalls the
 //! writer instead of filling memory. Output is batched while more input is already
 //! waiting and flushed as soon as none is, so a lone request costs one read and one
-//! write on each side, and a burst of pipelined requests shares them. Every flush
-//! writes the audit trail first: no message leaves before the event that decided it. The main thread supervises: client EOF or a signal closes the server's
-//! stdin, waits a grace period, then SIGTERM, then SIGKILL, always to the whole process
-//! group (`npx` starts grandchildren); a server that exits fails every request still
+//! write on each side, and a burst of pipelined requests shares them. A flush that
+//! carries a decided message writes the audit trail first: no message leaves before
+//! the event that decided it. The main thread supervises: client EOF or a signal
+//! closes the server's stdin, waits a grace period, then SIGTERM, then SIGKILL, always
+//! to the whole process group (`npx` starts grandchildren); a server that exits fails every request still
 //! waiting.
 
 use std::fs::File;
@@ -49,8 +50,8 @@ type Shared<W> = Arc<Mutex<W>>;
 /// Bytes batched towards one side before a write.
 const OUT_BUFFER: usize = 16 * 1024;
 
-/// Buffered output towards one side. Whatever it writes, the audit trail is written
-/// first.
+/// Buffered output towards one side. Before anything it holds leaves, a decision
+/// waiting in the audit trail is written.
 struct Outbound<W: Write> {
     writer: BufWriter<W>,
 }
@@ -62,9 +63,9 @@ impl<W: Write> Outbound<W> {
 
     /// Queues one message (newline added when missing).
     fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
-        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() && guard.decision_pending() {
+        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
             // The buffer is about to go out (or the message bypasses it).
-            guard.flush_audit();
+            guard.write_pending_decisions();
         }
         self.writer.write_all(bytes)?;
         if !bytes.ends_with(b"\n") {
@@ -73,19 +74,15 @@ impl<W: Write> Outbound<W> {
         Ok(())
     }
 
-    /// Sends what is queued. A pending decision is written to the audit trail first;
-    /// other events right after, off the message's path.
+    /// Sends what is queued, after the decisions that let it through are on disk. Other
+    /// events (responses, messages no rule decides) are left for the next write of the
+    /// trail, off the message's path.
     fn flush(&mut self, guard: &Guard) -> io::Result<()> {
         if self.writer.buffer().is_empty() {
             return Ok(());
         }
-        if guard.decision_pending() {
-            guard.flush_audit();
-            return self.writer.flush();
-        }
-        let sent = self.writer.flush();
-        guard.flush_audit();
-        sent
+        guard.write_pending_decisions();
+        self.writer.flush()
     }
 }
 
