@@ -342,32 +342,19 @@ fn relay_client(
     server_in: &Shared<Option<Outbound<ChildStdin>>>,
     client_out: &Shared<Outbound<File>>,
 ) {
-    let mut reader = LineReader::new(client_in, max);
-    let mut out = Outputs::new(guard, server_in, client_out);
-    loop {
-        let client_alive = match reader.next_frame_ref() {
-            Ok(Some(FrameRef::Line(line))) => match guard.from_client(line) {
-                Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
-                Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
-                Verdict::Reply(answer) => out.queue_for_client(&answer),
-                Verdict::Drop => true,
-            },
-            Ok(Some(FrameRef::Oversize { prefix, length })) => match guard.oversize_from_client(prefix, length, max) {
-                Verdict::Reply(answer) => out.queue_for_client(&answer),
-                _ => true,
-            },
-            Ok(None) => break,
-            Err(e) => {
-                tracing::error!("reading from the client failed: {e}");
-                break;
-            }
-        };
-        // Nothing else waiting: everything queued either way goes out now.
-        if !client_alive || (!reader.has_buffered_line() && !out.flush()) {
-            return;
-        }
-    }
-    out.flush();
+    let out = Outputs::new(guard, server_in, client_out);
+    relay(LineReader::new(client_in, max), out, "the client", |frame, out| match frame {
+        FrameRef::Line(line) => match guard.from_client(line) {
+            Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
+            Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
+            Verdict::Reply(answer) => out.queue_for_client(&answer),
+            Verdict::Drop => true,
+        },
+        FrameRef::Oversize { prefix, length } => match guard.oversize_from_client(prefix, length, max) {
+            Verdict::Reply(answer) => out.queue_for_client(&answer),
+            _ => true,
+        },
+    });
 }
 
 fn warn_server_gone() -> bool {
@@ -382,29 +369,43 @@ fn relay_server(
     server_in: &Shared<Option<Outbound<ChildStdin>>>,
     client_out: &Shared<Outbound<File>>,
 ) {
-    let mut reader = LineReader::new(server_out, max);
-    let mut out = Outputs::new(guard, server_in, client_out);
+    let out = Outputs::new(guard, server_in, client_out);
+    relay(LineReader::new(server_out, max), out, "the MCP server", |frame, out| match frame {
+        FrameRef::Line(line) => match guard.from_server(line) {
+            Verdict::Forward => out.queue_for_client(line),
+            Verdict::Replace(instead) => out.queue_for_client(&instead),
+            Verdict::Reply(answer) => {
+                out.queue_for_server(&answer);
+                true
+            }
+            Verdict::Drop => true,
+        },
+        FrameRef::Oversize { prefix, length } => match guard.oversize_from_server(prefix, length, max) {
+            Some(message) => out.queue_for_client(&message),
+            None => true,
+        },
+    });
+}
+
+/// Reads frames from one side until it ends, hands each to `handle` (which queues what
+/// goes where and returns false once the client is gone), and flushes whenever no
+/// further line is already waiting.
+fn relay<R: std::io::Read>(
+    mut reader: LineReader<R>,
+    mut out: Outputs<'_>,
+    from: &str,
+    mut handle: impl FnMut(FrameRef<'_>, &mut Outputs<'_>) -> bool,
+) {
     loop {
         let client_alive = match reader.next_frame_ref() {
-            Ok(Some(FrameRef::Line(line))) => match guard.from_server(line) {
-                Verdict::Forward => out.queue_for_client(line),
-                Verdict::Replace(instead) => out.queue_for_client(&instead),
-                Verdict::Reply(answer) => {
-                    out.queue_for_server(&answer);
-                    true
-                }
-                Verdict::Drop => true,
-            },
-            Ok(Some(FrameRef::Oversize { prefix, length })) => match guard.oversize_from_server(prefix, length, max) {
-                Some(message) => out.queue_for_client(&message),
-                None => true,
-            },
+            Ok(Some(frame)) => handle(frame, &mut out),
             Ok(None) => break,
             Err(e) => {
-                tracing::error!("reading from the MCP server failed: {e}");
+                tracing::error!("reading from {from} failed: {e}");
                 break;
             }
         };
+        // Nothing else waiting: everything queued either way goes out now.
         if !client_alive || (!reader.has_buffered_line() && !out.flush()) {
             return;
         }
