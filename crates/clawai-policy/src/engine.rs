@@ -18,6 +18,10 @@ pub struct Policy {
     other_rules: Vec<usize>,
     /// The `method` rules that name methods (catch-alls such as `**` excluded).
     method_rules: Vec<usize>,
+    /// Why each rule decides, in words (see [`Decision::reason`]), written once at load:
+    /// every decision is recorded with its reason.
+    reasons: Vec<String>,
+    default_reason: String,
 }
 
 /// Finds the rules whose tool name pattern matches a tool name without trying them one
@@ -30,6 +34,9 @@ struct ToolIndex {
     literal: HashMap<String, Vec<usize>>,
     /// Prefix → rules, and whether the rest may contain `/` (`**`) or not (`*`).
     prefixed: HashMap<String, Vec<(usize, bool)>>,
+    /// The lengths of the keys of `prefixed`, ascending: only prefixes of these lengths
+    /// are looked up.
+    prefix_lengths: Vec<usize>,
     everything: Vec<usize>,
     complex: Option<(RegexSet, Vec<usize>)>,
 }
@@ -70,6 +77,9 @@ impl ToolIndex {
                 _ => {}
             }
         }
+        index.prefix_lengths = index.prefixed.keys().map(String::len).collect();
+        index.prefix_lengths.sort_unstable();
+        index.prefix_lengths.dedup();
         if !patterns.is_empty() {
             index.complex = Some((RegexSet::new(&patterns)?, owners));
         }
@@ -82,12 +92,15 @@ impl ToolIndex {
         if let Some(rules) = self.literal.get(name) {
             out.extend(rules);
         }
-        if !self.prefixed.is_empty() {
-            for (end, _) in name.char_indices().chain([(name.len(), ' ')]) {
-                if let Some(rules) = self.prefixed.get(&name[..end]) {
-                    let rest_has_slash = name[end..].contains('/');
-                    out.extend(rules.iter().filter(|(_, crosses)| *crosses || !rest_has_slash).map(|(i, _)| *i));
-                }
+        for &end in &self.prefix_lengths {
+            if end > name.len() {
+                break;
+            }
+            if name.is_char_boundary(end)
+                && let Some(rules) = self.prefixed.get(&name[..end])
+            {
+                let rest_has_slash = name[end..].contains('/');
+                out.extend(rules.iter().filter(|(_, crosses)| *crosses || !rest_has_slash).map(|(i, _)| *i));
             }
         }
         if let Some((set, owners)) = &self.complex {
@@ -106,6 +119,8 @@ pub struct Decision<'p> {
     pub action: Action,
     /// The rule that decided, with its index; `None` when the default did.
     pub rule: Option<(usize, &'p Rule)>,
+    /// Why, in words: the rule (id and description) or the default.
+    pub reason: &'p str,
 }
 
 impl Decision<'_> {
@@ -115,14 +130,15 @@ impl Decision<'_> {
     }
 
     /// A sentence saying why: the rule (id and description) or the default.
-    pub fn reason(&self) -> String {
-        match self.rule {
-            Some((i, rule)) => match &rule.description {
-                Some(d) => format!("rule {}: {d}", rule.label(i)),
-                None => format!("rule {}", rule.label(i)),
-            },
-            None => format!("no rule matched; the policy's default is {}", self.action),
-        }
+    pub fn reason(&self) -> &str {
+        self.reason
+    }
+}
+
+fn rule_reason(index: usize, rule: &Rule) -> String {
+    match &rule.description {
+        Some(d) => format!("rule {}: {d}", rule.label(index)),
+        None => format!("rule {}", rule.label(index)),
     }
 }
 
@@ -166,7 +182,9 @@ impl Policy {
             .filter(|(_, r)| matches!(&r.target, Target::Method(g) if !g.matches_everything()))
             .map(|(i, _)| i)
             .collect();
-        Ok(Policy { rules, default_action, tools, other_rules, method_rules })
+        let reasons = rules.iter().enumerate().map(|(i, r)| rule_reason(i, r)).collect();
+        let default_reason = format!("no rule matched; the policy's default is {default_action}");
+        Ok(Policy { rules, default_action, tools, other_rules, method_rules, reasons, default_reason })
     }
 
     /// The rules, in order.
@@ -220,8 +238,10 @@ impl Policy {
 
     fn decision_for(&self, rule: Option<usize>) -> Decision<'_> {
         match rule {
-            Some(i) => Decision { action: self.rules[i].action, rule: Some((i, &self.rules[i])) },
-            None => Decision { action: self.default_action, rule: None },
+            Some(i) => {
+                Decision { action: self.rules[i].action, rule: Some((i, &self.rules[i])), reason: &self.reasons[i] }
+            }
+            None => Decision { action: self.default_action, rule: None, reason: &self.default_reason },
         }
     }
 

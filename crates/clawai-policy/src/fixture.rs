@@ -101,6 +101,6 @@ pub fn run(policy: &Policy, path: &Path, fixture: &Fixture, expect: Option<Actio
         actual: decision.action,
         expected,
         rule_id: decision.rule_id().map(str::to_owned),
-        reason: decision.reason(),
+        reason: decision.reason().to_owned(),
     })
 }

@@ -49,8 +49,9 @@ pub(crate) enum Simple {
     Below(String),
     /// `**/name`: `name`, or anything ending in `/name`
     NameAnywhere(String),
-    /// `**/name/**`: `name` as whole components anywhere
-    ComponentAnywhere(String),
+    /// `**/name/**`: `name` as whole components anywhere (the searcher for `name` is
+    /// built once: credential rules test every argument string with it)
+    ComponentAnywhere(Box<memchr::memmem::Finder<'static>>),
     /// `**/*suffix` (no `/` in the suffix): a last component ending in `suffix`
     LastEndsWith(String),
     /// `**/prefix*` (no `/` in the prefix): a last component starting with `prefix`
@@ -96,7 +97,7 @@ impl Simple {
             return Some(Simple::NameAnywhere(rest.to_owned()));
         }
         if let Some(name) = rest.strip_suffix("/**").filter(|n| is_literal(n) && !n.is_empty()) {
-            return Some(Simple::ComponentAnywhere(name.to_owned()));
+            return Some(Simple::ComponentAnywhere(Box::new(memchr::memmem::Finder::new(name).into_owned())));
         }
         if let Some(suffix) = rest.strip_prefix('*').filter(|s| is_literal(s) && !s.contains('/')) {
             return Some(Simple::LastEndsWith(suffix.to_owned()));
@@ -133,12 +134,13 @@ impl Simple {
 /// True when `name` occurs in `text` with a component boundary (the text's start or end,
 /// or a `/`) on each side. Occurrences may overlap (`a/a` in `a/a/a`), so every start is
 /// tried.
-fn contains_components(text: &str, name: &str) -> bool {
+fn contains_components(text: &str, name: &memchr::memmem::Finder<'_>) -> bool {
     let bytes = text.as_bytes();
+    let length = name.needle().len();
     let mut from = 0;
-    while let Some(found) = text.get(from..).and_then(|rest| rest.find(name)) {
+    while let Some(found) = name.find(&bytes[from..]) {
         let start = from + found;
-        let end = start + name.len();
+        let end = start + length;
         if (start == 0 || bytes[start - 1] == b'/') && (end == bytes.len() || bytes[end] == b'/') {
             return true;
         }

@@ -40,15 +40,35 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
 /// backslash, and no empty, `.` or `..` path segment (a leading `/` and a trailing `/`
 /// are fine). Most argument values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
-    if value.contains(['%', '\\']) {
-        return false;
+    // One pass over the bytes (every argument string of every decided call comes here):
+    // `segment` counts the bytes of the current segment and `dots` how many of them are
+    // `.`, so that an empty, `.` or `..` segment is seen when its `/` arrives.
+    let bytes = value.as_bytes();
+    let mut segment = 0usize;
+    let mut dots = 0usize;
+    let mut slashes = 0usize;
+    let dot_segment = |segment: usize, dots: usize| dots == segment && dots <= 2;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'%' | b'\\' => return false,
+            b'/' => {
+                // The empty segment before a leading `/` is fine; any other is `//`.
+                if i > 0 && dot_segment(segment, dots) {
+                    return false;
+                }
+                slashes += 1;
+                segment = 0;
+                dots = 0;
+            }
+            b'.' => {
+                segment += 1;
+                dots += 1;
+            }
+            _ => segment += 1,
+        }
     }
-    if !value.contains('/') {
-        return true;
-    }
-    let inner = value.strip_prefix('/').unwrap_or(value);
-    let inner = inner.strip_suffix('/').unwrap_or(inner);
-    !inner.is_empty() && inner.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+    // An empty last segment is a trailing `/`: fine, unless `/` is all there is.
+    slashes == 0 || if segment == 0 { bytes.len() > 1 } else { !dot_segment(segment, dots) }
 }
 
 /// Percent-decodes until the text stops changing (bounded).
@@ -170,6 +190,52 @@ mod tests {
         assert_eq!(readings("/trailing/").len(), 1);
         for odd in ["/a//b", "/a/./b", "/a/../b", "./a", "a/..", "//", "/", "file:///x"] {
             assert!(readings(odd).iter().any(|r| *r == normalize(odd)), "{odd}");
+        }
+    }
+
+    /// `is_plain` as first written: the meaning the one-pass version must keep.
+    fn is_plain_reference(value: &str) -> bool {
+        if value.contains(['%', '\\']) {
+            return false;
+        }
+        if !value.contains('/') {
+            return true;
+        }
+        let inner = value.strip_prefix('/').unwrap_or(value);
+        let inner = inner.strip_suffix('/').unwrap_or(inner);
+        !inner.is_empty() && inner.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+    }
+
+    #[test]
+    fn is_plain_edge_cases() {
+        for (value, plain) in [
+            ("", true),
+            (".", true),
+            ("/", false),
+            ("//", false),
+            ("/a/", true),
+            ("a/", true),
+            ("a//", false),
+            ("//a", false),
+            ("./a", false),
+            ("a/..", false),
+            ("a/...", true),
+            ("/.", false),
+            ("/a/./b", false),
+            ("/home/u/file.txt", true),
+            ("/a/%2e", false),
+            ("C:\\x", false),
+        ] {
+            assert_eq!(is_plain(value), plain, "{value:?}");
+            assert_eq!(is_plain_reference(value), plain, "{value:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn is_plain_agrees_with_the_reference(value in "[/.a%\\\\é]{0,8}") {
+            proptest::prop_assert_eq!(is_plain(&value), is_plain_reference(&value), "{:?}", value);
         }
     }
 

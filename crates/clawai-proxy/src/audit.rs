@@ -12,6 +12,7 @@
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
+use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -72,7 +73,7 @@ pub struct Event<'a> {
     /// The deciding rule's id.
     pub rule: Option<&'a str>,
     /// Why, in words.
-    pub reason: Option<String>,
+    pub reason: Option<std::borrow::Cow<'a, str>>,
     /// For responses: milliseconds since the request was forwarded.
     pub duration_ms: Option<f64>,
     /// For responses: a JSON-RPC error, or a tool result with `isError: true`.
@@ -101,11 +102,7 @@ impl Event<'_> {
         str_field(out, "prompt", self.prompt);
         if let Some(arguments) = &self.arguments {
             out.extend_from_slice(b",\"arguments\":");
-            let start = out.len();
-            if serde_json::to_writer(&mut *out, arguments).is_err() {
-                out.truncate(start);
-                out.extend_from_slice(b"null");
-            }
+            arguments.write_json(out);
         }
         str_field(out, "decision", self.decision);
         str_field(out, "rule", self.rule);
@@ -135,16 +132,66 @@ fn str_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     }
 }
 
-/// Appends `text` as a JSON string; text with nothing to escape is copied as is.
-fn json_str(out: &mut Vec<u8>, text: &str) {
-    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
-    } else {
-        // Writing a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, text);
+/// Appends `text` as a JSON string. Runs of bytes that need no escape are copied whole;
+/// `"`, `\\` and control characters are escaped as serde_json escapes them.
+pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    while let Some(offset) = first_to_escape(&bytes[start..]) {
+        let at = start + offset;
+        out.extend_from_slice(&bytes[start..at]);
+        let escaped: &[u8] = match bytes[at] {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            control => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(control >> 4)]);
+                out.push(HEX[usize::from(control & 0xf)]);
+                start = at + 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(escaped);
+        start = at + 1;
     }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
+/// character. Eight bytes at a time (every audit event is mostly such strings).
+fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("chunks of eight"));
+        // A byte is flagged when it is below 0x20 or equal to `"` or `\\` (the classic
+        // "has zero byte" trick on `word`, `word ^ '"'…` and `word ^ '\\'…`); bytes
+        // of 0x80 and above never are.
+        let below_space = word.wrapping_sub(ONES * 0x20);
+        let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
+        let backslash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
+        if (below_space | quote | backslash) & !word & HIGHS != 0 {
+            // Something may need escaping here (the trick can flag a byte after a true
+            // one, never miss one): find it exactly.
+            if let Some(i) = chunk.iter().position(|&b| needs_escape(b)) {
+                return Some(offset + i);
+            }
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|&b| needs_escape(b)).map(|i| offset + i)
 }
 
 /// Writes event times as RFC 3339 UTC with microseconds, formatting the date and time of
@@ -185,18 +232,23 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Buffered events are written once this many bytes wait.
 const BUFFER_LIMIT: usize = 64 * 1024;
 
+/// A thread's encoding buffer is kept for the next event unless one event (huge
+/// arguments) grew it past this.
+const KEEP_SCRATCH: usize = 64 * 1024;
+
 /// Where events go. Clones share one file and one buffer (every session of an HTTP
 /// front writes to the same trail).
 #[derive(Clone)]
 pub struct AuditLog {
     sink: Arc<Mutex<Sink>>,
+    /// False for [`AuditLog::disabled`]: nothing is encoded.
+    enabled: bool,
     /// The sink's flag, read without its lock: every message forwarded asks it.
     decision_pending: Arc<AtomicBool>,
 }
 
 struct Sink {
     pending: Vec<u8>,
-    clock: Clock,
     /// A decision (or refusal) is among the pending events. Set and cleared only with
     /// the sink locked; a thread that recorded a decision always sees its own setting.
     decision_pending: Arc<AtomicBool>,
@@ -223,7 +275,6 @@ impl AuditLog {
         let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
-            clock: Clock::default(),
             decision_pending: decision_pending.clone(),
             file: Some(file),
             path: path.to_owned(),
@@ -233,7 +284,7 @@ impl AuditLog {
         };
         let sink = Arc::new(Mutex::new(sink));
         spawn_flusher(Arc::downgrade(&sink))?;
-        Ok(AuditLog { sink, decision_pending })
+        Ok(AuditLog { sink, enabled: true, decision_pending })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
@@ -241,7 +292,6 @@ impl AuditLog {
         let decision_pending = Arc::new(AtomicBool::new(false));
         let sink = Sink {
             pending: Vec::new(),
-            clock: Clock::default(),
             decision_pending: decision_pending.clone(),
             file: None,
             path: PathBuf::new(),
@@ -249,7 +299,7 @@ impl AuditLog {
             max_bytes: u64::MAX,
             keep: 0,
         };
-        AuditLog { sink: Arc::new(Mutex::new(sink)), decision_pending }
+        AuditLog { sink: Arc::new(Mutex::new(sink)), enabled: false, decision_pending }
     }
 
     /// Records a decision or a refusal. Transports write it before the message leaves
@@ -273,19 +323,31 @@ impl AuditLog {
     /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
     /// disk is full.
     fn append(&self, event: &Event, decision: bool) {
-        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
-        if sink.file.is_none() {
+        if !self.enabled {
             return;
         }
-        let sink = &mut *sink;
-        event.write_json(&mut sink.pending, &mut sink.clock);
-        sink.pending.push(b'\n');
-        if decision {
-            sink.decision_pending.store(true, Ordering::Release);
+        thread_local! {
+            /// Each thread encodes its events here, so that the shared sink is locked
+            /// only to copy the finished bytes: the two relay threads of a stdio proxy
+            /// (and the tasks of an HTTP front) record at the same time.
+            static SCRATCH: RefCell<(Vec<u8>, Clock)> = RefCell::default();
         }
-        if sink.pending.len() >= BUFFER_LIMIT {
-            sink.write_pending();
-        }
+        SCRATCH.with_borrow_mut(|(line, clock)| {
+            line.clear();
+            event.write_json(line, clock);
+            line.push(b'\n');
+            let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
+            sink.pending.extend_from_slice(line);
+            if decision {
+                sink.decision_pending.store(true, Ordering::Release);
+            }
+            if sink.pending.len() >= BUFFER_LIMIT {
+                sink.write_pending();
+            }
+            if line.capacity() > KEEP_SCRATCH {
+                *line = Vec::new();
+            }
+        });
     }
 
     /// Writes every buffered event now.

@@ -245,7 +245,7 @@ impl Guard {
         event.method = method;
         event.id = id;
         event.decision = Some("refused");
-        event.reason = Some(reason);
+        event.reason = Some(reason.into());
         event.size = Some(size);
         self.audit.record_decision(&event);
     }
@@ -293,7 +293,7 @@ impl Guard {
                 event.method = Some(&flight.method);
                 event.id = raw(id.as_bytes());
                 event.is_error = Some(true);
-                event.reason = Some(why.to_owned());
+                event.reason = Some(why.into());
                 self.audit.record_decision(&event);
                 reply::error(
                     Some(&id),
@@ -412,7 +412,8 @@ impl Guard {
             event.arguments = call.arguments.map(Redacted);
             event.decision = Some(decision.action.as_str());
             event.rule = decision.rule_id();
-            event.reason = Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()));
+            event.reason =
+                Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()).into());
             event.size = Some(size);
             self.audit.record_decision(&event);
             if !decision.action.forwards() {
@@ -506,7 +507,7 @@ impl Guard {
         event.arguments = call.arguments.map(Redacted);
         event.decision = Some(decision.action.as_str());
         event.rule = decision.rule_id();
-        event.reason = Some(decision.reason());
+        event.reason = Some(decision.reason().into());
         event.size = Some(size);
         self.audit.record_decision(&event);
 

@@ -11,6 +11,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::audit::json_str;
+
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -30,7 +32,6 @@ static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// True when a key's name says its value is a secret.
 pub fn is_secret_key(key: &str) -> bool {
-    let folded: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
     const WORDS: [&str; 14] = [
         "password",
         "passwd",
@@ -47,41 +48,71 @@ pub fn is_secret_key(key: &str) -> bool {
         "sessionid",
         "signature",
     ];
-    WORDS.iter().any(|w| folded.contains(w)) || folded == "pwd" || folded == "pass" || folded == "key"
+    // The key's letters and digits, lower-cased (`API-Key` reads as `apikey`); on the
+    // stack for the usual short key, since every key of every decided call comes here.
+    let mut stack = [0u8; 64];
+    let mut heap = Vec::new();
+    let mut length = 0;
+    for b in key.bytes().filter(u8::is_ascii_alphanumeric).map(|b| b.to_ascii_lowercase()) {
+        if length < stack.len() {
+            stack[length] = b;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(b);
+        }
+        length += 1;
+    }
+    let folded = if heap.is_empty() { &stack[..length] } else { &heap[..] };
+    WORDS.iter().any(|w| folded.windows(w.len()).any(|window| window == w.as_bytes()))
+        || matches!(folded, b"pwd" | b"pass" | b"key")
 }
 
-/// A value that serialises with its secrets replaced, without copying it first (the
-/// audit trail writes one per decided message).
+/// A value written with its secrets replaced, without copying it first (the audit trail
+/// writes one per decided message).
 #[derive(Debug, Clone, Copy)]
 pub struct Redacted<'a>(pub &'a Value);
 
-impl serde::Serialize for Redacted<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
+impl Redacted<'_> {
+    /// Appends the value as JSON, secrets replaced: the same text as serialising
+    /// [`redact`]'s copy with serde_json.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
         match self.0 {
             Value::String(s) => match SECRET_VALUE.find(s) {
-                None => serializer.serialize_str(s),
-                Some(_) => serializer.serialize_str(&redact_str(s)),
+                None => json_str(out, s),
+                Some(_) => json_str(out, &redact_str(s)),
             },
             Value::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&Redacted(item))?;
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    Redacted(item).write_json(out);
                 }
-                seq.end()
+                out.push(b']');
             }
             Value::Object(map) => {
-                let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (k, v) in map {
-                    if is_secret_key(k) && !v.is_null() {
-                        out.serialize_entry(k, REDACTED)?;
+                out.push(b'{');
+                for (i, (key, value)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    json_str(out, key);
+                    out.push(b':');
+                    if is_secret_key(key) && !value.is_null() {
+                        json_str(out, REDACTED);
                     } else {
-                        out.serialize_entry(k, &Redacted(v))?;
+                        Redacted(value).write_json(out);
                     }
                 }
-                out.end()
+                out.push(b'}');
             }
-            other => other.serialize(serializer),
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            // Writing a number into a Vec cannot fail.
+            Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
         }
     }
 }
@@ -114,6 +145,19 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn secret_key_names() {
+        for key in ["password", "API-Key", "x_auth_header", "GITHUB_TOKEN", "pwd", "Pass", "key", "client.secret"] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in ["path", "name", "keyboard", "passage", "monkey", "", "ключ"] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+        let long = format!("{}token", "x".repeat(100));
+        assert!(is_secret_key(&long), "a long key is read whole");
+        assert!(!is_secret_key(&"x".repeat(100)));
+    }
+
+    #[test]
     fn secret_keys_are_replaced_whole() {
         let v = redact(
             &json!({"password": "hunter2", "api_key": "abc", "Authorization": "Basic x", "nested": {"github_token": "t"}, "path": "/a"}),
@@ -126,9 +170,27 @@ mod tests {
     }
 
     #[test]
-    fn redacted_serialises_like_the_redacted_copy() {
-        let v = json!({"a": ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", {"token": "t", "n": 1}], "ok": "fine", "password": null});
-        assert_eq!(serde_json::to_value(Redacted(&v)).unwrap(), redact(&v));
+    fn redacted_writes_what_serde_json_writes_of_the_redacted_copy() {
+        let values = [
+            json!({"a": ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", {"token": "t", "n": 1}], "ok": "fine", "password": null}),
+            json!({"text": "quote \" backslash \\ newline \n tab \t bell \u{7} del \u{7f} é 😀 \u{1f}", "n": [-1, 2.5, 1e300, 18446744073709551615u64], "b": [true, false, null], "": {}}),
+            json!([]),
+            json!("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"),
+        ];
+        for v in values {
+            let mut out = Vec::new();
+            Redacted(&v).write_json(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&redact(&v)).unwrap());
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(text in "\\PC*|[\\x00-\\x20\"\\\\a-z]*") {
+            let mut out = Vec::new();
+            json_str(&mut out, &text);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&text).unwrap());
+        }
     }
 
     #[test]
