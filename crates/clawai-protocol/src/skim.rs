@@ -81,7 +81,10 @@ pub fn members_named<'a, const N: usize>(object: &'a [u8], names: [&[u8]; N]) ->
 /// input was one well-formed object with distinct, escape-free member names.
 fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
     let mut p = Cursor { b: bytes, i: 0 };
-    let mut seen: Vec<&[u8]> = Vec::with_capacity(6);
+    // Member names so far: a message has a handful (no allocation for up to eight).
+    let mut first_seen: [&[u8]; 8] = [&[]; 8];
+    let mut more_seen: Vec<&[u8]> = Vec::new();
+    let mut count = 0;
     p.ws();
     if p.expect(b'{').is_none() {
         return false;
@@ -101,10 +104,15 @@ fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
             return false;
         };
         let key = &bytes[key_start..p.i - 1];
-        if had_escape || seen.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+        let seen = first_seen[..count.min(8)].iter().chain(&more_seen);
+        if had_escape || seen.into_iter().any(|k| k.eq_ignore_ascii_case(key)) {
             return false;
         }
-        seen.push(key);
+        match first_seen.get_mut(count) {
+            Some(slot) => *slot = key,
+            None => more_seen.push(key),
+        }
+        count += 1;
         p.ws();
         if p.expect(b':').is_none() {
             return false;
@@ -194,25 +202,50 @@ impl Cursor<'_> {
     }
     /// Skips a nested object or array, brackets balanced, strings skipped whole.
     fn nested(&mut self) -> Option<()> {
-        let mut stack: Vec<u8> = Vec::new();
+        let mut open = Brackets::default();
         loop {
             match self.next()? {
                 b'"' => {
                     self.string()?;
                 }
-                c @ (b'{' | b'[') => stack.push(c),
-                b'}' if stack.pop()? != b'{' => {
-                    return None;
-                }
-                b']' if stack.pop()? != b'[' => {
-                    return None;
-                }
+                b'{' => open.push(true),
+                b'[' => open.push(false),
+                b'}' if !open.pop()? => return None,
+                b']' if open.pop()? => return None,
                 _ => {}
             }
-            if stack.is_empty() {
+            if open.depth == 0 {
                 return Some(());
             }
         }
+    }
+}
+
+/// The brackets open at a point of a nested value, innermost last (`true` for `{`): the
+/// first 64 levels as bits, without allocating (every response is skimmed), deeper ones
+/// in a `Vec`.
+#[derive(Default)]
+struct Brackets {
+    bits: u64,
+    depth: usize,
+    deeper: Vec<bool>,
+}
+
+impl Brackets {
+    fn push(&mut self, brace: bool) {
+        if self.depth < 64 {
+            let bit = 1u64 << self.depth;
+            self.bits = if brace { self.bits | bit } else { self.bits & !bit };
+        } else {
+            self.deeper.push(brace);
+        }
+        self.depth += 1;
+    }
+
+    /// The innermost open bracket, closed; `None` when none is open.
+    fn pop(&mut self) -> Option<bool> {
+        self.depth = self.depth.checked_sub(1)?;
+        if self.depth < 64 { Some(self.bits & (1u64 << self.depth) != 0) } else { self.deeper.pop() }
     }
 }
 
@@ -231,6 +264,26 @@ mod tests {
         let s = skim(br#" {"method":"sampling/createMessage","id":"a","params":{}} "#).unwrap();
         assert_eq!(s.method, Some("sampling/createMessage"));
         assert_eq!(s.id, Some(&br#""a""#[..]));
+    }
+
+    #[test]
+    fn deep_nesting_and_many_members() {
+        for depth in [1, 63, 64, 65, 200] {
+            let open = "[{\"a\":".repeat(depth);
+            let deep = format!("{open}1{}", "}]".repeat(depth));
+            let line = format!(r#"{{"id":1,"result":{deep}}}"#);
+            assert_eq!(skim(line.as_bytes()).unwrap().result, Some(deep.as_bytes()), "depth {depth}");
+            // The same with one bracket swapped at the innermost level, then the outermost.
+            let inner = format!("{open}1]]{}", "}]".repeat(depth - 1));
+            assert!(skim(format!(r#"{{"id":1,"result":{inner}}}"#).as_bytes()).is_none(), "depth {depth}");
+            let outer = format!("{open}1{}}}}}", "}]".repeat(depth - 1));
+            assert!(skim(format!(r#"{{"id":1,"result":{outer}}}"#).as_bytes()).is_none(), "depth {depth}");
+        }
+        let many: String = (0..12).map(|i| format!(r#""k{i}":{i},"#)).collect();
+        assert!(skim(format!(r#"{{{many}"id":1,"result":{{}}}}"#).as_bytes()).is_some());
+        // A case twin of the first member, and of the tenth, both past the eighth.
+        assert!(skim(format!(r#"{{{many}"K0":1,"id":1}}"#).as_bytes()).is_none());
+        assert!(skim(format!(r#"{{{many}"K9":1,"id":1}}"#).as_bytes()).is_none());
     }
 
     #[test]

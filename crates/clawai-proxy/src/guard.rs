@@ -55,6 +55,35 @@ struct InFlight {
 /// Requests forwarded and not yet answered, by id as written.
 type InFlightTable = Mutex<HashMap<Box<str>, InFlight>>;
 
+/// Audit events of responses that a transport forwards first and records after its
+/// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
+/// that encoding them is not on the response's way to the client. Nothing is decided
+/// from them, and whatever a response changes for later decisions (the tools a
+/// `tools/list` lists) is applied before it is forwarded.
+#[derive(Default)]
+pub struct Deferred {
+    responses: Vec<ResponseRecord>,
+}
+
+impl Deferred {
+    /// True when no event waits.
+    pub fn is_empty(&self) -> bool {
+        self.responses.is_empty()
+    }
+}
+
+/// What the audit event of one response says, owned so that it can wait.
+struct ResponseRecord {
+    time: jiff::Timestamp,
+    direction: Direction,
+    method: Option<Cow<'static, str>>,
+    /// The id as written (valid JSON: it was read from the message).
+    id: Option<Box<str>>,
+    is_error: bool,
+    size: usize,
+    duration_ms: Option<f64>,
+}
+
 /// Method names of the protocol (2024-11-05 to 2026-07-28) that requests use.
 const REQUEST_METHODS: [&str; 22] = [
     "initialize",
@@ -169,19 +198,35 @@ impl Guard {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len());
                 Verdict::Forward
             }
-            _ => self.response(
-                Direction::ClientToServer,
-                &self.from_server,
-                id,
-                envelope.result.map(|r| r.get().as_bytes()),
-                envelope.error.is_some(),
-                line.len(),
-            ),
+            _ => {
+                let mut deferred = Deferred::default();
+                let verdict = self.response(
+                    Direction::ClientToServer,
+                    &self.from_server,
+                    id,
+                    envelope.result.map(|r| r.get().as_bytes()),
+                    envelope.error.is_some(),
+                    line.len(),
+                    &mut deferred,
+                );
+                self.record_deferred(&mut deferred);
+                verdict
+            }
         }
     }
 
     /// A message from the server.
     pub fn from_server(&self, line: &[u8]) -> Verdict {
+        let mut deferred = Deferred::default();
+        let verdict = self.from_server_deferred(line, &mut deferred);
+        self.record_deferred(&mut deferred);
+        verdict
+    }
+
+    /// A message from the server; the audit event of a response is left in `deferred`
+    /// for [`Guard::record_deferred`], which the transport calls once the response is
+    /// on its way (and before it exits).
+    pub fn from_server_deferred(&self, line: &[u8], deferred: &mut Deferred) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
@@ -200,6 +245,7 @@ impl Guard {
                     s.result,
                     s.error.is_some(),
                     line.len(),
+                    deferred,
                 ),
                 None => self.refuse_from_server(line.len(), "neither a request, a notification nor a response"),
             };
@@ -214,6 +260,7 @@ impl Guard {
                     e.result.map(|r| r.get().as_bytes()),
                     e.error.is_some(),
                     line.len(),
+                    deferred,
                 ),
             },
             Err(e) => self.refuse_from_server(line.len(), &e.to_string()),
@@ -339,6 +386,7 @@ impl Guard {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn response(
         &self,
         direction: Direction,
@@ -347,25 +395,31 @@ impl Guard {
         result: Option<&[u8]>,
         is_error: bool,
         size: usize,
+        deferred: &mut Deferred,
     ) -> Verdict {
-        let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove(i.get()));
+        let time = now();
+        let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove_entry(i.get()));
         // One pass over the result for both members (results can be many MiB).
         let [is_error_member, result_type] =
             result.map_or([None, None], |r| members_named(r, [&b"isError"[..], b"resultType"]));
         let is_error = is_error || is_error_member == Some(&b"true"[..]);
-        if let (Some(flight), Some(result)) = (&flight, result)
+        if let (Some((_, flight)), Some(result)) = (&flight, result)
             && flight.method == "tools/list"
             && direction == Direction::ServerToClient
         {
+            // Before the result is forwarded: the client's next call may depend on it.
             self.record_tools(result);
         }
-        let mut event = self.event(direction, "response");
-        event.method = flight.as_ref().map(|f| f.method.as_ref());
-        event.id = id;
-        event.is_error = Some(is_error);
-        event.size = Some(size);
-        event.duration_ms = flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0);
-        self.audit.record(&event);
+        let (key, flight) = flight.unzip();
+        deferred.responses.push(ResponseRecord {
+            time,
+            direction,
+            id: key.or_else(|| id.map(|i| i.get().into())),
+            duration_ms: flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0),
+            method: flight.map(|f| f.method),
+            is_error,
+            size,
+        });
         // 2026-07-28: server-to-client requests travel inside `input_required` results.
         match result {
             Some(result)
@@ -374,6 +428,20 @@ impl Guard {
                 self.decide_input_requests(id, result, size)
             }
             _ => Verdict::Forward,
+        }
+    }
+
+    /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
+    pub fn record_deferred(&self, deferred: &mut Deferred) {
+        for record in deferred.responses.drain(..) {
+            let mut event = self.event(record.direction, "response");
+            event.time = record.time;
+            event.method = record.method.as_deref();
+            event.id = record.id.as_deref().and_then(|id| raw(id.as_bytes()));
+            event.is_error = Some(record.is_error);
+            event.size = Some(record.size);
+            event.duration_ms = record.duration_ms;
+            self.audit.record(&event);
         }
     }
 

@@ -25,7 +25,7 @@ use clawai_protocol::{FrameRef, LineReader};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::guard::{Guard, Verdict};
+use crate::guard::{Deferred, Guard, Verdict};
 
 /// How the proxy runs its server.
 #[derive(Debug, Clone)]
@@ -289,14 +289,15 @@ fn spawn_signals(events: Sender<Event>) -> io::Result<()> {
     Ok(())
 }
 
-/// The two outputs a relay thread can write to, and which of them hold messages not yet
-/// flushed.
+/// The two outputs a relay thread can write to, which of them hold messages not yet
+/// flushed, and the audit events of responses queued since the last flush.
 struct Outputs<'a> {
     guard: &'a Guard,
     server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
     client_out: &'a Shared<Outbound<File>>,
     server_queued: bool,
     client_queued: bool,
+    deferred: Deferred,
 }
 
 impl<'a> Outputs<'a> {
@@ -305,7 +306,14 @@ impl<'a> Outputs<'a> {
         server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
         client_out: &'a Shared<Outbound<File>>,
     ) -> Self {
-        Outputs { guard, server_in, client_out, server_queued: false, client_queued: false }
+        Outputs {
+            guard,
+            server_in,
+            client_out,
+            server_queued: false,
+            client_queued: false,
+            deferred: Deferred::default(),
+        }
     }
 
     /// Queues a message for the server. False when the server no longer takes input.
@@ -321,8 +329,8 @@ impl<'a> Outputs<'a> {
         self.client_out.lock().unwrap_or_else(|p| p.into_inner()).send(self.guard, bytes).is_ok()
     }
 
-    /// Sends what this thread queued (no input is waiting any more). False when the
-    /// client is gone.
+    /// Sends what this thread queued (no input is waiting any more), then records the
+    /// responses' audit events. False when the client is gone.
     fn flush(&mut self) -> bool {
         if std::mem::take(&mut self.server_queued)
             && let Some(input) = self.server_in.lock().unwrap_or_else(|p| p.into_inner()).as_mut()
@@ -330,8 +338,17 @@ impl<'a> Outputs<'a> {
         {
             tracing::warn!("the MCP server is not reading its input any more");
         }
-        !std::mem::take(&mut self.client_queued)
-            || self.client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(self.guard).is_ok()
+        let client_alive = !std::mem::take(&mut self.client_queued)
+            || self.client_out.lock().unwrap_or_else(|p| p.into_inner()).flush(self.guard).is_ok();
+        self.guard.record_deferred(&mut self.deferred);
+        client_alive
+    }
+}
+
+impl Drop for Outputs<'_> {
+    fn drop(&mut self) {
+        // A relay that stops without a last flush (the client went away) still records.
+        self.guard.record_deferred(&mut self.deferred);
     }
 }
 
@@ -371,7 +388,7 @@ fn relay_server(
 ) {
     let out = Outputs::new(guard, server_in, client_out);
     relay(LineReader::new(server_out, max), out, "the MCP server", |frame, out| match frame {
-        FrameRef::Line(line) => match guard.from_server(line) {
+        FrameRef::Line(line) => match guard.from_server_deferred(line, &mut out.deferred) {
             Verdict::Forward => out.queue_for_client(line),
             Verdict::Replace(instead) => out.queue_for_client(&instead),
             Verdict::Reply(answer) => {
