@@ -180,6 +180,45 @@ async def test_denials_through_upstream(tmp_path):
         stop(server)
 
 
+async def test_a_remote_entry_wrapped_by_clawai_wrap_is_guarded(tmp_path):
+    """As a user would: a Cursor config with a remote server, `clawai wrap --all`, then the
+    client starts the entry it finds in the file."""
+    policy = write_policy(tmp_path, DENY_POLICY)
+    audit = tmp_path / "audit.jsonl"
+    home = tmp_path / "home"
+    config = home / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    server, port = everything_http("streamableHttp")
+    original = json.dumps({"mcpServers": {"everything": {"url": f"http://localhost:{port}/mcp",
+                                                         "headers": {"X-Team": "core"}}}}, indent=2)
+    config.write_text(original)
+    env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(home / ".config")}
+    try:
+        wrap = subprocess.run([clawai_bin(), "wrap", "--all", "--policy", str(policy)], env=env,
+                              capture_output=True, text=True, timeout=30)
+        assert wrap.returncode == 0 and "wrapped everything" in wrap.stdout, wrap.stdout + wrap.stderr
+        entry = json.loads(config.read_text())["mcpServers"]["everything"]
+        assert "url" not in entry and "--upstream" in entry["args"], entry
+        params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                       env={**os.environ, "CLAWAI_AUDIT": str(audit)})
+        with anyio.fail_after(60):
+            async with Client(params, mode="legacy") as client:
+                denied = await client.call_tool("get-env", {})
+                assert denied.is_error and "no-env" in denied.content[0].text
+                ok = await client.call_tool("echo", {"message": "through the wrap"})
+                assert "through the wrap" in ok.content[0].text
+        unwrap = subprocess.run([clawai_bin(), "unwrap", "--all"], env=env, capture_output=True, text=True,
+                                timeout=30)
+        assert unwrap.returncode == 0, unwrap.stderr
+        assert config.read_text() == original, "unwrap gives back the exact file"
+    finally:
+        stop(server)
+    events = read_audit(audit)
+    assert any(e.get("tool") == "get-env" and e["decision"] == "deny" and e.get("server") == "everything"
+               for e in events)
+
+
 def http(method: str, port: int, headers: dict, body: bytes | None = None) -> tuple[int, dict, str]:
     request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method=method, headers=headers)
     try:

@@ -51,6 +51,43 @@ pub struct Entry {
     pub kind: Option<String>,
     /// How to add `args` when there is none.
     pub insertion: ArgsInsertion,
+    /// JSON files: where the entry's object is, and each of its members (remote entries
+    /// are rewritten member by member, and restored as a whole).
+    pub layout: Option<ObjectLayout>,
+    /// A remote entry's `headers`, when it is an object of strings (`Err` with the
+    /// reason when it is something else).
+    pub headers: Option<Result<Vec<(String, String)>, String>>,
+}
+
+/// Where an entry's object and its members are in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectLayout {
+    /// The object, braces included.
+    pub start: usize,
+    /// Its end (exclusive).
+    pub end: usize,
+    /// Its members in order.
+    pub members: Vec<MemberSpan>,
+}
+
+/// One member of an object: the name and the range of `"name": value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSpan {
+    /// The member's name.
+    pub name: String,
+    /// Where `"name"` starts.
+    pub start: usize,
+    /// Where the value ends (exclusive).
+    pub end: usize,
+    /// Where the value starts.
+    pub value_start: usize,
+}
+
+impl ObjectLayout {
+    /// The last member of that name (the one a client reads).
+    pub fn member(&self, name: &str) -> Option<(usize, &MemberSpan)> {
+        self.members.iter().enumerate().rev().find(|(_, m)| m.name == name)
+    }
 }
 
 impl Entry {
@@ -232,7 +269,43 @@ fn json_entry(entry: &Object, scope: Vec<String>, name: String) -> Entry {
         .iter()
         .find_map(|k| member(entry, k).and_then(json_string).map(|s| ((*k).to_owned(), s.value)));
     let kind = member(entry, "type").and_then(json_string).map(|s| s.value);
-    Entry { scope, name, command, args, args_unusable, remote, kind, insertion: ArgsInsertion::JsonMember }
+    let layout = ObjectLayout {
+        start: entry.range.start,
+        end: entry.range.end,
+        members: entry
+            .properties
+            .iter()
+            .map(|p| MemberSpan {
+                name: prop_name(&p.name).to_owned(),
+                start: p.range.start,
+                end: p.range.end,
+                value_start: p.value.start(),
+            })
+            .collect(),
+    };
+    let headers = member(entry, "headers").map(|h| match h {
+        Value::Object(object) => object
+            .properties
+            .iter()
+            .map(|p| match &p.value {
+                Value::StringLit(v) => Ok((prop_name(&p.name).to_owned(), v.value.to_string())),
+                _ => Err(format!("header `{}` is not a string", prop_name(&p.name))),
+            })
+            .collect(),
+        _ => Err("`headers` is not an object".to_owned()),
+    });
+    Entry {
+        scope,
+        name,
+        command,
+        args,
+        args_unusable,
+        remote,
+        kind,
+        insertion: ArgsInsertion::JsonMember,
+        layout: Some(layout),
+        headers,
+    }
 }
 
 fn toml_entries(text: &str, servers_at: &[ServersPath]) -> Result<(Vec<Entry>, Vec<LayoutWarning>), SyntaxError> {
@@ -285,6 +358,8 @@ fn toml_entries(text: &str, servers_at: &[ServersPath]) -> Result<(Vec<Entry>, V
                 remote,
                 kind: string("type").map(|s| s.value),
                 insertion: if inline { ArgsInsertion::TomlInline } else { ArgsInsertion::TomlLine },
+                layout: None,
+                headers: None,
             });
         }
     }

@@ -43,8 +43,9 @@ fn array(items: &[String]) -> String {
 pub enum NotWrappable {
     /// Already wrapped by clawai.
     AlreadyWrapped,
-    /// A remote server: `wrap` does not rewrite URL entries yet.
-    Remote(String),
+    /// A remote server in a file clawai cannot rewrite it in (TOML), or with headers it
+    /// cannot carry over: the URL and why.
+    Remote(String, String),
     /// No `command` string.
     NoCommand,
     /// `args` is not a list of strings.
@@ -55,9 +56,9 @@ impl std::fmt::Display for NotWrappable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NotWrappable::AlreadyWrapped => f.write_str("already wrapped"),
-            NotWrappable::Remote(url) => write!(
+            NotWrappable::Remote(url, why) => write!(
                 f,
-                "remote server ({url}): `clawai wrap` does not rewrite URL entries yet; guard it with a stdio entry running `clawai proxy --upstream {url}` (README, Over HTTP)"
+                "remote server ({url}): {why}; guard it by hand with a stdio entry running `clawai proxy --upstream {url}` (README, Over HTTP)"
             ),
             NotWrappable::NoCommand => f.write_str("no `command` string: not a stdio server clawai can launch"),
             NotWrappable::UnusableArgs => f.write_str("`args` is not a list of strings; left alone"),
@@ -72,23 +73,24 @@ pub fn wrap(
     clawai: &Path,
     policy: Option<&Path>,
 ) -> Result<(Vec<Splice>, Original), NotWrappable> {
-    if let Some((_, url)) = &entry.remote
+    if let Some((key, url)) = &entry.remote
         && entry.command.is_none()
     {
-        return Err(NotWrappable::Remote(url.clone()));
+        return wrap_remote(entry, text, clawai, policy, key, url);
     }
     let command = entry.command.as_ref().ok_or(NotWrappable::NoCommand)?;
     if entry.args_unusable {
         return Err(NotWrappable::UnusableArgs);
     }
     let args = entry.args.as_ref().map(|a| a.value.clone()).unwrap_or_default();
-    if matches!(wrapping::read(&command.value, &args), Wrap::Wrapped { .. }) {
+    if matches!(wrapping::read(&command.value, &args), Wrap::Wrapped { .. } | Wrap::Upstream { .. }) {
         return Err(NotWrappable::AlreadyWrapped);
     }
     let new_args = array(&wrapping::wrapped_args(&entry.name, policy, &command.value, &args));
     let mut splices =
         vec![Splice { start: command.start, end: command.end, text: literal(&clawai.display().to_string()) }];
-    let mut original = Original { command: text[command.start..command.end].to_owned(), args: None, inserted: None };
+    let mut original =
+        Original { command: text[command.start..command.end].to_owned(), args: None, inserted: None, entry: None };
     match &entry.args {
         Some(a) => {
             original.args = Some(text[a.start..a.end].to_owned());
@@ -105,6 +107,94 @@ pub fn wrap(
         }
     }
     Ok((splices, original))
+}
+
+/// A remote entry becomes a stdio entry running `clawai proxy --upstream URL`: the URL
+/// member is replaced by `command` and `args` in its place, `headers` go into `--header`
+/// arguments, a `type` says `stdio`, and every other member stays as written. The whole
+/// object is remembered for `unwrap`.
+fn wrap_remote(
+    entry: &Entry,
+    text: &str,
+    clawai: &Path,
+    policy: Option<&Path>,
+    key: &str,
+    url: &str,
+) -> Result<(Vec<Splice>, Original), NotWrappable> {
+    let remote = |why: &str| NotWrappable::Remote(url.to_owned(), why.to_owned());
+    let Some(layout) = &entry.layout else {
+        return Err(remote("`clawai wrap` rewrites remote entries of JSON files only"));
+    };
+    let headers = match &entry.headers {
+        None => Vec::new(),
+        Some(Ok(headers)) => headers.clone(),
+        Some(Err(why)) => return Err(remote(why)),
+    };
+    if let Some(bad) = headers.iter().find(|(name, value)| name.contains(':') || value.contains(['\r', '\n'])) {
+        return Err(remote(&format!("header `{}` cannot be passed as `--header`", bad.0)));
+    }
+    let (_, url_member) = layout.member(key).expect("the remote key was read from this object");
+    let args = wrapping::upstream_args(&entry.name, policy, url, &headers);
+    let mut splices = vec![Splice {
+        start: url_member.start,
+        end: url_member.end,
+        text: format!("\"command\": {}, \"args\": {}", literal(&clawai.display().to_string()), array(&args)),
+    }];
+    if let Some((_, kind)) = layout.member("type") {
+        splices.push(Splice { start: kind.value_start, end: kind.end, text: literal("stdio") });
+    }
+    if let Some((i, member)) = layout.member("headers") {
+        // The member goes with the comma before it (or, first in the object, after it).
+        let (start, end) = match i {
+            0 => (member.start, layout.members.get(1).map_or(member.end, |next| next.start)),
+            _ => (layout.members[i - 1].end, member.end),
+        };
+        splices.push(Splice { start, end, text: String::new() });
+    }
+    let original = Original {
+        command: String::new(),
+        args: None,
+        inserted: None,
+        entry: Some(text[layout.start..layout.end].to_owned()),
+    };
+    Ok((splices, original))
+}
+
+/// The splices that unwrap a remote entry: the remembered object when it had the same
+/// URL, else `url` (and `headers`) written afresh in place of `command` and `args`.
+fn unwrap_remote(entry: &Entry, url: &str, headers: &[String], remembered: Option<&Original>) -> Option<Vec<Splice>> {
+    let layout = entry.layout.as_ref()?;
+    let same_url = |object: &&String| match jsonc_parser::parse_to_value(object, &Default::default()) {
+        Ok(Some(jsonc_parser::JsonValue::Object(o))) => {
+            ["url", "serverUrl", "httpUrl"].iter().any(|k| o.get_string(k).map(|u| u.as_ref()) == Some(url))
+        }
+        _ => false,
+    };
+    if let Some(object) = remembered.and_then(|o| o.entry.as_ref()).filter(same_url) {
+        return Some(vec![Splice { start: layout.start, end: layout.end, text: object.clone() }]);
+    }
+    let (command_index, command) = layout.member("command")?;
+    let (args_index, args) = layout.member("args")?;
+    let mut restored = format!("\"url\": {}", literal(url));
+    if !headers.is_empty() {
+        let members: Vec<String> = headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .map(|(name, value)| format!("{}: {}", literal(name.trim()), literal(value.trim_start())))
+            .collect();
+        restored.push_str(&format!(", \"headers\": {{{}}}", members.join(", ")));
+    }
+    let mut splices = Vec::new();
+    if args_index == command_index + 1 {
+        splices.push(Splice { start: command.start, end: args.end, text: restored });
+    } else {
+        splices.push(Splice { start: command.start, end: command.end, text: restored });
+        splices.push(Splice { start: layout.members[args_index - 1].end, end: args.end, text: String::new() });
+    }
+    if let Some((_, kind)) = layout.member("type") {
+        splices.push(Splice { start: kind.value_start, end: kind.end, text: literal("http") });
+    }
+    Some(splices)
 }
 
 /// Decodes the text of a string value as written in the file.
@@ -130,10 +220,10 @@ fn decode_args(text: &str, syntax: Syntax) -> Option<Vec<String>> {
 pub fn unwrap(entry: &Entry, text: &str, syntax: Syntax, remembered: Option<&Original>) -> Option<Vec<Splice>> {
     let command = entry.command.as_ref()?;
     let args = entry.args.as_ref()?;
-    let Wrap::Wrapped { command: original_command, args: original_args, .. } =
-        wrapping::read(&command.value, &args.value)
-    else {
-        return None;
+    let (original_command, original_args) = match wrapping::read(&command.value, &args.value) {
+        Wrap::Wrapped { command, args, .. } => (command, args),
+        Wrap::Upstream { url, headers, .. } => return unwrap_remote(entry, &url, &headers, remembered),
+        Wrap::Plain { .. } => return None,
     };
     let exact = remembered.filter(|o| {
         decode_string(&o.command, syntax).as_deref() == Some(original_command.as_str())

@@ -113,7 +113,11 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
             match (&e.command, &e.remote) {
                 (None, Some((_, url))) => {
                     s.state = "remote".into();
-                    s.note = Some(NotWrappable::Remote(url.clone()).to_string());
+                    s.command = Some(url.clone());
+                    s.note = Some(match e.layout {
+                        Some(_) => "remote server, not wrapped: `clawai wrap` makes it run through `clawai proxy --upstream`".to_owned(),
+                        None => NotWrappable::Remote(url.clone(), "`clawai wrap` rewrites remote entries of JSON files only".into()).to_string(),
+                    });
                 }
                 (None, None) => {
                     s.state = "unsupported".into();
@@ -134,6 +138,18 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                             s.clawai = Some(clawai);
                             s.policy = Some(policy.unwrap_or_else(|| "default".into()));
                             s.command = Some(command);
+                        }
+                        Wrap::Upstream { clawai, policy, url, .. } => {
+                            let alive = !Path::new(&clawai).is_absolute() || Path::new(&clawai).exists();
+                            s.state = if alive { "wrapped" } else { "stale" }.into();
+                            if !alive {
+                                s.note = Some(format!(
+                                    "{clawai} no longer exists: the client cannot reach this server; run `clawai wrap` again to point it at this clawai, or `clawai unwrap`"
+                                ));
+                            }
+                            s.clawai = Some(clawai);
+                            s.policy = Some(policy.unwrap_or_else(|| "default".into()));
+                            s.command = Some(url);
                         }
                         Wrap::Plain { command, .. } => {
                             s.state = if e.args_unusable { "unsupported" } else { "not wrapped" }.into();

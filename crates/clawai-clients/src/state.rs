@@ -1,5 +1,6 @@
 //! What clawai remembers about its own edits, so that `unwrap` gives back the exact
-//! bytes: the original text of each wrapped entry's `command` and `args`.
+//! bytes: the original text of each wrapped entry's `command` and `args` (of a remote
+//! entry: its whole object).
 //!
 //! Kept in `$XDG_STATE_HOME/clawai/wraps.json`; losing it only costs byte-exactness
 //! (the original command and arguments are always recoverable from the wrapped entry).
@@ -18,6 +19,10 @@ pub struct Original {
     pub args: Option<String>,
     /// When `args` was added by the wrap: the text inserted before the new value.
     pub inserted: Option<String>,
+    /// A remote entry: the text of its whole object, braces included (then `command`
+    /// and `args` are empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 }
 
 /// Originals by file, then by entry key.

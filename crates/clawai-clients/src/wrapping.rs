@@ -1,6 +1,7 @@
 //! What a wrapped entry is: `command` = clawai, `args` = `proxy --server NAME [--policy P]
 //! -- <original command> <original args…>`. Everything the original needs is after `--`,
-//! so any clawai (any path, any version) can recognise and undo a wrap.
+//! so any clawai (any path, any version) can recognise and undo a wrap. A remote entry
+//! becomes `proxy --server NAME [--policy P] --upstream URL [--header 'Name: value']…`.
 
 use std::path::Path;
 
@@ -31,6 +32,17 @@ pub enum Wrap {
         /// The original arguments.
         args: Vec<String>,
     },
+    /// A remote server wrapped by clawai.
+    Upstream {
+        /// The clawai binary in the entry.
+        clawai: String,
+        /// The `--policy` given to the proxy, if any.
+        policy: Option<String>,
+        /// The server's URL.
+        url: String,
+        /// The headers, as `Name: value`.
+        headers: Vec<String>,
+    },
 }
 
 /// Reads an entry's command and arguments.
@@ -44,7 +56,30 @@ pub fn read(command: &str, args: &[String]) -> Wrap {
         let policy = options.iter().position(|a| a == "--policy").and_then(|i| options.get(i + 1)).cloned();
         return Wrap::Wrapped { clawai: command.to_owned(), policy, command: original.clone(), args: rest.to_vec() };
     }
+    if is_clawai(command) && args.first().is_some_and(|a| a == "proxy") && !args.iter().any(|a| a == "--") {
+        let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
+        if let Some(url) = value("--upstream") {
+            let headers = args.windows(2).filter(|w| w[0] == "--header").map(|w| w[1].clone()).collect();
+            return Wrap::Upstream { clawai: command.to_owned(), policy: value("--policy"), url, headers };
+        }
+    }
     Wrap::Plain { command: command.to_owned(), args: args.to_vec() }
+}
+
+/// The arguments of a wrapped remote entry.
+pub fn upstream_args(name: &str, policy: Option<&Path>, url: &str, headers: &[(String, String)]) -> Vec<String> {
+    let mut out = vec!["proxy".to_owned(), "--server".to_owned(), name.to_owned()];
+    if let Some(p) = policy {
+        out.push("--policy".to_owned());
+        out.push(p.display().to_string());
+    }
+    out.push("--upstream".to_owned());
+    out.push(url.to_owned());
+    for (header, value) in headers {
+        out.push("--header".to_owned());
+        out.push(format!("{header}: {value}"));
+    }
+    out
 }
 
 /// The arguments of a wrapped entry.
@@ -78,6 +113,17 @@ mod tests {
             }
         );
         assert!(matches!(read("npx", &["proxy".into()]), Wrap::Plain { .. }));
+        let headers = [("Authorization".to_owned(), "Bearer ${TOKEN}".to_owned())];
+        let remote = upstream_args("gh", None, "https://example.com/mcp", &headers);
+        assert_eq!(
+            read("/opt/clawai", &remote),
+            Wrap::Upstream {
+                clawai: "/opt/clawai".into(),
+                policy: None,
+                url: "https://example.com/mcp".into(),
+                headers: vec!["Authorization: Bearer ${TOKEN}".into()]
+            }
+        );
         assert!(is_clawai("C:\\tools\\clawai.exe"));
         assert!(!is_clawai("/usr/bin/clawai-old"));
     }

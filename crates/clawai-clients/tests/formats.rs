@@ -191,21 +191,122 @@ fn only_named_servers_change() {
     assert!(text.contains(r#""memory": {"command": "/opt/clawai/bin/clawai""#));
 }
 
+/// The servers of a JSON(C) file as values.
+fn servers(path: &Path, key: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let value: serde_json::Value = jsonc_parser::parse_to_serde_value(&text, &Default::default()).unwrap();
+    value[key].clone()
+}
+
 #[test]
-fn remote_entries_are_listed_not_wrapped() {
+fn remote_entries_become_clawai_proxy_upstream_and_come_back_exactly() {
     let fx = fixture();
-    let file = fx.file(Client::ClaudeDesktop, false);
-    write(&file.path, STANDARD);
-    let clawai = fx.home.join("bin/clawai");
-    write(&clawai, "#!/bin/sh\n");
-    let options = Options { clawai, ..fx.options() };
+    let file = fx.file(Client::VsCode, true);
+    // Headers first, in the middle and absent; a comment and an unknown key that stay.
+    let original = r#"{
+  "servers": {
+    // the team's tracker
+    "tracker": {
+      "type": "http",
+      "url": "https://tracker.example.com/mcp",
+      "headers": { "Authorization": "Bearer ${input:tracker-token}", "X-Team": "core" },
+      "dev": { "watch": "src/**" }
+    },
+    "first": { "headers": { "X-Key": "${env:KEY}" }, "type": "sse", "url": "https://sse.example.com/sse" },
+    "bare": { "url": "https://bare.example.com/mcp" },
+    "local": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"] },
+  },
+}
+"#;
+    write(&file.path, original);
+    let clawai_path = fx.home.join("bin/clawai");
+    write(&clawai_path, "#!/bin/sh\n");
+    let options = Options { clawai: clawai_path.clone(), ..fx.options() };
     let report = ops::wrap(&file, &Selection::All, &options).unwrap();
-    let remote = report.skipped.iter().find(|(n, _)| n == "remote").unwrap();
-    assert!(remote.1.contains("--upstream"), "{}", remote.1);
+    assert_eq!(report.changed.len(), 4, "{report:?}");
+    let wrapped = std::fs::read_to_string(&file.path).unwrap();
+    assert!(wrapped.contains("// the team's tracker"), "comments stay:\n{wrapped}");
+    let s = servers(&file.path, "servers");
+    let clawai = clawai_path.display().to_string();
+    assert_eq!(s["tracker"]["type"], "stdio");
+    assert_eq!(s["tracker"]["command"], clawai);
+    assert_eq!(
+        s["tracker"]["args"],
+        serde_json::json!([
+            "proxy",
+            "--server",
+            "tracker",
+            "--upstream",
+            "https://tracker.example.com/mcp",
+            "--header",
+            "Authorization: Bearer ${input:tracker-token}",
+            "--header",
+            "X-Team: core"
+        ])
+    );
+    assert!(s["tracker"].get("url").is_none() && s["tracker"].get("headers").is_none(), "{}", s["tracker"]);
+    assert_eq!(s["tracker"]["dev"]["watch"], "src/**", "other members stay");
+    assert_eq!(
+        s["first"]["args"],
+        serde_json::json!([
+            "proxy",
+            "--server",
+            "first",
+            "--upstream",
+            "https://sse.example.com/sse",
+            "--header",
+            "X-Key: ${env:KEY}"
+        ])
+    );
+    assert_eq!(s["first"]["type"], "stdio");
+    assert_eq!(
+        s["bare"]["args"],
+        serde_json::json!(["proxy", "--server", "bare", "--upstream", "https://bare.example.com/mcp"])
+    );
+    assert!(s["bare"].get("type").is_none(), "no type is added where there was none");
     let (statuses, _) = ops::status(&file).unwrap();
-    let by_name = |n: &str| statuses.iter().find(|s| s.name == n).unwrap().state.clone();
-    assert_eq!(by_name("remote"), "remote");
-    assert_eq!(by_name("filesystem"), "wrapped");
+    let tracker = statuses.iter().find(|s| s.name == "tracker").unwrap();
+    assert_eq!(
+        (tracker.state.as_str(), tracker.command.as_deref()),
+        ("wrapped", Some("https://tracker.example.com/mcp"))
+    );
+
+    let again = ops::wrap(&file, &Selection::All, &options).unwrap();
+    assert!(again.changed.is_empty(), "wrapping twice is a no-op");
+    ops::unwrap(&file, &Selection::All, &options).unwrap();
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), original, "unwrap restores the exact bytes");
+
+    // Without clawai's memory of the original, the URL and headers still come back.
+    ops::wrap(&file, &Selection::All, &options).unwrap();
+    std::fs::remove_file(fx.state.join("wraps.json")).unwrap();
+    ops::unwrap(&file, &Selection::All, &options).unwrap();
+    let s = servers(&file.path, "servers");
+    assert_eq!(s["tracker"]["url"], "https://tracker.example.com/mcp");
+    assert_eq!(s["tracker"]["type"], "http");
+    assert_eq!(s["tracker"]["headers"]["X-Team"], "core");
+    assert_eq!(s["tracker"]["headers"]["Authorization"], "Bearer ${input:tracker-token}");
+    assert!(s["tracker"].get("command").is_none() && s["tracker"].get("args").is_none(), "{}", s["tracker"]);
+    assert_eq!(s["bare"], serde_json::json!({"url": "https://bare.example.com/mcp"}));
+}
+
+#[test]
+fn remote_entries_that_cannot_be_carried_over_are_listed_with_the_reason() {
+    let fx = fixture();
+    let file = fx.file(Client::Cursor, false);
+    let original = r#"{"mcpServers": {"odd": {"url": "https://x.example.com/mcp", "headers": {"N": 1}}}}"#;
+    write(&file.path, original);
+    let report = ops::wrap(&file, &Selection::All, &fx.options()).unwrap();
+    let (_, why) = report.skipped.iter().find(|(n, _)| n == "odd").unwrap();
+    assert!(why.contains("header `N` is not a string") && why.contains("--upstream"), "{why}");
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), original, "nothing changed");
+
+    let codex = fx.file(Client::Codex, false);
+    let toml = "[mcp_servers.remote]\nurl = \"https://x.example.com/mcp\"\n";
+    write(&codex.path, toml);
+    let report = ops::wrap(&codex, &Selection::All, &fx.options()).unwrap();
+    let (_, why) = report.skipped.iter().find(|(n, _)| n == "remote").unwrap();
+    assert!(why.contains("JSON files only"), "{why}");
+    assert_eq!(std::fs::read_to_string(&codex.path).unwrap(), toml);
 }
 
 #[test]

@@ -65,7 +65,7 @@ fn status_wrap_status_unwrap_as_a_new_user_would() {
     assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR);
     let (code, out, _) = home.run(&["wrap", "--all"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("wrapped fs") && out.contains("Restart"), "{out}");
+    assert!(out.contains("wrapped fs, web") && out.contains("Restart"), "{out}");
     let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
     let command = wrapped["mcpServers"]["fs"]["command"].as_str().unwrap();
     assert!(Path::new(command).is_absolute() && command.ends_with("clawai"), "{command}");
@@ -73,12 +73,20 @@ fn status_wrap_status_unwrap_as_a_new_user_would() {
         wrapped["mcpServers"]["fs"]["args"],
         json!(["proxy", "--server", "fs", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
     );
+    // The remote server now runs through `clawai proxy --upstream`.
+    assert_eq!(wrapped["mcpServers"]["web"]["command"], command);
+    assert_eq!(
+        wrapped["mcpServers"]["web"]["args"],
+        json!(["proxy", "--server", "web", "--upstream", "https://mcp.example.com/mcp"])
+    );
+    assert!(wrapped["mcpServers"]["web"].get("url").is_none());
     let (_, out, _) = home.run(&["status", "--json"]);
     let status: Value = serde_json::from_str(&out).unwrap();
     let servers = &status[0]["servers"];
     assert_eq!(servers[0]["state"], "wrapped");
     assert_eq!(servers[0]["policy"], "default");
-    assert_eq!(servers[1]["state"], "remote");
+    assert_eq!(servers[1]["state"], "wrapped");
+    assert_eq!(servers[1]["command"], "https://mcp.example.com/mcp");
     let (code, out, _) = home.run(&["wrap", "--all"]);
     assert_eq!(code, 0);
     assert!(out.contains("Nothing to wrap"), "{out}");
