@@ -4,6 +4,7 @@ same client over stdio through `clawai proxy --upstream` in front of server-ever
 HTTP modes (Streamable HTTP, and the legacy HTTP+SSE transport), policy denials inside
 event streams, and the official conformance suite through `--listen`."""
 
+import base64
 import concurrent.futures
 import http.client as http_client
 import http.server as http_server
@@ -541,6 +542,91 @@ method = "**"
     assert results["second"] == [f"Result: {200 + b}" for b in range(10)]
     assert denied.is_error and "no-multiplying" in denied.content[0].text
     assert any(e.get("rule") == "no-multiplying" and e["decision"] == "deny" for e in read_audit(audit))
+
+
+class ParamHeaderUpstream(http_server.BaseHTTPRequestHandler):
+    """A 2026-07-28 server with a tool whose `region` and `note` arguments are mirrored
+    into `Mcp-Param-*` headers; like a conforming server it refuses a call whose headers
+    do not say what the body says (400, -32020)."""
+
+    seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status: int, body: dict):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        ParamHeaderUpstream.seen.append((body.get("method"), headers))
+        if "id" not in body:
+            self.send_response(202)
+            self.end_headers()
+            return
+        if body["method"] == "tools/list":
+            schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
+                                                       "note": {"type": "string", "x-mcp-header": "Note"},
+                                                       "sql": {"type": "string"}}}
+            self.send(200, {"jsonrpc": "2.0", "id": body["id"],
+                            "result": {"resultType": "complete", "tools": [{"name": "query", "inputSchema": schema}]}})
+            return
+        arguments = body["params"]["arguments"]
+        for name in ("region", "note"):
+            header = headers.get(f"mcp-param-{name}")
+            if header is not None and header.startswith("=?base64?") and header.endswith("?="):
+                header = base64.b64decode(header[9:-2]).decode()
+            if header != arguments.get(name):
+                self.send(400, {"jsonrpc": "2.0", "id": body["id"],
+                                "error": {"code": -32020, "message": f"Mcp-Param-{name} {header!r} is not {arguments.get(name)!r}"}})
+                return
+        self.send(200, {"jsonrpc": "2.0", "id": body["id"],
+                        "result": {"resultType": "complete", "content": [{"type": "text", "text": f"ran in {arguments['region']}"}]}})
+
+
+def test_upstream_mirrors_x_mcp_header_arguments_into_mcp_param_headers(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    upstream = http_server.ThreadingHTTPServer(("127.0.0.1", 0), ParamHeaderUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    # A configured header in the reserved namespace must not stand in for the argument.
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--upstream", f"http://127.0.0.1:{upstream.server_address[1]}/mcp",
+                             "--header", "Mcp-Param-Region: forged", "--policy", str(policy),
+                             "--audit", str(tmp_path / "a.jsonl")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+
+    def ask(message: dict) -> dict:
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "no answer"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        listed = ask({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+        assert listed["result"]["tools"][0]["name"] == "query", listed
+        arguments = {"region": "eu-west-1", "note": "déjà vu", "sql": "select 1"}
+        called = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "query", "arguments": arguments, "_meta": meta}})
+        assert called.get("result", {}).get("content") == [{"type": "text", "text": "ran in eu-west-1"}], called
+        # An argument left out gets no header (and the server expects none).
+        called = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "query", "arguments": {"region": "us-east-2"}, "_meta": meta}})
+        assert "result" in called, called
+    finally:
+        proc.kill()
+        upstream.shutdown()
+    calls = [headers for method, headers in ParamHeaderUpstream.seen if method == "tools/call"]
+    assert calls[0]["mcp-param-region"] == "eu-west-1"
+    assert calls[0]["mcp-param-note"].startswith("=?base64?"), "non-ASCII travels as base64"
+    assert "mcp-param-sql" not in calls[0]
+    assert "mcp-param-note" not in calls[1] and calls[1]["mcp-param-region"] == "us-east-2"
 
 
 class EndlessEventUpstream(http_server.BaseHTTPRequestHandler):

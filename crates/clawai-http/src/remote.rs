@@ -5,7 +5,9 @@
 //! Requests run concurrently; notifications and responses are sent in order. The
 //! session id and negotiated protocol version the server gives are sent back on every
 //! request; 2026-07-28 requests carry the mirrored `Mcp-Method`/`Mcp-Name` headers,
-//! taken from the body the guard decided on. After `initialize`, a GET stream carries
+//! taken from the body the guard decided on, and a `tools/call` carries the
+//! `Mcp-Param-{Name}` headers of the arguments its tool marks with `x-mcp-header` (learnt
+//! from the `tools/list` results that pass through). After `initialize`, a GET stream carries
 //! what the server sends unprompted, resumed with `Last-Event-ID` when it drops. When
 //! the client is done the session is ended with DELETE.
 //!
@@ -18,8 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawai_protocol::mirror::{
-    METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER, STATELESS_VERSIONS, body_name,
-    body_protocol_version, encode_header_value,
+    METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER, ParamHeader, SESSION_HEADER,
+    STATELESS_VERSIONS, body_name, body_protocol_version, declared_param_headers, encode_header_value,
+    param_header_values,
 };
 use clawai_protocol::reply;
 use eventsource_stream::Eventsource;
@@ -128,6 +131,8 @@ struct State {
     standalone: Option<JoinHandle<()>>,
     /// The last response read from an event stream (initialize's is looked at).
     initialize_response: Option<Vec<u8>>,
+    /// The mirrored arguments of each listed tool that declares some.
+    param_headers: std::collections::HashMap<String, Vec<ParamHeader>>,
     /// Becomes true once the GET stream is open (or known to be unavailable).
     standalone_ready: Option<watch::Receiver<bool>>,
 }
@@ -173,12 +178,32 @@ impl Remote {
 
     async fn push(&self, message: Vec<u8>) {
         let message = one_line(message);
+        if crate::route::contains(&message, b"inputSchema") {
+            self.learn_param_headers(&message);
+        }
         let item = if message.len() > self.max_message {
             FromServer::Oversize { prefix: message[..message.len().min(4096)].to_vec(), length: message.len() }
         } else {
             FromServer::Message(message)
         };
         let _ = self.from_server.send(item).await;
+    }
+
+    /// Remembers which arguments each tool of a `tools/list` result mirrors into
+    /// `Mcp-Param-*` headers.
+    fn learn_param_headers(&self, message: &[u8]) {
+        let Ok(value) = serde_json::from_slice::<Value>(message) else { return };
+        let Some(tools) = value.pointer("/result/tools").and_then(Value::as_array) else { return };
+        let mut state = self.state();
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
+            let declared = tool.get("inputSchema").map(declared_param_headers).unwrap_or_default();
+            if declared.is_empty() {
+                state.param_headers.remove(name);
+            } else {
+                state.param_headers.insert(name.to_owned(), declared);
+            }
+        }
     }
 
     /// The client's request gets an error instead of a response.
@@ -217,6 +242,26 @@ impl Remote {
             {
                 if let Some(value) = value.and_then(|v| HeaderValue::from_str(&encode_header_value(v)).ok()) {
                     headers.insert(name, value);
+                }
+            }
+            // The `Mcp-Param-` names are the body's to fill: a configured header never
+            // stands in for an argument.
+            let configured: Vec<HeaderName> =
+                headers.keys().filter(|name| name.as_str().starts_with(PARAM_HEADER_PREFIX)).cloned().collect();
+            for name in configured {
+                headers.remove(name);
+            }
+            let declared = match (method, body_name(message)) {
+                (Some("tools/call"), Some(tool)) => state.param_headers.get(tool),
+                _ => None,
+            };
+            if let Some(declared) = declared {
+                for (name, value) in param_header_values(declared, message.pointer("/params/arguments")) {
+                    if let (Ok(name), Ok(value)) =
+                        (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value))
+                    {
+                        headers.insert(name, value);
+                    }
                 }
             }
         } else if let Some(version) = state.protocol_version.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {

@@ -1,5 +1,6 @@
 //! The HTTP headers of MCP 2026-07-28 that mirror the body: `MCP-Protocol-Version`,
-//! `Mcp-Method` and `Mcp-Name`.
+//! `Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-{Name}` headers of tool arguments that a
+//! tool's `inputSchema` marks with `x-mcp-header`.
 //!
 //! Routers may act on these headers without reading the body, so a request whose headers
 //! say something other than its body is refused (400, `HeaderMismatch` -32020): a
@@ -23,6 +24,82 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// The JSON-RPC code for headers that disagree with the body.
 pub const HEADER_MISMATCH: i64 = -32020;
+/// The prefix of the headers that mirror tool arguments (2026-07-28).
+pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+
+/// A tool argument that 2026-07-28 requests mirror into an `Mcp-Param-{Name}` header: a
+/// property of the tool's `inputSchema`, reached through `properties` alone, carrying
+/// `"x-mcp-header": "Name"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    /// `{Name}`.
+    pub name: String,
+    /// The property names from the arguments down to the value.
+    pub path: Vec<String>,
+}
+
+/// Deepest `properties` chain looked at for declarations.
+const MAX_SCHEMA_DEPTH: usize = 16;
+
+/// The mirrored arguments a tool's `inputSchema` declares. Declarations the
+/// specification forbids are left out (a name that is not an HTTP token, names equal
+/// but for case, a property that is not a string, integer, number or boolean): a request
+/// never carries a header that cannot be read back from its body.
+pub fn declared_param_headers(input_schema: &Value) -> Vec<ParamHeader> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+        if path.len() >= MAX_SCHEMA_DEPTH {
+            return;
+        }
+        for (key, property) in properties {
+            path.push(key.clone());
+            let primitive = matches!(
+                property.get("type").and_then(Value::as_str),
+                Some("string" | "integer" | "number" | "boolean")
+            );
+            if let Some(name) = property.get("x-mcp-header").and_then(Value::as_str)
+                && primitive
+                && is_token(name)
+            {
+                out.push(ParamHeader { name: name.to_owned(), path: path.clone() });
+            }
+            walk(property, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(input_schema, &mut Vec::new(), &mut out);
+    let twins: Vec<String> = out
+        .iter()
+        .filter(|a| out.iter().filter(|b| b.name.eq_ignore_ascii_case(&a.name)).count() > 1)
+        .map(|a| a.name.to_ascii_lowercase())
+        .collect();
+    out.retain(|h| !twins.contains(&h.name.to_ascii_lowercase()));
+    out
+}
+
+/// RFC 9110 `token`: what a header name may be.
+fn is_token(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The `Mcp-Param-*` headers (lower-case names, encoded values) of a `tools/call` with
+/// these arguments. An argument that is absent, null, or not a primitive gets none.
+pub fn param_header_values(declared: &[ParamHeader], arguments: Option<&Value>) -> Vec<(String, String)> {
+    declared
+        .iter()
+        .filter_map(|header| {
+            let value = header.path.iter().try_fold(arguments?, |value, key| value.get(key))?;
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) => n.to_string(),
+                _ => return None,
+            };
+            Some((format!("{PARAM_HEADER_PREFIX}{}", header.name.to_ascii_lowercase()), encode_header_value(&text)))
+        })
+        .collect()
+}
 
 /// The mirrored header values of one request, as received.
 #[derive(Debug, Default, Clone, Copy)]
@@ -87,7 +164,9 @@ impl Mirrored<'_> {
 
 /// A header value as sent: non-ASCII (or control characters) as `=?base64?…?=`.
 pub fn encode_header_value(value: &str) -> String {
-    if value.bytes().all(|b| (0x20..0x7f).contains(&b)) && !value.starts_with("=?base64?") {
+    // Spaces survive only inside a value: HTTP trims them at either end.
+    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b)) && !value.starts_with(' ') && !value.ends_with(' ');
+    if plain && !value.starts_with("=?base64?") {
         value.to_string()
     } else {
         format!("=?base64?{}?=", BASE64_STANDARD.encode(value))
@@ -140,10 +219,55 @@ mod tests {
     }
 
     #[test]
+    fn tool_arguments_marked_x_mcp_header_are_mirrored() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"},
+            "note": {"type": "string", "x-mcp-header": "Note"},
+            "query": {"type": "string"},
+            "target": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
+            "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}},
+            "bad name": {"type": "string", "x-mcp-header": "Bad Name"},
+            "blob": {"type": "object", "x-mcp-header": "Blob"},
+            "twin_a": {"type": "string", "x-mcp-header": "Twin"},
+            "twin_b": {"type": "string", "x-mcp-header": "TWIN"},
+        }});
+        let declared = declared_param_headers(&schema);
+        let mut names: Vec<&str> = declared.iter().map(|h| h.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["Count", "Dry-Run", "Note", "Region", "Zone"],
+            "items, bad names, objects and twins are not"
+        );
+        let arguments = json!({"region": "eu-west-1", "count": 3, "dry": false, "note": "déjà", "query": "x",
+                               "target": {"zone": "b"}});
+        let mut values = param_header_values(&declared, Some(&arguments));
+        values.sort();
+        assert_eq!(
+            values,
+            [
+                ("mcp-param-count".to_owned(), "3".to_owned()),
+                ("mcp-param-dry-run".to_owned(), "false".to_owned()),
+                ("mcp-param-note".to_owned(), encode_header_value("déjà")),
+                ("mcp-param-region".to_owned(), "eu-west-1".to_owned()),
+                ("mcp-param-zone".to_owned(), "b".to_owned()),
+            ]
+        );
+        assert!(values.iter().any(|(_, v)| v.starts_with("=?base64?")), "non-ASCII travels as base64");
+        let sparse = json!({"region": null, "count": 1});
+        assert_eq!(param_header_values(&declared, Some(&sparse)), [("mcp-param-count".to_owned(), "1".to_owned())]);
+        assert!(param_header_values(&declared, None).is_empty());
+    }
+
+    #[test]
     fn header_values_round_trip() {
-        for value in ["plain_name", "déjà-vu", "tab\there", "=?base64?trick?="] {
+        for value in ["plain_name", "déjà-vu", "tab\there", "=?base64?trick?=", " padded "] {
             assert_eq!(decode_header_value(&encode_header_value(value)), value);
         }
         assert_eq!(encode_header_value("get_weather"), "get_weather");
+        assert_eq!(encode_header_value("two words"), "two words");
+        assert!(encode_header_value(" lead").starts_with("=?base64?"));
     }
 }
