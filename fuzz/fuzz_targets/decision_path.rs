@@ -29,7 +29,9 @@ fn guard() -> &'static Guard {
     static GUARD: OnceLock<Guard> = OnceLock::new();
     GUARD.get_or_init(|| {
         let policy = load_str(POLICY, Format::Toml, "fuzz").unwrap();
-        Guard::new(PolicyHandle::new(policy), AuditLog::disabled(), Some("fuzz".into()))
+        // A real trail (to /dev/null), so that every event is encoded too.
+        let audit = AuditLog::open("/dev/null".as_ref(), u64::MAX, 0).unwrap();
+        Guard::new(PolicyHandle::new(policy), audit, Some("fuzz".into()))
     })
 }
 
