@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+// Looked up on every `tools/call`, with keys from the policy file: foldhash is several
+// times cheaper than the default SipHash and still seeded per process.
+use foldhash::fast::RandomState;
+
 use regex::bytes::RegexSet;
 
 use crate::call::Call;
@@ -31,9 +35,9 @@ pub struct Policy {
 /// checked in full); it never leaves out one that does.
 #[derive(Debug, Clone, Default)]
 struct ToolIndex {
-    literal: HashMap<String, Vec<usize>>,
+    literal: HashMap<String, Vec<usize>, RandomState>,
     /// Prefix → rules, and whether the rest may contain `/` (`**`) or not (`*`).
-    prefixed: HashMap<String, Vec<(usize, bool)>>,
+    prefixed: HashMap<String, Vec<(usize, bool)>, RandomState>,
     /// The lengths of the keys of `prefixed`, ascending: only prefixes of these lengths
     /// are looked up.
     prefix_lengths: Vec<usize>,
@@ -88,7 +92,9 @@ impl ToolIndex {
 
     /// Candidate rules for a tool name, in rule order, without duplicates.
     fn candidates(&self, name: &str) -> Vec<usize> {
-        let mut out = self.everything.clone();
+        // Room for the usual few candidates, so that the vector is allocated once.
+        let mut out = Vec::with_capacity(self.everything.len() + 8);
+        out.extend_from_slice(&self.everything);
         if let Some(rules) = self.literal.get(name) {
             out.extend(rules);
         }

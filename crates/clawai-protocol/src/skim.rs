@@ -21,6 +21,10 @@ pub struct Skim<'a> {
     pub error: Option<&'a [u8]>,
     /// `params`, as written.
     pub params: Option<&'a [u8]>,
+    /// `result.isError`, as written, when `result` is an object with readable members.
+    pub result_is_error: Option<&'a [u8]>,
+    /// `result.resultType`, as written, under the same condition.
+    pub result_type: Option<&'a [u8]>,
 }
 
 /// Skims a JSON object. `None` when the input is not a plain object this skim can read
@@ -28,22 +32,49 @@ pub struct Skim<'a> {
 pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
     let mut s = Skim::default();
     let mut unsure = false;
-    let complete = members(bytes, |key, value| match key {
-        b"id" => s.id = Some(value),
-        b"result" => s.result = Some(value),
-        b"error" => s.error = Some(value),
-        b"params" => s.params = Some(value),
-        b"method" => {
-            s.method = value
-                .strip_prefix(b"\"")
-                .and_then(|v| v.strip_suffix(b"\""))
-                .filter(|inner| !inner.contains(&b'\\'))
-                .and_then(|inner| std::str::from_utf8(inner).ok());
-            unsure |= s.method.is_none();
+    let mut p = Cursor { b: bytes, i: 0 };
+    p.ws();
+    let distinct = p.object(|c, key| {
+        let start = c.i;
+        if key == b"result" && c.peek() == Some(b'{') {
+            // The result's own top-level members are read in the same pass (results
+            // can be many MiB).
+            let (mut is_error, mut result_type) = (None, None);
+            let readable = c.object(|c, key| {
+                let start = c.i;
+                c.value()?;
+                match key {
+                    b"isError" => is_error = Some(&c.b[start..c.i]),
+                    b"resultType" => result_type = Some(&c.b[start..c.i]),
+                    _ => {}
+                }
+                Some(())
+            })?;
+            if readable {
+                (s.result_is_error, s.result_type) = (is_error, result_type);
+            }
+        } else {
+            c.value()?;
         }
-        _ => {}
+        let value = &c.b[start..c.i];
+        match key {
+            b"id" => s.id = Some(value),
+            b"result" => s.result = Some(value),
+            b"error" => s.error = Some(value),
+            b"params" => s.params = Some(value),
+            b"method" => {
+                s.method = value
+                    .strip_prefix(b"\"")
+                    .and_then(|v| v.strip_suffix(b"\""))
+                    .filter(|inner| !inner.contains(&b'\\'))
+                    .and_then(|inner| std::str::from_utf8(inner).ok());
+                unsure |= s.method.is_none();
+            }
+            _ => {}
+        }
+        Some(())
     });
-    (complete && !unsure).then_some(s)
+    (distinct == Some(true) && p.only_ws_left() && !unsure).then_some(s)
 }
 
 /// The `id` of a message of which only the first bytes are known (an oversize line),
@@ -77,60 +108,19 @@ pub fn members_named<'a, const N: usize>(object: &'a [u8], names: [&[u8]; N]) ->
     if complete { found } else { [None; N] }
 }
 
-/// Calls `f` with each top-level member of an object, in order; true when the whole
-/// input was one well-formed object with distinct, escape-free member names.
+/// Calls `f` with each top-level member of an object, in order (until a member name
+/// repeats or has an escape); true when the whole input was one well-formed object
+/// with distinct, escape-free member names.
 fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
     let mut p = Cursor { b: bytes, i: 0 };
-    // Member names so far: a message has a handful (no allocation for up to eight).
-    let mut first_seen: [&[u8]; 8] = [&[]; 8];
-    let mut more_seen: Vec<&[u8]> = Vec::new();
-    let mut count = 0;
     p.ws();
-    if p.expect(b'{').is_none() {
-        return false;
-    }
-    p.ws();
-    if p.peek() == Some(b'}') {
-        p.i += 1;
-        return p.only_ws_left();
-    }
-    loop {
-        p.ws();
-        if p.expect(b'"').is_none() {
-            return false;
-        }
-        let key_start = p.i;
-        let Some(had_escape) = p.string() else {
-            return false;
-        };
-        let key = &bytes[key_start..p.i - 1];
-        let seen = first_seen[..count.min(8)].iter().chain(&more_seen);
-        if had_escape || seen.into_iter().any(|k| k.eq_ignore_ascii_case(key)) {
-            return false;
-        }
-        match first_seen.get_mut(count) {
-            Some(slot) => *slot = key,
-            None => more_seen.push(key),
-        }
-        count += 1;
-        p.ws();
-        if p.expect(b':').is_none() {
-            return false;
-        }
-        p.ws();
-        let value_start = p.i;
-        if p.value().is_none() {
-            return false;
-        }
-        f(key, &bytes[value_start..p.i]);
-        p.ws();
-        match p.next() {
-            Some(b',') => continue,
-            Some(b'}') => break,
-            _ => return false,
-        }
-    }
-    p.only_ws_left()
+    let distinct = p.object(|c, key| {
+        let start = c.i;
+        c.value()?;
+        f(key, &c.b[start..c.i]);
+        Some(())
+    });
+    distinct == Some(true) && p.only_ws_left()
 }
 
 struct Cursor<'a> {
@@ -138,7 +128,58 @@ struct Cursor<'a> {
     i: usize,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
+    /// At `{`: moves past the object, calling `on_member` with each member name and the
+    /// cursor at its value, which `on_member` must move past. `None` when the object is
+    /// not well formed; `Some(false)` when a member name repeats (in any case) or has an
+    /// escape, after which `on_member` is no longer called and the rest is only skipped.
+    fn object(&mut self, mut on_member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<bool> {
+        // Member names so far: a message has a handful (no allocation for up to eight).
+        let mut first_seen: [&[u8]; 8] = [&[]; 8];
+        let mut more_seen: Vec<&[u8]> = Vec::new();
+        let mut count = 0;
+        let mut distinct = true;
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(true);
+        }
+        loop {
+            self.ws();
+            self.expect(b'"')?;
+            let key_start = self.i;
+            let had_escape = self.string()?;
+            let key = &self.b[key_start..self.i - 1];
+            if distinct {
+                let seen = first_seen[..count.min(8)].iter().chain(&more_seen);
+                if had_escape || seen.into_iter().any(|k| k.eq_ignore_ascii_case(key)) {
+                    distinct = false;
+                } else {
+                    match first_seen.get_mut(count) {
+                        Some(slot) => *slot = key,
+                        None => more_seen.push(key),
+                    }
+                    count += 1;
+                }
+            }
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            if distinct {
+                on_member(self, key)?;
+            } else {
+                self.value()?;
+            }
+            self.ws();
+            match self.next()? {
+                b',' => continue,
+                b'}' => return Some(distinct),
+                _ => return None,
+            }
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -309,6 +350,26 @@ mod tests {
     }
 
     #[test]
+    fn result_members_are_read_in_the_same_pass() {
+        let s = skim(br#"{"id":1,"result":{"content":[{"isError":true}],"isError":false,"resultType":"complete"}}"#)
+            .unwrap();
+        assert_eq!((s.result_is_error, s.result_type), (Some(&b"false"[..]), Some(&br#""complete""#[..])));
+        assert!(s.result.unwrap().ends_with(br#""complete"}"#));
+        // Nested members of the same names are not the result's own.
+        let s = skim(br#"{"id":1,"result":{"content":[],"structuredContent":{"isError":true}}}"#).unwrap();
+        assert_eq!((s.result_is_error, s.result_type), (None, None));
+        // Names the result repeats are read by nobody, as `members_named` reads them.
+        let s = skim(br#"{"id":1,"result":{"isError":true,"ISERROR":false}}"#).unwrap();
+        assert_eq!((s.result_is_error, s.result_type), (None, None));
+        assert_eq!(s.result, Some(&br#"{"isError":true,"ISERROR":false}"#[..]));
+        // A result that is not an object has none.
+        let s = skim(br#"{"id":1,"result":[{"isError":true}]}"#).unwrap();
+        assert_eq!(s.result_is_error, None);
+        assert!(skim(br#"{"id":1,"result":{"isError":true,}}"#).is_none());
+        assert!(skim(br#"{"id":1,"result":{"isError":true}"#).is_none());
+    }
+
+    #[test]
     fn leading_id_of_a_cut_message() {
         assert_eq!(
             leading_id(
@@ -334,6 +395,9 @@ mod tests {
             prop_assert_eq!(s.id.map(<[u8]>::to_vec), raw("id"));
             prop_assert_eq!(s.result.map(<[u8]>::to_vec), raw("result"));
             prop_assert_eq!(s.error.map(<[u8]>::to_vec), raw("error"));
+            let inner = |k: &str| obj.get("result").and_then(|r| r.get(k)).map(|x| serde_json::to_vec(x).unwrap());
+            prop_assert_eq!(s.result_is_error.map(<[u8]>::to_vec), inner("isError"));
+            prop_assert_eq!(s.result_type.map(<[u8]>::to_vec), inner("resultType"));
         }
     }
 
@@ -347,8 +411,12 @@ mod tests {
         let value = leaf.prop_recursive(3, 24, 4, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
-                prop::collection::btree_map("[a-z]{1,3}", inner, 0..4)
-                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+                prop::collection::btree_map(
+                    prop_oneof![Just("isError".to_string()), Just("resultType".to_string()), "[a-z]{1,3}"],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
             ]
         });
         prop::collection::btree_map(

@@ -74,17 +74,18 @@ impl<'de> Visitor<'de> for StrictVisitor {
         // large ones switch to a set of folded keys.
         let mut folded: Option<HashSet<String>> = None;
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!("key `{key}` appears twice in one object")));
-            }
-            let case_twin = match &mut folded {
+            // One comparison finds both: a key equal to another ignoring case is either
+            // the same key again or a case twin.
+            let clash = match &mut folded {
                 Some(set) => !set.insert(key.to_ascii_lowercase()),
                 None => out.keys().any(|k| k.eq_ignore_ascii_case(&key)),
             };
-            if case_twin {
-                return Err(de::Error::custom(format!(
-                    "key `{key}` differs from another key of the same object only in case"
-                )));
+            if clash {
+                return Err(de::Error::custom(if out.contains_key(&key) {
+                    format!("key `{key}` appears twice in one object")
+                } else {
+                    format!("key `{key}` differs from another key of the same object only in case")
+                }));
             }
             if folded.is_none() && out.len() >= 16 {
                 folded = Some(out.keys().chain([&key]).map(|k| k.to_ascii_lowercase()).collect());
@@ -125,5 +126,16 @@ mod tests {
         assert!(parse(format!("{{{big}}}").as_bytes()).is_err());
         let ok: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
         assert!(parse(format!("{{{}}}", ok.join(",")).as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn the_refusal_says_which_clash_it_was() {
+        let twice = parse(br#"{"path":"a","path":"b"}"#).unwrap_err().0;
+        assert!(twice.contains("`path` appears twice"), "{twice}");
+        let twin = parse(br#"{"path":"a","PATH":"b"}"#).unwrap_err().0;
+        assert!(twin.contains("`PATH` differs from another key of the same object only in case"), "{twin}");
+        let many: String = (0..20).map(|i| format!("\"k{i}\":{i},")).collect();
+        let twice = parse(format!("{{{many}\"k3\":0}}").as_bytes()).unwrap_err().0;
+        assert!(twice.contains("`k3` appears twice"), "{twice}");
     }
 }

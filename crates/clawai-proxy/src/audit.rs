@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
-
 /// Which way a message was going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -57,8 +55,8 @@ pub struct Event<'a> {
     pub kind: &'a str,
     /// The method (for a response: the method of its request, when known).
     pub method: Option<&'a str>,
-    /// The JSON-RPC id as written.
-    pub id: Option<&'a RawValue>,
+    /// The JSON-RPC id exactly as written in the message (JSON text: `7`, `"a"`).
+    pub id: Option<&'a str>,
     /// Tool name of a `tools/call`.
     pub tool: Option<&'a str>,
     /// URI of a `resources/read`.
@@ -95,7 +93,7 @@ impl Event<'_> {
         str_field(out, "method", self.method);
         if let Some(id) = self.id {
             out.extend_from_slice(b",\"id\":");
-            out.extend_from_slice(id.get().as_bytes());
+            out.extend_from_slice(id.as_bytes());
         }
         str_field(out, "tool", self.tool);
         str_field(out, "resource", self.resource);
@@ -441,6 +439,7 @@ pub fn now() -> jiff::Timestamp {
 mod tests {
     use super::*;
     use serde_json::Value;
+    use serde_json::value::RawValue;
 
     #[test]
     fn events_are_json_with_every_field_escaped() {
@@ -454,7 +453,7 @@ mod tests {
             direction: Some(Direction::ClientToServer),
             kind: "request",
             method: Some("tools/call"),
-            id: Some(&id),
+            id: Some(id.get()),
             tool: Some("read\nfile\u{7}"),
             resource: None,
             prompt: None,

@@ -52,8 +52,10 @@ struct InFlight {
     started: Instant,
 }
 
-/// Requests forwarded and not yet answered, by id as written.
-type InFlightTable = Mutex<HashMap<Box<str>, InFlight>>;
+/// Requests forwarded and not yet answered, by id as written. The ids are the peers'
+/// choice, so the hasher is seeded per process; foldhash's `quality` variant costs a
+/// fraction of SipHash on the short keys ids are (two lookups per call).
+type InFlightTable = Mutex<HashMap<Box<str>, InFlight, foldhash::quality::RandomState>>;
 
 /// Audit events of responses that a transport forwards first and records after its
 /// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
@@ -82,6 +84,25 @@ struct ResponseRecord {
     is_error: bool,
     size: usize,
     duration_ms: Option<f64>,
+}
+
+/// A response's `result` and the two of its members the guard reads.
+#[derive(Clone, Copy)]
+struct ResultOf<'a> {
+    bytes: &'a [u8],
+    /// `isError`, as written.
+    is_error: Option<&'a [u8]>,
+    /// `resultType`, as written.
+    result_type: Option<&'a [u8]>,
+}
+
+impl<'a> ResultOf<'a> {
+    /// Reads the members from the result (the skim reads them in its own pass).
+    fn read(bytes: Option<&'a [u8]>) -> Option<Self> {
+        let bytes = bytes?;
+        let [is_error, result_type] = members_named(bytes, [&b"isError"[..], b"resultType"]);
+        Some(ResultOf { bytes, is_error, result_type })
+    }
 }
 
 /// Method names of the protocol (2024-11-05 to 2026-07-28) that requests use.
@@ -120,7 +141,7 @@ pub struct Guard {
     audit: AuditLog,
     server: Option<String>,
     session: String,
-    tools: RwLock<HashMap<String, ToolAnnotations>>,
+    tools: RwLock<HashMap<String, ToolAnnotations, foldhash::quality::RandomState>>,
     /// Client requests forwarded to the server, by id as written.
     from_client: InFlightTable,
     /// Server requests forwarded to the client, by id as written.
@@ -136,9 +157,9 @@ impl Guard {
             audit,
             server,
             session: uuid::Uuid::now_v7().to_string(),
-            tools: RwLock::new(HashMap::new()),
-            from_client: Mutex::new(HashMap::new()),
-            from_server: Mutex::new(HashMap::new()),
+            tools: RwLock::default(),
+            from_client: Mutex::default(),
+            from_server: Mutex::default(),
         }
     }
 
@@ -162,8 +183,12 @@ impl Guard {
     }
 
     fn event<'a>(&'a self, direction: Direction, kind: &'a str) -> Event<'a> {
+        self.event_at(now(), direction, kind)
+    }
+
+    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'a str) -> Event<'a> {
         Event {
-            time: now(),
+            time,
             session: &self.session,
             server: self.server.as_deref(),
             direction: Some(direction),
@@ -204,7 +229,7 @@ impl Guard {
                     Direction::ClientToServer,
                     &self.from_server,
                     id,
-                    envelope.result.map(|r| r.get().as_bytes()),
+                    ResultOf::read(envelope.result.map(|r| r.get().as_bytes())),
                     envelope.error.is_some(),
                     line.len(),
                     &mut deferred,
@@ -242,7 +267,7 @@ impl Guard {
                     Direction::ServerToClient,
                     &self.from_client,
                     id,
-                    s.result,
+                    s.result.map(|bytes| ResultOf { bytes, is_error: s.result_is_error, result_type: s.result_type }),
                     s.error.is_some(),
                     line.len(),
                     deferred,
@@ -257,7 +282,7 @@ impl Guard {
                     Direction::ServerToClient,
                     &self.from_client,
                     e.id,
-                    e.result.map(|r| r.get().as_bytes()),
+                    ResultOf::read(e.result.map(|r| r.get().as_bytes())),
                     e.error.is_some(),
                     line.len(),
                     deferred,
@@ -290,7 +315,7 @@ impl Guard {
     ) {
         let mut event = self.event(direction, "refused");
         event.method = method;
-        event.id = id;
+        event.id = id.map(RawValue::get);
         event.decision = Some("refused");
         event.reason = Some(reason.into());
         event.size = Some(size);
@@ -338,7 +363,7 @@ impl Guard {
             .map(|(id, flight)| {
                 let mut event = self.event(Direction::ServerToClient, "response");
                 event.method = Some(&flight.method);
-                event.id = raw(id.as_bytes());
+                event.id = Some(&id);
                 event.is_error = Some(true);
                 event.reason = Some(why.into());
                 self.audit.record_decision(&event);
@@ -371,7 +396,7 @@ impl Guard {
     fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) {
         let mut event = self.event(direction, kind);
         event.method = Some(method);
-        event.id = id;
+        event.id = id.map(RawValue::get);
         event.decision = Some("pass");
         event.size = Some(size);
         self.audit.record(&event);
@@ -392,17 +417,16 @@ impl Guard {
         direction: Direction,
         table: &InFlightTable,
         id: Option<&RawValue>,
-        result: Option<&[u8]>,
+        result: Option<ResultOf<'_>>,
         is_error: bool,
         size: usize,
         deferred: &mut Deferred,
     ) -> Verdict {
         let time = now();
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove_entry(i.get()));
-        // One pass over the result for both members (results can be many MiB).
-        let [is_error_member, result_type] =
-            result.map_or([None, None], |r| members_named(r, [&b"isError"[..], b"resultType"]));
-        let is_error = is_error || is_error_member == Some(&b"true"[..]);
+        let result_type = result.and_then(|r| r.result_type);
+        let is_error = is_error || result.and_then(|r| r.is_error) == Some(&b"true"[..]);
+        let result = result.map(|r| r.bytes);
         if let (Some((_, flight)), Some(result)) = (&flight, result)
             && flight.method == "tools/list"
             && direction == Direction::ServerToClient
@@ -434,10 +458,9 @@ impl Guard {
     /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
     pub fn record_deferred(&self, deferred: &mut Deferred) {
         for record in deferred.responses.drain(..) {
-            let mut event = self.event(record.direction, "response");
-            event.time = record.time;
+            let mut event = self.event_at(record.time, record.direction, "response");
             event.method = record.method.as_deref();
-            event.id = record.id.as_deref().and_then(|id| raw(id.as_bytes()));
+            event.id = record.id.as_deref();
             event.is_error = Some(record.is_error);
             event.size = Some(record.size);
             event.duration_ms = record.duration_ms;
@@ -476,7 +499,7 @@ impl Guard {
             let decision = policy.decide(&call);
             let mut event = self.event(Direction::ServerToClient, "request");
             event.method = Some(method);
-            event.id = id;
+            event.id = id.map(RawValue::get);
             event.arguments = call.arguments.map(Redacted);
             event.decision = Some(decision.action.as_str());
             event.rule = decision.rule_id();
@@ -565,7 +588,7 @@ impl Guard {
 
         let mut event = self.event(direction, if id.is_some() { "request" } else { "notification" });
         event.method = Some(method);
-        event.id = id;
+        event.id = id.map(RawValue::get);
         match method {
             "tools/call" => event.tool = call.name,
             "resources/read" => event.resource = call.name,
