@@ -35,6 +35,13 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(e.method.as_deref(), s.method);
             assert_eq!(e.id.map(|i| i.get().as_bytes()), s.id);
         }
+        if let Some(s) = &skimmed
+            && let Some(result) = s.result
+        {
+            // The result's members read during the skim are those a second pass reads.
+            let [is_error, result_type] = skim::members_named(result, [&b"isError"[..], b"resultType"]);
+            assert_eq!((s.result_is_error, s.result_type), (is_error, result_type));
+        }
         if let (Ok(value), Ok(e)) = (&strictly, &envelope) {
             assert_eq!(value.get("method").and_then(|m| m.as_str()), e.method.as_deref());
         }
