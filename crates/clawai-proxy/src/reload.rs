@@ -46,20 +46,21 @@ impl PolicyHandle {
         let path: PathBuf = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let dir = path.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from("."));
         let (tx, rx) = mpsc::channel();
+        let file_name = path.file_name().map(|n| n.to_owned());
+        // Events about other files of the directory (an audit trail written beside the
+        // policy: one per write) are dropped here, without waking the reload thread.
+        let concerns = move |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == file_name.as_deref());
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = event {
-                let _ = tx.send(event);
+            if let Ok(event) = event
+                && concerns(&event)
+            {
+                let _ = tx.send(());
             }
         })?;
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         let handle = self.clone();
         std::thread::Builder::new().name("policy-reload".into()).spawn(move || {
-            let file_name = path.file_name().map(|n| n.to_owned());
-            let concerns = |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == file_name.as_deref());
-            while let Ok(event) = rx.recv() {
-                if !concerns(&event) {
-                    continue;
-                }
+            while let Ok(()) = rx.recv() {
                 // Debounce: a save is often several events in a row.
                 std::thread::sleep(Duration::from_millis(100));
                 while rx.try_recv().is_ok() {}
