@@ -4,7 +4,7 @@
 
 use std::io::Cursor;
 
-use clawai_protocol::envelope::Envelope;
+use clawai_protocol::envelope::{Envelope, Params};
 use clawai_protocol::framing::{Frame, LineReader};
 use clawai_protocol::{skim, strict};
 use libfuzzer_sys::fuzz_target;
@@ -34,6 +34,25 @@ fuzz_target!(|data: &[u8]| {
             // When both readers accept a message they must agree on its method and id.
             assert_eq!(e.method.as_deref(), s.method);
             assert_eq!(e.id.map(|i| i.get().as_bytes()), s.id);
+        }
+        // Reading the params in the same pass sees what reading them afterwards sees.
+        match (&envelope, Envelope::parse_deciding(&line, |_| true)) {
+            (Ok(e), Ok(d)) => {
+                assert_eq!((e.kind, e.id_text(), e.method.as_deref()), (d.kind, d.id_text(), d.method.as_deref()));
+                match (e.params, d.params) {
+                    (None, None) => {}
+                    (Some(raw), Some(Params::Decoded(decoded))) => {
+                        assert_eq!(strict::parse(raw.get().as_bytes()).ok(), decoded.ok())
+                    }
+                    // `params` before `method`, or no method: left as written.
+                    (Some(raw), Some(Params::Raw(same))) => assert_eq!(raw.get(), same.get()),
+                    other => panic!("{other:?}"),
+                }
+            }
+            // The same-pass reading refuses more only for what the strict parse refuses.
+            (Ok(e), Err(_)) => assert!(e.params.is_some_and(|raw| strict::parse(raw.get().as_bytes()).is_err())),
+            (Err(_), Ok(_)) => panic!("the same-pass reading accepted a message the envelope refuses"),
+            (Err(_), Err(_)) => {}
         }
         if let Some(s) = &skimmed
             && let Some(result) = s.result

@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use crate::strict;
 use serde_json::value::RawValue;
 
 /// The members a JSON-RPC message is read by.
@@ -26,17 +28,19 @@ pub enum Kind {
     Response,
 }
 
-/// One message, read in place: every field borrows from the line.
+/// One message, read in place: every field borrows from the line. `P` is how `params`
+/// is held: as written ([`Envelope::parse`]) or, for a message the caller decides on,
+/// read into a value in the same pass ([`Envelope::parse_deciding`]).
 #[derive(Debug)]
-pub struct Envelope<'a> {
+pub struct Envelope<'a, P = &'a RawValue> {
     /// What the message is.
     pub kind: Kind,
     /// The `id` exactly as written (`1`, `"a"`, `0`, `123456789012345678901234567890`).
     pub id: Option<&'a RawValue>,
     /// The method, for requests and notifications.
     pub method: Option<Cow<'a, str>>,
-    /// The `params` exactly as written.
-    pub params: Option<&'a RawValue>,
+    /// The `params`.
+    pub params: Option<P>,
     /// The `result` exactly as written (responses).
     pub result: Option<&'a RawValue>,
     /// The `error` exactly as written (responses).
@@ -73,39 +77,111 @@ impl EnvelopeError {
     }
 }
 
+/// The `params` of a message read by [`Envelope::parse_deciding`].
+#[derive(Debug)]
+pub enum Params<'a> {
+    /// As written: the message's method is not one the caller decides on.
+    Raw(&'a RawValue),
+    /// Read strictly ([`strict::Decoded`]): `Err` when a key repeats or has a case twin.
+    Decoded(Result<serde_json::Value, strict::Ambiguous>),
+}
+
 impl<'a> Envelope<'a> {
     /// Reads one message (a line, with or without its newline).
     pub fn parse(line: &'a [u8]) -> Result<Envelope<'a>, EnvelopeError> {
-        if line.starts_with(b"\xEF\xBB\xBF") {
-            return Err(EnvelopeError::Parse("the line starts with a byte order mark".into()));
-        }
-        let first = line.iter().copied().find(|b| !b.is_ascii_whitespace());
-        match first {
-            None => return Err(EnvelopeError::Parse("empty message".into())),
-            Some(b'[') => {
-                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
-                    Ok(_) => EnvelopeError::Batch,
-                    Err(e) => EnvelopeError::Parse(e.to_string()),
-                });
-            }
-            Some(b'{') => {}
-            Some(_) => {
-                return Err(match serde_json::from_slice::<IgnoredAny>(line) {
-                    Ok(_) => EnvelopeError::Invalid { id: None, reason: "a message must be a JSON object".into() },
-                    Err(e) => EnvelopeError::Parse(e.to_string()),
-                });
-            }
-        }
-        let raw: Members<'a> = serde_json::from_slice(line).map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => EnvelopeError::Invalid { id: None, reason: strip_position(&e) },
-            _ => EnvelopeError::Parse(e.to_string()),
-        })?;
-        raw.validate()
+        read(line, KeepRaw)
     }
+}
 
+impl<'a, P> Envelope<'a, P> {
     /// The id as written, for echoing it back.
     pub fn id_text(&self) -> Option<&'a str> {
         self.id.map(RawValue::get)
+    }
+}
+
+impl<'a> Envelope<'a, Params<'a>> {
+    /// Reads one message like [`Envelope::parse`]; when `method` comes before `params`
+    /// (as every SDK writes them) and `decides(method)` holds, `params` is read strictly
+    /// in the same pass instead of being scanned once here and again by the caller.
+    pub fn parse_deciding(
+        line: &'a [u8],
+        decides: impl Fn(&str) -> bool,
+    ) -> Result<Envelope<'a, Params<'a>>, EnvelopeError> {
+        read(line, DecodeWhen(decides))
+    }
+}
+
+fn read<'a, R: ReadParams<'a>>(line: &'a [u8], reader: R) -> Result<Envelope<'a, R::Params>, EnvelopeError> {
+    if line.starts_with(b"\xEF\xBB\xBF") {
+        return Err(EnvelopeError::Parse("the line starts with a byte order mark".into()));
+    }
+    let first = line.iter().copied().find(|b| !b.is_ascii_whitespace());
+    match first {
+        None => return Err(EnvelopeError::Parse("empty message".into())),
+        Some(b'[') => {
+            return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                Ok(_) => EnvelopeError::Batch,
+                Err(e) => EnvelopeError::Parse(e.to_string()),
+            });
+        }
+        Some(b'{') => {}
+        Some(_) => {
+            return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                Ok(_) => EnvelopeError::Invalid { id: None, reason: "a message must be a JSON object".into() },
+                Err(e) => EnvelopeError::Parse(e.to_string()),
+            });
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let raw = MembersSeed(reader).deserialize(&mut de).and_then(|m| de.end().map(|()| m)).map_err(|e| {
+        match e.classify() {
+            serde_json::error::Category::Data => EnvelopeError::Invalid { id: None, reason: strip_position(&e) },
+            _ => EnvelopeError::Parse(e.to_string()),
+        }
+    })?;
+    raw.validate()
+}
+
+/// How the members visitor reads `params`.
+trait ReadParams<'de> {
+    type Params;
+    fn read<A: MapAccess<'de>>(&self, map: &mut A, method: Option<&str>) -> Result<Self::Params, A::Error>;
+    /// Whether the params are an object or an array, as JSON-RPC requires.
+    fn structured(params: &Self::Params) -> bool;
+}
+
+/// `params` as written.
+struct KeepRaw;
+
+impl<'de> ReadParams<'de> for KeepRaw {
+    type Params = &'de RawValue;
+    fn read<A: MapAccess<'de>>(&self, map: &mut A, _: Option<&str>) -> Result<&'de RawValue, A::Error> {
+        map.next_value()
+    }
+    fn structured(params: &&'de RawValue) -> bool {
+        matches!(params.get().as_bytes().first(), Some(b'{' | b'['))
+    }
+}
+
+/// `params` read strictly when the method seen before them is decided on.
+struct DecodeWhen<F>(F);
+
+impl<'de, F: Fn(&str) -> bool> ReadParams<'de> for DecodeWhen<F> {
+    type Params = Params<'de>;
+    fn read<A: MapAccess<'de>>(&self, map: &mut A, method: Option<&str>) -> Result<Params<'de>, A::Error> {
+        Ok(if method.is_some_and(&self.0) {
+            Params::Decoded(map.next_value::<strict::Decoded>()?.0)
+        } else {
+            Params::Raw(map.next_value()?)
+        })
+    }
+    fn structured(params: &Params<'de>) -> bool {
+        match params {
+            Params::Raw(raw) => KeepRaw::structured(raw),
+            // A clash of keys is only possible inside an object.
+            Params::Decoded(value) => value.as_ref().map_or(true, |v| v.is_object() || v.is_array()),
+        }
     }
 }
 
@@ -117,18 +193,19 @@ fn strip_position(e: &serde_json::Error) -> String {
     }
 }
 
-#[derive(Default)]
-struct Members<'a> {
+struct Members<'a, P> {
     jsonrpc: Option<Cow<'a, str>>,
     id: Option<&'a RawValue>,
     method: Option<Cow<'a, str>>,
-    params: Option<&'a RawValue>,
+    params: Option<P>,
+    /// `params` is neither an object nor an array.
+    params_not_structured: bool,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
 }
 
-impl<'a> Members<'a> {
-    fn validate(self) -> Result<Envelope<'a>, EnvelopeError> {
+impl<'a, P> Members<'a, P> {
+    fn validate(self) -> Result<Envelope<'a, P>, EnvelopeError> {
         let usable_id = self.id.filter(|id| matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')));
         let invalid = |reason: &str| EnvelopeError::Invalid {
             id: usable_id.map(|i| i.get().to_owned()),
@@ -143,9 +220,7 @@ impl<'a> Members<'a> {
                 return Err(invalid("`id` must be a string or a number"));
             }
         }
-        if let Some(params) = self.params
-            && !matches!(params.get().as_bytes().first(), Some(b'{' | b'['))
-        {
+        if self.params_not_structured {
             return Err(invalid("`params` must be an object or an array"));
         }
         let kind = match (&self.method, self.id, self.result.is_some(), self.error.is_some()) {
@@ -199,45 +274,64 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
     }
 }
 
-impl<'de> de::Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON-RPC message object")
+/// Reads the members of a message, `params` with `R`.
+struct MembersSeed<R>(R);
+
+impl<'de, R: ReadParams<'de>> DeserializeSeed<'de> for MembersSeed<R> {
+    type Value = Members<'de, R::Params>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, R: ReadParams<'de>> Visitor<'de> for MembersSeed<R> {
+    type Value = Members<'de, R::Params>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = Members {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            params_not_structured: false,
+            result: None,
+            error: None,
+        };
+        fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), E> {
+            if slot.is_some() {
+                return Err(E::custom(format!("member `{key}` appears twice")));
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut m = Members::default();
-                fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), E> {
-                    if slot.is_some() {
-                        return Err(E::custom(format!("member `{key}` appears twice")));
+            *slot = Some(value);
+            Ok(())
+        }
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            match key.as_ref() {
+                "jsonrpc" => once(&mut m.jsonrpc, map.next_value::<Text<'de>>()?.0, "jsonrpc")?,
+                "id" => once(&mut m.id, map.next_value::<&'de RawValue>()?, "id")?,
+                "method" => once(&mut m.method, map.next_value::<Text<'de>>()?.0, "method")?,
+                "params" => {
+                    if m.params.is_some() {
+                        return Err(de::Error::custom("member `params` appears twice"));
                     }
-                    *slot = Some(value);
-                    Ok(())
+                    let params = self.0.read(&mut map, m.method.as_deref())?;
+                    m.params_not_structured = !R::structured(&params);
+                    m.params = Some(params);
                 }
-                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
-                    match key.as_ref() {
-                        "jsonrpc" => once(&mut m.jsonrpc, map.next_value::<Text<'de>>()?.0, "jsonrpc")?,
-                        "id" => once(&mut m.id, map.next_value::<&'de RawValue>()?, "id")?,
-                        "method" => once(&mut m.method, map.next_value::<Text<'de>>()?.0, "method")?,
-                        "params" => once(&mut m.params, map.next_value::<&'de RawValue>()?, "params")?,
-                        "result" => once(&mut m.result, map.next_value::<&'de RawValue>()?, "result")?,
-                        "error" => once(&mut m.error, map.next_value::<&'de RawValue>()?, "error")?,
-                        other => {
-                            if let Some(known) = MEMBERS.iter().find(|k| k.eq_ignore_ascii_case(other)) {
-                                return Err(de::Error::custom(format!(
-                                    "member `{other}` differs from `{known}` only in case; refused because a receiver might read it as `{known}`"
-                                )));
-                            }
-                            map.next_value::<IgnoredAny>()?;
-                        }
+                "result" => once(&mut m.result, map.next_value::<&'de RawValue>()?, "result")?,
+                "error" => once(&mut m.error, map.next_value::<&'de RawValue>()?, "error")?,
+                other => {
+                    if let Some(known) = MEMBERS.iter().find(|k| k.eq_ignore_ascii_case(other)) {
+                        return Err(de::Error::custom(format!(
+                            "member `{other}` differs from `{known}` only in case; refused because a receiver might read it as `{known}`"
+                        )));
                     }
+                    map.next_value::<IgnoredAny>()?;
                 }
-                Ok(m)
             }
         }
-        d.deserialize_map(V)
+        Ok(m)
     }
 }
 
@@ -314,5 +408,59 @@ mod tests {
         ] {
             assert!(matches!(kind(bad), Err(EnvelopeError::Invalid { .. })), "{bad}");
         }
+    }
+
+    fn deciding(line: &str) -> Result<Envelope<'_, Params<'_>>, EnvelopeError> {
+        Envelope::parse_deciding(line.as_bytes(), |m| m == "tools/call")
+    }
+
+    #[test]
+    fn decided_params_are_read_in_the_same_pass() {
+        let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"rm","arguments":{"path":"/x","n":[1,2.5,null,true]}}}"#;
+        let e = deciding(line).unwrap();
+        assert_eq!((e.kind, e.id_text(), e.method.as_deref()), (Kind::Request, Some("7"), Some("tools/call")));
+        let raw = Envelope::parse(line.as_bytes()).unwrap().params.unwrap();
+        match e.params {
+            Some(Params::Decoded(Ok(value))) => assert_eq!(value, strict::parse(raw.get().as_bytes()).unwrap()),
+            other => panic!("{other:?}"),
+        }
+        // Not a decided method, or `params` before `method`: left as written.
+        let e = deciding(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"a"}}"#).unwrap();
+        assert!(matches!(e.params, Some(Params::Raw(raw)) if raw.get() == r#"{"cursor":"a"}"#));
+        let e = deciding(r#"{"jsonrpc":"2.0","id":1,"params":{"name":"rm"},"method":"tools/call"}"#).unwrap();
+        assert!(matches!(e.params, Some(Params::Raw(raw)) if raw.get() == r#"{"name":"rm"}"#));
+    }
+
+    #[test]
+    fn ambiguous_decided_params_are_the_callers_to_refuse() {
+        // The envelope is valid; its params carry the ambiguity (refused with its own code).
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"p":1,"P":2}}}"#,
+        ] {
+            match deciding(line).unwrap().params {
+                Some(Params::Decoded(Err(why))) => assert!(why.0.contains("`"), "{why}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        // What the envelope itself refuses is refused the same way by both readings.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"s"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{},"params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"Params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a",}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} x"#,
+        ] {
+            let plain = Envelope::parse(line.as_bytes()).map(|_| ()).unwrap_err();
+            let decided = deciding(line).map(|_| ()).unwrap_err();
+            assert_eq!(std::mem::discriminant(&plain), std::mem::discriminant(&decided), "{line}");
+            assert_eq!(plain.code(), decided.code(), "{line}");
+        }
+        // A lone surrogate escape: skipping `params` as written lets it by (the caller's
+        // strict parse then refuses it); reading them refuses it at once.
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}"#;
+        assert!(Envelope::parse(line.as_bytes()).is_ok());
+        assert!(strict::parse(br#"{"name":"\ud800"}"#).is_err());
+        assert!(matches!(deciding(line), Err(EnvelopeError::Parse(_))));
     }
 }

@@ -5,10 +5,11 @@
 //! refused when any object in it has the same key twice, or two keys that differ only
 //! in ASCII case: whatever the server's parser, it reads what the policy read.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Why a message was refused by the strict parse.
@@ -18,57 +19,78 @@ pub struct Ambiguous(pub String);
 
 /// Parses JSON text into a value, refusing duplicate and case-variant keys anywhere.
 pub fn parse(text: &[u8]) -> Result<Value, Ambiguous> {
-    serde_json::from_slice::<Strict>(text).map(|s| s.0).map_err(|e| Ambiguous(e.to_string()))
+    serde_json::from_slice::<Decoded>(text).map_err(|e| Ambiguous(e.to_string())).and_then(|d| d.0)
 }
 
-struct Strict(Value);
+/// A value read strictly as part of a larger parse (the `params` of a message read in
+/// the same pass as its envelope): a duplicate or case-variant key does not stop the
+/// parse, it makes the value `Err` once the value has been read to its end. Bad JSON
+/// still fails the whole parse.
+#[derive(Debug)]
+pub struct Decoded(pub Result<Value, Ambiguous>);
 
-impl<'de> de::Deserialize<'de> for Strict {
+impl<'de> de::Deserialize<'de> for Decoded {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor)
+        let clash = Cell::new(None);
+        let value = StrictSeed { clash: &clash }.deserialize(d)?;
+        Ok(Decoded(match clash.into_inner() {
+            None => Ok(value),
+            Some(why) => Err(Ambiguous(why)),
+        }))
     }
 }
 
-struct StrictVisitor;
+/// Reads any value, noting the first clash of keys in `clash`.
+#[derive(Clone, Copy)]
+struct StrictSeed<'c> {
+    clash: &'c Cell<Option<String>>,
+}
 
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Strict;
+impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictSeed<'_> {
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
-        Ok(Strict(Value::Bool(v)))
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
-        Ok(Strict(Value::Number(v.into())))
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
-        Ok(Strict(Value::Number(v.into())))
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
-        Ok(Strict(Number::from_f64(v).map_or(Value::Null, Value::Number)))
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
-        Ok(Strict(Value::String(v.to_owned())))
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
     }
-    fn visit_string<E>(self, v: String) -> Result<Strict, E> {
-        Ok(Strict(Value::String(v)))
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
     }
-    fn visit_unit<E>(self) -> Result<Strict, E> {
-        Ok(Strict(Value::Null))
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
-    fn visit_none<E>(self) -> Result<Strict, E> {
-        Ok(Strict(Value::Null))
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
+        while let Some(v) = seq.next_element_seed(self)? {
             items.push(v);
         }
-        Ok(Strict(Value::Array(items)))
+        Ok(Value::Array(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         // Small objects (the usual case) are checked by comparing with every key seen;
         // large ones switch to a set of folded keys.
@@ -81,19 +103,22 @@ impl<'de> Visitor<'de> for StrictVisitor {
                 None => out.keys().any(|k| k.eq_ignore_ascii_case(&key)),
             };
             if clash {
-                return Err(de::Error::custom(if out.contains_key(&key) {
-                    format!("key `{key}` appears twice in one object")
-                } else {
-                    format!("key `{key}` differs from another key of the same object only in case")
-                }));
+                let first = self.clash.take().unwrap_or_else(|| {
+                    if out.contains_key(&key) {
+                        format!("key `{key}` appears twice in one object")
+                    } else {
+                        format!("key `{key}` differs from another key of the same object only in case")
+                    }
+                });
+                self.clash.set(Some(first));
             }
             if folded.is_none() && out.len() >= 16 {
                 folded = Some(out.keys().chain([&key]).map(|k| k.to_ascii_lowercase()).collect());
             }
-            let Strict(value) = map.next_value()?;
+            let value = map.next_value_seed(self)?;
             out.insert(key, value);
         }
-        Ok(Strict(Value::Object(out)))
+        Ok(Value::Object(out))
     }
 }
 

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
-use clawai_policy::{Action, Call, Decision, ToolAnnotations};
-use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind};
+use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations};
+use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, member, members_named, skim};
 use clawai_protocol::strict;
@@ -202,17 +202,22 @@ impl Guard {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
-        let envelope = match Envelope::parse(line) {
+        let policy = self.policy.current();
+        let decided = |method: &str| CLIENT_DECIDED.contains(&method) || policy.names_method(method);
+        // The params of a decided method are read strictly in the same pass.
+        let envelope = match Envelope::parse_deciding(line, decided) {
             Ok(e) => e,
             Err(e) => return self.refuse(Direction::ClientToServer, line.len(), &e),
         };
         let id = envelope.id;
         match (envelope.kind, envelope.method.as_deref()) {
-            (Kind::Request | Kind::Notification, Some(method))
-                if CLIENT_DECIDED.contains(&method) || self.policy.names_method(method) =>
-            {
-                let params = envelope.params.map(|p| p.get().as_bytes());
-                self.decide(Direction::ClientToServer, method, id, params, line.len())
+            (Kind::Request | Kind::Notification, Some(method)) if decided(method) => {
+                let params = envelope.params.map(|params| match params {
+                    Params::Decoded(value) => value,
+                    // `params` came before `method`.
+                    Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
+                });
+                self.decide(&policy, Direction::ClientToServer, method, id, params, line.len())
             }
             (Kind::Request, Some(method)) => {
                 self.pass(Direction::ClientToServer, "request", method, id, line.len());
@@ -293,8 +298,10 @@ impl Guard {
     }
 
     fn server_message(&self, method: &str, id: Option<&RawValue>, params: Option<&[u8]>, size: usize) -> Verdict {
-        if SERVER_DECIDED.contains(&method) || self.policy.names_method(method) {
-            return self.decide(Direction::ServerToClient, method, id, params, size);
+        let policy = self.policy.current();
+        if SERVER_DECIDED.contains(&method) || policy.names_method(method) {
+            let params = params.map(strict::parse);
+            return self.decide(&policy, Direction::ServerToClient, method, id, params, size);
         }
         let kind = if id.is_some() { "request" } else { "notification" };
         self.pass(Direction::ServerToClient, kind, method, id, size);
@@ -547,10 +554,11 @@ impl Guard {
     /// strictly (no duplicate or case-variant members); `params` is read strictly here.
     fn decide(
         &self,
+        policy: &Policy,
         direction: Direction,
         method: &str,
         id: Option<&RawValue>,
-        params: Option<&[u8]>,
+        params: Option<Result<Value, strict::Ambiguous>>,
         size: usize,
     ) -> Verdict {
         let id_text = id.map(RawValue::get);
@@ -564,7 +572,7 @@ impl Guard {
                 None => Verdict::Drop,
             }
         };
-        let params = match params.map(strict::parse).transpose() {
+        let params = match params.transpose() {
             Ok(v) => v,
             Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
         };
@@ -583,7 +591,6 @@ impl Guard {
             ("tools/call", Some(tool)) => call.with_annotations(self.annotations(tool)),
             _ => call,
         };
-        let policy = self.policy.current();
         let decision = policy.decide(&call);
 
         let mut event = self.event(direction, if id.is_some() { "request" } else { "notification" });
