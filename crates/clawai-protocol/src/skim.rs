@@ -205,7 +205,7 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Option<bool> {
         let mut escaped = false;
         loop {
-            let at = self.i + memchr2(b'"', b'\\', &self.b[self.i..])?;
+            let at = self.i + quote_or_backslash(&self.b[self.i..])?;
             if self.b[at] == b'\\' {
                 escaped = true;
                 self.i = at + 2;
@@ -260,6 +260,37 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+/// The index of the first `"` or `\\`. Most strings of a message are short (member
+/// names, small values), where a few eight-byte words are cheaper than `memchr`'s
+/// set-up; past [`SHORT`] bytes `memchr` takes over.
+fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const SHORT: usize = 32;
+    let mut offset = 0;
+    while offset < SHORT
+        && let Some(chunk) = bytes.get(offset..offset + 8)
+    {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // "Has a zero byte" on `word ^ '"'…` and `word ^ '\\'…`: a flagged byte is one
+        // of the two, or follows one (never before the first), and bytes of 0x80 and
+        // above are never flagged.
+        let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
+        let backslash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
+        let flagged = (quote | backslash) & !word & HIGHS;
+        if flagged != 0 {
+            return Some(offset + (flagged.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    let rest = &bytes[offset..];
+    if offset < SHORT {
+        // Fewer than eight bytes left.
+        return rest.iter().position(|&b| b == b'"' || b == b'\\').map(|i| offset + i);
+    }
+    memchr2(b'"', b'\\', rest).map(|i| offset + i)
 }
 
 /// The brackets open at a point of a nested value, innermost last (`true` for `{`): the
@@ -347,6 +378,26 @@ mod tests {
             [Some(&br#""complete""#[..]), Some(&b"true"[..]), None]
         );
         assert_eq!(members_named(br#"{"a":1,"a":2}"#, [&b"a"[..]]), [None]);
+    }
+
+    #[test]
+    fn finds_the_first_quote_or_backslash_at_any_place() {
+        for len in 0..80 {
+            for at in 0..len {
+                for (stop, filler) in [(b'"', b'a'), (b'\\', 0xC3), (b'"', b'!' /* 0x21, next to `"` */), (b'\\', b']')]
+                {
+                    let mut bytes = vec![filler; len];
+                    bytes[at] = stop;
+                    if at + 1 < len {
+                        bytes[at + 1] = b'"';
+                    }
+                    assert_eq!(quote_or_backslash(&bytes), Some(at), "len {len} at {at} filler {filler}");
+                }
+            }
+            assert_eq!(quote_or_backslash(&vec![b'#'; len]), None);
+            assert_eq!(quote_or_backslash(&vec![0xA2; len]), None, "0xA2 is `\"` with the high bit");
+            assert_eq!(quote_or_backslash(&vec![0xDC; len]), None, "0xDC is `\\\\` with the high bit");
+        }
     }
 
     #[test]

@@ -82,13 +82,16 @@ pub struct Event<'a> {
 
 impl Event<'_> {
     /// Appends the event as one JSON object (no newline).
-    pub fn write_json(&self, out: &mut Vec<u8>, clock: &mut Clock) {
+    pub fn write_json(&self, out: &mut Vec<u8>, encoder: &mut Encoder) {
         out.extend_from_slice(b"{\"time\":\"");
-        clock.write(self.time, out);
-        out.extend_from_slice(b"\",\"session\":");
-        json_str(out, self.session);
-        str_field(out, "server", self.server);
-        str_field(out, "direction", self.direction.map(Direction::as_str));
+        encoder.write_time(self.time, out);
+        out.push(b'"');
+        encoder.write_origin(self.session, self.server, out);
+        match self.direction {
+            Some(Direction::ClientToServer) => out.extend_from_slice(b",\"direction\":\"client->server\""),
+            Some(Direction::ServerToClient) => out.extend_from_slice(b",\"direction\":\"server->client\""),
+            None => {}
+        }
         str_field(out, "kind", Some(self.kind));
         str_field(out, "method", self.method);
         if let Some(id) = self.id {
@@ -192,16 +195,21 @@ fn first_to_escape(bytes: &[u8]) -> Option<usize> {
     chunks.remainder().iter().position(|&b| needs_escape(b)).map(|i| offset + i)
 }
 
-/// Writes event times as RFC 3339 UTC with microseconds, formatting the date and time of
-/// day once per second.
+/// What a thread keeps between the events it encodes: event times are RFC 3339 UTC with
+/// microseconds, the date and time of day formatted once per second; the session and
+/// server members, the same in every event of a session, are escaped once.
 #[derive(Debug, Default)]
-pub struct Clock {
+pub struct Encoder {
     second: Option<i64>,
     prefix: String,
+    /// The session and server the fragment below was written for.
+    origin: (String, Option<String>),
+    /// `,"session":"…","server":"…"`.
+    origin_json: Vec<u8>,
 }
 
-impl Clock {
-    fn write(&mut self, time: jiff::Timestamp, out: &mut Vec<u8>) {
+impl Encoder {
+    fn write_time(&mut self, time: jiff::Timestamp, out: &mut Vec<u8>) {
         let second = time.as_second();
         let micros = time.subsec_microsecond();
         if second < 0 || micros < 0 {
@@ -221,6 +229,17 @@ impl Clock {
             rest /= 10;
         }
         out.extend_from_slice(&fraction);
+    }
+
+    fn write_origin(&mut self, session: &str, server: Option<&str>, out: &mut Vec<u8>) {
+        if self.origin.0 != session || self.origin.1.as_deref() != server || self.origin_json.is_empty() {
+            self.origin = (session.to_owned(), server.map(str::to_owned));
+            self.origin_json.clear();
+            self.origin_json.extend_from_slice(b",\"session\":");
+            json_str(&mut self.origin_json, session);
+            str_field(&mut self.origin_json, "server", server);
+        }
+        out.extend_from_slice(&self.origin_json);
     }
 }
 
@@ -328,11 +347,11 @@ impl AuditLog {
             /// Each thread encodes its events here, so that the shared sink is locked
             /// only to copy the finished bytes: the two relay threads of a stdio proxy
             /// (and the tasks of an HTTP front) record at the same time.
-            static SCRATCH: RefCell<(Vec<u8>, Clock)> = RefCell::default();
+            static SCRATCH: RefCell<(Vec<u8>, Encoder)> = RefCell::default();
         }
-        SCRATCH.with_borrow_mut(|(line, clock)| {
+        SCRATCH.with_borrow_mut(|(line, encoder)| {
             line.clear();
-            event.write_json(line, clock);
+            event.write_json(line, encoder);
             line.push(b'\n');
             let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
             sink.pending.extend_from_slice(line);
@@ -442,6 +461,27 @@ mod tests {
     use serde_json::value::RawValue;
 
     #[test]
+    fn one_encoder_writes_each_events_own_session_and_server() {
+        let mut encoder = Encoder::default();
+        let cases = [
+            ("s-1", Some("a")),
+            ("s-1", Some("a")),
+            ("s-1", None),
+            ("s-1", Some("b\"")),
+            ("s-2", Some("b\"")),
+            ("", None),
+            ("s-2", Some("")),
+        ];
+        for (session, server) in cases {
+            let mut out = Vec::new();
+            Event { session, server, kind: "request", ..Default::default() }.write_json(&mut out, &mut encoder);
+            let v: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(v["session"], session);
+            assert_eq!(v.get("server").and_then(Value::as_str), server);
+        }
+    }
+
+    #[test]
     fn events_are_json_with_every_field_escaped() {
         let id = RawValue::from_string("\"a\\\"b\"".into()).unwrap();
         let arguments = serde_json::json!({"path": "/tmp/x", "token": "ghp_abcdefghijklmnopqrstuvwxyz0123"});
@@ -466,7 +506,7 @@ mod tests {
             size: Some(123),
         };
         let mut out = Vec::new();
-        event.write_json(&mut out, &mut Clock::default());
+        event.write_json(&mut out, &mut Encoder::default());
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["time"], "2026-11-22T10:00:01.000042Z");
         assert_eq!(v["session"], "s-1");
@@ -485,11 +525,11 @@ mod tests {
         assert_eq!(v["is_error"], false);
         assert_eq!(v["size"], 123);
         // The cached date is reused within the second and replaced after it.
-        let mut clock = Clock::default();
+        let mut encoder = Encoder::default();
         let mut times = Vec::new();
         for t in ["2026-11-22T10:00:01.5Z", "2026-11-22T10:00:01.999999Z", "2026-11-22T10:00:02Z"] {
             let mut out = Vec::new();
-            Event { time: t.parse().unwrap(), ..Default::default() }.write_json(&mut out, &mut clock);
+            Event { time: t.parse().unwrap(), ..Default::default() }.write_json(&mut out, &mut encoder);
             let v: Value = serde_json::from_slice(&out).unwrap();
             times.push(v["time"].as_str().unwrap().to_owned());
         }
