@@ -16,19 +16,29 @@ use crate::audit::json_str;
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
-static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
-        r"|(?-u:\b)(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-        r"|(?-u:\b)sk-(ant-)?[A-Za-z0-9_\-]{16,}",
-        r"|(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
-        r"|(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}",
-        r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
-        r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
-    ))
-    .expect("the secret patterns compile")
-});
+/// The secret shapes below, as one pattern.
+const SECRET_PATTERN: &str = concat!(
+    r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
+    r"|(?-u:\b)(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+    r"|(?-u:\b)sk-(ant-)?[A-Za-z0-9_\-]{16,}",
+    r"|(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
+    r"|(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}",
+    r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
+    r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
+);
+
+static SECRET_VALUE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(SECRET_PATTERN).expect("the secret patterns compile"));
+
+/// No secret shape matches fewer bytes (`xoxb-` and ten more); shorter strings, most
+/// arguments, skip the search. A test checks it against the pattern.
+const SHORTEST_SECRET: usize = 15;
+
+/// True when `text` contains something shaped like a credential.
+fn has_secret_value(text: &str) -> bool {
+    text.len() >= SHORTEST_SECRET && SECRET_VALUE.is_match(text)
+}
 
 /// True when a key's name says its value is a secret.
 pub fn is_secret_key(key: &str) -> bool {
@@ -79,10 +89,8 @@ impl Redacted<'_> {
     /// [`redact`]'s copy with serde_json.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self.0 {
-            Value::String(s) => match SECRET_VALUE.find(s) {
-                None => json_str(out, s),
-                Some(_) => json_str(out, &redact_str(s)),
-            },
+            Value::String(s) if has_secret_value(s) => json_str(out, &redact_str(s)),
+            Value::String(s) => json_str(out, s),
             Value::Array(items) => {
                 out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
@@ -143,6 +151,16 @@ pub fn redact_str(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn no_secret_shape_is_shorter_than_the_shortcut_assumes() {
+        let hir = regex_syntax::Parser::new().parse(SECRET_PATTERN).unwrap();
+        assert_eq!(hir.properties().minimum_len(), Some(SHORTEST_SECRET));
+        // The shortest shapes themselves are found.
+        assert!(has_secret_value("xoxb-0123456789"));
+        assert_eq!(redact_str("key xoxb-0123456789"), "key [REDACTED]");
+        assert!(!has_secret_value("xoxb-012345678"));
+    }
 
     #[test]
     fn secret_key_names() {
