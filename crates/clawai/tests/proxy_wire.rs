@@ -133,6 +133,11 @@ fn denied_tool_call_is_an_error_result_and_never_reaches_the_server() {
     assert!(!p.server_log().contains("shadow"));
     let r = p.call(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"safe_read","arguments":{}}}));
     assert_eq!(r["result"]["content"][0]["text"], "called safe_read");
+    // `params` written before `method` are decided all the same.
+    p.send(br#"{"params":{"name":"wipe","arguments":{}},"jsonrpc":"2.0","id":"late","method":"tools/call"}"#);
+    let r = p.recv();
+    assert_eq!((&r["id"], &r["result"]["isError"]), (&json!("late"), &json!(true)), "{r}");
+    assert!(!p.server_log().contains("wipe"));
 }
 
 #[test]
@@ -161,6 +166,9 @@ fn ambiguous_calls_are_refused() {
         r#"{"jsonrpc":"2.0","id":6,"method":"test/echo","METHOD":"tools/call","params":{"name":"wipe"}}"#,
         r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"safe_read","Arguments":{"path":"/etc/shadow"}}}"#,
         r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"URI":"file:///etc/shadow","uri":"file:///ok"}}"#,
+        // `params` before `method`: read after the envelope, as strictly.
+        r#"{"jsonrpc":"2.0","id":10,"params":{"name":"safe_read","name":"wipe"},"method":"tools/call"}"#,
+        r#"{"params":{"name":"safe_read","arguments":{"p":1,"P":2}},"jsonrpc":"2.0","id":11,"method":"tools/call"}"#,
     ];
     for line in smuggled {
         p.send(line.as_bytes());
