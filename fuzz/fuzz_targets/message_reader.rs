@@ -4,7 +4,7 @@
 
 use std::io::Cursor;
 
-use clawai_protocol::envelope::{Envelope, Params};
+use clawai_protocol::envelope::{Envelope, EnvelopeError, Params};
 use clawai_protocol::framing::{Frame, LineReader};
 use clawai_protocol::{skim, strict};
 use libfuzzer_sys::fuzz_target;
@@ -49,8 +49,14 @@ fuzz_target!(|data: &[u8]| {
                     other => panic!("{other:?}"),
                 }
             }
-            // The same-pass reading refuses more only for what the strict parse refuses.
-            (Ok(e), Err(_)) => assert!(e.params.is_some_and(|raw| strict::parse(raw.get().as_bytes()).is_err())),
+            // The same-pass reading refuses more only for what the strict parse refuses,
+            // and for `params` nested one level short of serde_json's limit of 128 (the
+            // message's own object counts as one level there).
+            (Ok(e), Err(refused)) => assert!(
+                e.params.is_some_and(|raw| strict::parse(raw.get().as_bytes()).is_err())
+                    || matches!(&refused, EnvelopeError::Parse(why) if why.contains("recursion limit")),
+                "{refused:?}"
+            ),
             (Err(_), Ok(_)) => panic!("the same-pass reading accepted a message the envelope refuses"),
             (Err(_), Err(_)) => {}
         }

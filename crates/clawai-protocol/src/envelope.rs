@@ -463,4 +463,21 @@ mod tests {
         assert!(strict::parse(br#"{"name":"\ud800"}"#).is_err());
         assert!(matches!(deciding(line), Err(EnvelopeError::Parse(_))));
     }
+
+    #[test]
+    fn deeply_nested_decided_params_are_refused_not_passed_through() {
+        // serde_json stops at 128 levels for the whole message, of which the message's
+        // object is one: decided `params` may nest 126 levels below their own.
+        let nested = |depth: usize| {
+            let params = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+        };
+        assert!(matches!(deciding(&nested(126)).unwrap().params, Some(Params::Decoded(Ok(_)))));
+        for depth in [127, 128, 10_000] {
+            match deciding(&nested(depth)) {
+                Err(EnvelopeError::Parse(why)) => assert!(why.contains("recursion limit"), "{why}"),
+                other => panic!("depth {depth}: {other:?}"),
+            }
+        }
+    }
 }
