@@ -19,7 +19,10 @@ pub struct Ambiguous(pub String);
 
 /// Parses JSON text into a value, refusing duplicate and case-variant keys anywhere.
 pub fn parse(text: &[u8]) -> Result<Value, Ambiguous> {
-    serde_json::from_slice::<Decoded>(text).map_err(|e| Ambiguous(e.to_string())).and_then(|d| d.0)
+    // Checked once as a whole, then read as `&str`: serde_json then skips its check of
+    // every string.
+    let text = std::str::from_utf8(text).map_err(|e| Ambiguous(format!("not valid UTF-8 ({e})")))?;
+    serde_json::from_str::<Decoded>(text).map_err(|e| Ambiguous(e.to_string())).and_then(|d| d.0)
 }
 
 /// A value read strictly as part of a larger parse (the `params` of a message read in

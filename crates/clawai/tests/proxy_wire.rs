@@ -81,6 +81,8 @@ fn invalid_lines_get_parse_errors_and_are_never_forwarded() {
         b"{not json",
         b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\"}",
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\",\"params\":{\"a\":\"\xff\"}}",
+        // Invalid UTF-8 in a member nothing reads.
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\",\"x-extra\":\"\xfe\"}",
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"test/echo\"}",
     ];
     for line in &bad {
