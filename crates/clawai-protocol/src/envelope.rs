@@ -39,7 +39,7 @@ pub struct Envelope<'a, P = &'a RawValue> {
     pub id: Option<&'a RawValue>,
     /// The method, for requests and notifications.
     pub method: Option<Cow<'a, str>>,
-    /// The `params`.
+    /// The `params`: as written, or read as `P` says.
     pub params: Option<P>,
     /// The `result` exactly as written (responses).
     pub result: Option<&'a RawValue>,
@@ -80,7 +80,8 @@ impl EnvelopeError {
 /// The `params` of a message read by [`Envelope::parse_deciding`].
 #[derive(Debug)]
 pub enum Params<'a> {
-    /// As written: the message's method is not one the caller decides on.
+    /// As written: the method is not one the caller decides on, or came after `params`
+    /// (the caller then reads them itself).
     Raw(&'a RawValue),
     /// Read strictly ([`strict::Decoded`]): `Err` when a key repeats or has a case twin.
     Decoded(Result<serde_json::Value, strict::Ambiguous>),
