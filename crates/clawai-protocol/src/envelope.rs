@@ -10,9 +10,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 use crate::strict;
-use serde_json::value::RawValue;
 
 /// The members a JSON-RPC message is read by.
 pub const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
@@ -145,7 +145,7 @@ fn read<'a, R: ReadParams<'a>>(line: &'a [u8], reader: R) -> Result<Envelope<'a,
             _ => EnvelopeError::Parse(e.to_string()),
         }
     })?;
-    raw.validate()
+    raw.validate(R::structured)
 }
 
 /// How the members visitor reads `params`.
@@ -203,14 +203,13 @@ struct Members<'a, P> {
     id: Option<&'a RawValue>,
     method: Option<Cow<'a, str>>,
     params: Option<P>,
-    /// `params` is neither an object nor an array.
-    params_not_structured: bool,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
 }
 
 impl<'a, P> Members<'a, P> {
-    fn validate(self) -> Result<Envelope<'a, P>, EnvelopeError> {
+    /// `structured` says whether `params` are an object or an array.
+    fn validate(self, structured: impl Fn(&P) -> bool) -> Result<Envelope<'a, P>, EnvelopeError> {
         let usable_id = self.id.filter(|id| matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')));
         let invalid = |reason: &str| EnvelopeError::Invalid {
             id: usable_id.map(|i| i.get().to_owned()),
@@ -225,7 +224,7 @@ impl<'a, P> Members<'a, P> {
                 return Err(invalid("`id` must be a string or a number"));
             }
         }
-        if self.params_not_structured {
+        if self.params.as_ref().is_some_and(|p| !structured(p)) {
             return Err(invalid("`params` must be an object or an array"));
         }
         let kind = match (&self.method, self.id, self.result.is_some(), self.error.is_some()) {
@@ -295,15 +294,7 @@ impl<'de, R: ReadParams<'de>> Visitor<'de> for MembersSeed<R> {
         f.write_str("a JSON-RPC message object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut m = Members {
-            jsonrpc: None,
-            id: None,
-            method: None,
-            params: None,
-            params_not_structured: false,
-            result: None,
-            error: None,
-        };
+        let mut m = Members { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
         fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, key: &str) -> Result<(), E> {
             if slot.is_some() {
                 return Err(E::custom(format!("member `{key}` appears twice")));
@@ -320,9 +311,7 @@ impl<'de, R: ReadParams<'de>> Visitor<'de> for MembersSeed<R> {
                     if m.params.is_some() {
                         return Err(de::Error::custom("member `params` appears twice"));
                     }
-                    let params = self.0.read(&mut map, m.method.as_deref())?;
-                    m.params_not_structured = !R::structured(&params);
-                    m.params = Some(params);
+                    m.params = Some(self.0.read(&mut map, m.method.as_deref())?);
                 }
                 "result" => once(&mut m.result, map.next_value::<&'de RawValue>()?, "result")?,
                 "error" => once(&mut m.error, map.next_value::<&'de RawValue>()?, "error")?,

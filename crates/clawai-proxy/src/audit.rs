@@ -87,10 +87,11 @@ impl Event<'_> {
         encoder.write_time(self.time, out);
         out.push(b'"');
         encoder.write_origin(self.session, self.server, out);
-        match self.direction {
-            Some(Direction::ClientToServer) => out.extend_from_slice(b",\"direction\":\"client->server\""),
-            Some(Direction::ServerToClient) => out.extend_from_slice(b",\"direction\":\"server->client\""),
-            None => {}
+        if let Some(direction) = self.direction {
+            // One of two fixed words: no escaping to look for.
+            out.extend_from_slice(b",\"direction\":\"");
+            out.extend_from_slice(direction.as_str().as_bytes());
+            out.push(b'"');
         }
         str_field(out, "kind", Some(self.kind));
         str_field(out, "method", self.method);
