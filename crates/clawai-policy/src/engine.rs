@@ -90,13 +90,11 @@ impl ToolIndex {
         Ok(index)
     }
 
-    /// Candidate rules for a tool name, in rule order, without duplicates.
-    fn candidates(&self, name: &str) -> Vec<usize> {
-        // Room for the usual few candidates, so that the vector is allocated once.
-        let mut out = Vec::with_capacity(self.everything.len() + 8);
-        out.extend_from_slice(&self.everything);
+    /// Gathers the candidate rules for a tool name into `out`.
+    fn candidates(&self, name: &str, out: &mut Candidates) {
+        self.everything.iter().for_each(|&i| out.push(i));
         if let Some(rules) = self.literal.get(name) {
-            out.extend(rules);
+            rules.iter().for_each(|&i| out.push(i));
         }
         for &end in &self.prefix_lengths {
             if end > name.len() {
@@ -106,15 +104,55 @@ impl ToolIndex {
                 && let Some(rules) = self.prefixed.get(&name[..end])
             {
                 let rest_has_slash = name[end..].contains('/');
-                out.extend(rules.iter().filter(|(_, crosses)| *crosses || !rest_has_slash).map(|(i, _)| *i));
+                rules.iter().filter(|(_, crosses)| *crosses || !rest_has_slash).for_each(|&(i, _)| out.push(i));
             }
         }
         if let Some((set, owners)) = &self.complex {
-            out.extend(set.matches(name.as_bytes()).iter().map(|p| owners[p]));
+            set.matches(name.as_bytes()).iter().for_each(|p| out.push(owners[p]));
         }
-        out.sort_unstable();
-        out.dedup();
-        out
+    }
+}
+
+/// Candidates kept on the stack before they spill to the heap: a call usually has a
+/// handful, and this is on every `tools/call`'s path.
+const INLINE_CANDIDATES: usize = 16;
+
+/// The rule indexes gathered for one call.
+struct Candidates {
+    inline: [usize; INLINE_CANDIDATES],
+    len: usize,
+    spilled: Vec<usize>,
+}
+
+impl Candidates {
+    fn new() -> Self {
+        Candidates { inline: [0; INLINE_CANDIDATES], len: 0, spilled: Vec::new() }
+    }
+
+    fn push(&mut self, rule: usize) {
+        if self.spilled.is_empty() && self.len < INLINE_CANDIDATES {
+            self.inline[self.len] = rule;
+            self.len += 1;
+            return;
+        }
+        if self.spilled.is_empty() {
+            self.spilled.extend_from_slice(&self.inline[..self.len]);
+        }
+        self.spilled.push(rule);
+    }
+
+    /// The candidates in rule order, without duplicates.
+    fn in_order(&mut self) -> &[usize] {
+        let all: &mut [usize] = if self.spilled.is_empty() { &mut self.inline[..self.len] } else { &mut self.spilled };
+        all.sort_unstable();
+        let mut kept = 0;
+        for read in 0..all.len() {
+            if kept == 0 || all[kept - 1] != all[read] {
+                all[kept] = all[read];
+                kept += 1;
+            }
+        }
+        &all[..kept]
     }
 }
 
@@ -221,12 +259,12 @@ impl Policy {
     }
 
     fn first_tool_rule(&self, call: &Call) -> Option<usize> {
-        let named: Vec<usize> = match call.name {
-            Some(name) => self.tools.candidates(name),
-            None => Vec::new(),
-        };
+        let mut candidates = Candidates::new();
+        if let Some(name) = call.name {
+            self.tools.candidates(name, &mut candidates);
+        }
         // Merge the two ordered candidate lists and keep rule order.
-        let mut named = named.into_iter().peekable();
+        let mut named = candidates.in_order().iter().copied().peekable();
         let mut others = self.other_rules.iter().copied().peekable();
         loop {
             let next = match (named.peek(), others.peek()) {
@@ -266,5 +304,23 @@ impl Policy {
             }
         }
         Explanation { steps, decision: self.decision_for(decided) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_come_out_in_order_without_duplicates_on_the_stack_or_spilled() {
+        for count in [0, 1, 5, INLINE_CANDIDATES, INLINE_CANDIDATES + 1, 50] {
+            let pushed: Vec<usize> = (0..count).map(|k| (k * 7919) % 23).collect();
+            let mut candidates = Candidates::new();
+            pushed.iter().for_each(|&i| candidates.push(i));
+            let mut expected = pushed.clone();
+            expected.sort_unstable();
+            expected.dedup();
+            assert_eq!(candidates.in_order(), expected.as_slice(), "{count} pushed");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! A compiled rule and how one rule matches one call.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::str::FromStr;
 
 use regex::Regex;
@@ -297,11 +298,7 @@ impl Rule {
             }
         }
         if let Some(g) = &self.any_arg {
-            let mut strings = Vec::new();
-            if let Some(args) = call.arguments {
-                collect_strings(args, &mut strings);
-            }
-            if !q.over(strings, |s| string_matches(s, g, q)) {
+            if !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q))) {
                 return Err(Miss::AnyArg);
             }
         }
@@ -348,12 +345,31 @@ fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
     q.over(readings(s), |r| glob.is_match(&r))
 }
 
-fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+/// `q` over every string in `value`, depth first: what `q.over` gives for the list of
+/// those strings, without building the list, and stopping once the answer is known.
+fn over_strings(value: &Value, q: Quantifier, mut test: impl FnMut(&str) -> bool) -> bool {
+    let mut seen = false;
+    let outcome = visit_strings(value, &mut |s| {
+        seen = true;
+        match (q, test(s)) {
+            (Quantifier::Any, true) => ControlFlow::Break(true),
+            (Quantifier::Every, false) => ControlFlow::Break(false),
+            _ => ControlFlow::Continue(()),
+        }
+    });
+    match outcome {
+        ControlFlow::Break(answer) => answer,
+        // `Every` over nothing is not a match, as in `Quantifier::over`.
+        ControlFlow::Continue(()) => q == Quantifier::Every && seen,
+    }
+}
+
+fn visit_strings(value: &Value, f: &mut impl FnMut(&str) -> ControlFlow<bool>) -> ControlFlow<bool> {
     match value {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
-        _ => {}
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().try_for_each(|v| visit_strings(v, f)),
+        Value::Object(map) => map.values().try_for_each(|v| visit_strings(v, f)),
+        _ => ControlFlow::Continue(()),
     }
 }
 
