@@ -1,6 +1,7 @@
 //! One decision for a `tools/call` against a 1,000-rule policy (issue bar: median ≤ 5 µs).
 
 use clawai_policy::{Call, Format, load_str};
+use clawai_protocol::Json;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
@@ -33,20 +34,23 @@ fn bench(c: &mut Criterion) {
     });
     let policy = load_str(&text, Format::Toml, "bench").unwrap();
     let params = json!({"name": "read_file", "arguments": {"path": "/home/u/projects/app/src/main.rs"}});
-    let call = Call::from_params("tools/call", Some(&params)).with_server(Some("filesystem"));
+    let params_json = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params_json)).with_server(Some("filesystem"));
     assert_eq!(policy.decide(&call).rule_id(), Some("reads"));
     c.bench_function("decide tools/call, 1000 rules, match at the end", |b| {
         b.iter(|| black_box(policy.decide(black_box(&call)).action))
     });
 
     let params = json!({"name": "svc995_read", "arguments": {"path": "/x"}});
-    let early = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let early = Call::from_params("tools/call", Some(&params_json));
     c.bench_function("decide tools/call, 1000 rules, name-indexed match", |b| {
         b.iter(|| black_box(policy.decide(black_box(&early)).action))
     });
 
     let params = json!({"name": "unknown_tool", "arguments": {"path": "/x"}});
-    let none = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let none = Call::from_params("tools/call", Some(&params_json));
     c.bench_function("decide tools/call, 1000 rules, no match (default)", |b| {
         b.iter(|| black_box(policy.decide(black_box(&none)).action))
     });

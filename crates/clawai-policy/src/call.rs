@@ -1,5 +1,6 @@
 //! What the engine decides on: one intercepted message, reduced to the parts rules see.
 
+use clawai_protocol::Json;
 use serde_json::Value;
 
 /// The MCP tool annotations that rules can test, as the server declared them in
@@ -43,7 +44,7 @@ pub struct Call<'a> {
     pub name: Option<&'a str>,
     /// What argument conditions look at: `params.arguments` for `tools/call` and
     /// `prompts/get`, the whole `params` otherwise.
-    pub arguments: Option<&'a Value>,
+    pub arguments: Option<&'a Json<'a>>,
     /// The server's name, as given to the proxy with `--server`.
     pub server: Option<&'a str>,
     /// The tool's annotations as recorded from `tools/list`; `None` when the tool was
@@ -54,11 +55,11 @@ pub struct Call<'a> {
 impl<'a> Call<'a> {
     /// Builds a call from a method and its `params`, picking name and arguments the way
     /// each method carries them.
-    pub fn from_params(method: &'a str, params: Option<&'a Value>) -> Self {
+    pub fn from_params(method: &'a str, params: Option<&'a Json<'a>>) -> Self {
         let field = |key: &str| params.and_then(|p| p.get(key));
         let (name, arguments) = match method {
-            "tools/call" | "prompts/get" => (field("name").and_then(Value::as_str), field("arguments")),
-            "resources/read" => (field("uri").and_then(Value::as_str), params),
+            "tools/call" | "prompts/get" => (field("name").and_then(Json::as_str), field("arguments")),
+            "resources/read" => (field("uri").and_then(Json::as_str), params),
             _ => (None, params),
         };
         Call { method, name, arguments, server: None, annotations: None }
@@ -102,12 +103,14 @@ mod tests {
     #[test]
     fn name_and_arguments_per_method() {
         let p = json!({"name": "read_file", "arguments": {"path": "/x"}});
-        let c = Call::from_params("tools/call", Some(&p));
+        let p_json = Json::from(&p);
+        let c = Call::from_params("tools/call", Some(&p_json));
         assert_eq!(c.name, Some("read_file"));
-        assert_eq!(c.arguments, Some(&json!({"path": "/x"})));
+        assert_eq!(c.arguments.map(Json::to_value), Some(json!({"path": "/x"})));
         let r = json!({"uri": "file:///etc/passwd"});
-        let c = Call::from_params("resources/read", Some(&r));
+        let r_json = Json::from(&r);
+        let c = Call::from_params("resources/read", Some(&r_json));
         assert_eq!(c.name, Some("file:///etc/passwd"));
-        assert_eq!(c.arguments, Some(&r));
+        assert_eq!(c.arguments.map(Json::to_value), Some(r.clone()));
     }
 }

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clawai_protocol::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -92,7 +93,8 @@ pub fn run(policy: &Policy, path: &Path, fixture: &Fixture, expect: Option<Actio
         (None, None) => None,
     };
     let annotations = fixture.annotations.as_ref().map(ToolAnnotations::from_json);
-    let call = Call::from_params(&fixture.method, fixture.params.as_ref())
+    let params = fixture.params.as_ref().map(Json::from);
+    let call = Call::from_params(&fixture.method, params.as_ref())
         .with_server(fixture.server.as_deref())
         .with_annotations(annotations);
     let decision = policy.decide(&call);

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use clawai_policy::{Action, Call, Format, load_str};
-//! use serde_json::json;
+//! use clawai_protocol::strict;
 //!
 //! let policy = load_str(r#"
 //!     [[rule]]
@@ -22,7 +22,8 @@
 //!     args.path = "/home/u/**"
 //! "#, Format::Toml, "example.toml").unwrap();
 //!
-//! let params = json!({"name": "read_file", "arguments": {"path": "/home/u/p/../.ssh/id_rsa"}});
+//! // The `params` of a `tools/call`, read as the proxy reads them.
+//! let params = strict::parse(br#"{"name":"read_file","arguments":{"path":"/home/u/p/../.ssh/id_rsa"}}"#).unwrap();
 //! let decision = policy.decide(&Call::from_params("tools/call", Some(&params)));
 //! assert_eq!(decision.action, Action::Deny);
 //! assert_eq!(decision.rule_id(), Some("no-ssh"));
@@ -30,7 +31,7 @@
 //!
 //! Modules, from the bottom up: [`glob`] (patterns), [`normalize`] (how argument
 //! strings are read), [`operation`] (what a tool name says it does), [`call`] (the
-//! input), `rule` and `engine` (matching and deciding), `load` (files and errors),
+//! input, read from a [`clawai_protocol::Json`] value), `rule` and `engine` (matching and deciding), `load` (files and errors),
 //! [`formats`] (AgentShield and mcp-gov), [`fixture`] (policy tests) and [`starter`].
 
 pub mod call;

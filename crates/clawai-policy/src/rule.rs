@@ -4,8 +4,8 @@ use std::fmt;
 use std::ops::ControlFlow;
 use std::str::FromStr;
 
+use clawai_protocol::Json;
 use regex::Regex;
-use serde_json::Value;
 
 use crate::call::Call;
 use crate::glob::Glob;
@@ -288,7 +288,7 @@ impl Rule {
             return Err(Miss::ReadOnly(annotations.is_read_only()));
         }
         if !self.args.is_empty() {
-            let Some(object @ Value::Object(_)) = call.arguments else {
+            let Some(object @ Json::Object(_)) = call.arguments else {
                 return Err(Miss::ArgsNotObject);
             };
             for cond in &self.args {
@@ -316,24 +316,24 @@ impl Rule {
 
 /// Follows a dotted path into the arguments. Arrays on the way (and at the end) are
 /// crossed with the action's quantifier; a missing key never matches.
-fn path_matches(value: &Value, path: &[String], glob: &Glob, q: Quantifier) -> bool {
+fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier) -> bool {
     match value {
-        Value::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
-        Value::Object(map) if !path.is_empty() => {
-            map.get(&path[0]).is_some_and(|v| path_matches(v, &path[1..], glob, q))
+        Json::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
+        Json::Object(_) if !path.is_empty() => {
+            value.get(&path[0]).is_some_and(|v| path_matches(v, &path[1..], glob, q))
         }
         _ if !path.is_empty() => false,
         leaf => leaf_matches(leaf, glob, q),
     }
 }
 
-fn leaf_matches(value: &Value, glob: &Glob, q: Quantifier) -> bool {
+fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier) -> bool {
     match value {
-        Value::String(s) => string_matches(s, glob, q),
-        Value::Number(n) => glob.is_match(&n.to_string()),
-        Value::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
-        Value::Null => glob.is_match("null"),
-        Value::Array(_) | Value::Object(_) => false,
+        Json::String(s) => string_matches(s, glob, q),
+        Json::Number(n) => glob.is_match(&n.to_string()),
+        Json::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
+        Json::Null => glob.is_match("null"),
+        Json::Array(_) | Json::Object(_) => false,
     }
 }
 
@@ -347,7 +347,7 @@ fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
 
 /// `q` over every string in `value`, depth first: what `q.over` gives for the list of
 /// those strings, without building the list, and stopping once the answer is known.
-fn over_strings(value: &Value, q: Quantifier, mut test: impl FnMut(&str) -> bool) -> bool {
+fn over_strings(value: &Json, q: Quantifier, mut test: impl FnMut(&str) -> bool) -> bool {
     let mut seen = false;
     let outcome = visit_strings(value, &mut |s| {
         seen = true;
@@ -364,11 +364,11 @@ fn over_strings(value: &Value, q: Quantifier, mut test: impl FnMut(&str) -> bool
     }
 }
 
-fn visit_strings(value: &Value, f: &mut impl FnMut(&str) -> ControlFlow<bool>) -> ControlFlow<bool> {
+fn visit_strings(value: &Json, f: &mut impl FnMut(&str) -> ControlFlow<bool>) -> ControlFlow<bool> {
     match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().try_for_each(|v| visit_strings(v, f)),
-        Value::Object(map) => map.values().try_for_each(|v| visit_strings(v, f)),
+        Json::String(s) => f(s),
+        Json::Array(items) => items.iter().try_for_each(|v| visit_strings(v, f)),
+        Json::Object(members) => members.iter().try_for_each(|(_, v)| visit_strings(v, f)),
         _ => ControlFlow::Continue(()),
     }
 }

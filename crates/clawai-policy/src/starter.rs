@@ -63,6 +63,7 @@ description = "Allowed and marked for review"
 mod tests {
     use super::*;
     use crate::{Action, Call, Format, ToolAnnotations, load_str};
+    use clawai_protocol::Json;
     use serde_json::json;
 
     #[test]
@@ -70,7 +71,7 @@ mod tests {
         let p = load_str(STARTER_POLICY, Format::Toml, "starter").unwrap();
         let decide = |name: &str, args: serde_json::Value, ann: Option<ToolAnnotations>| {
             let params = json!({"name": name, "arguments": args});
-            p.decide(&Call::from_params("tools/call", Some(&params)).with_annotations(ann)).action
+            p.decide(&Call::from_params("tools/call", Some(&Json::from(&params))).with_annotations(ann)).action
         };
         let ro = Some(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
         assert_eq!(decide("read_file", json!({"path": "/home/u/.ssh/id_rsa"}), ro), Action::Deny);
@@ -84,10 +85,13 @@ mod tests {
         );
         assert_eq!(decide("read_file", json!({"path": "/home/u/notes.txt"}), ro), Action::Audit);
         let res = json!({"uri": "file:///home/u/.ssh/id_rsa"});
-        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Deny);
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&Json::from(&res)))).action, Action::Deny);
         let res = json!({"uri": "file:///home/u/readme.md"});
-        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&res))).action, Action::Audit);
-        assert_eq!(p.decide(&Call::from_params("sampling/createMessage", Some(&json!({})))).action, Action::Audit);
+        assert_eq!(p.decide(&Call::from_params("resources/read", Some(&Json::from(&res)))).action, Action::Audit);
+        assert_eq!(
+            p.decide(&Call::from_params("sampling/createMessage", Some(&Json::from(&json!({}))))).action,
+            Action::Audit
+        );
         assert_eq!(p.decide(&Call::from_params("roots/list", None)).action, Action::Deny);
     }
 }

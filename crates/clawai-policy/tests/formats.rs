@@ -5,6 +5,7 @@
 use clawai_policy::glob::Glob;
 use clawai_policy::operation::{Operation, detect};
 use clawai_policy::{Action, Call, Format, load_str};
+use clawai_protocol::Json;
 use serde_json::{Value, json};
 
 const AGENTSHIELD: &str = r#"
@@ -128,12 +129,12 @@ fn agentshield_conversion_decides_as_agentshield() {
     let policy = load_str(AGENTSHIELD, Format::AgentShield, "agentshield.yaml").unwrap();
     for (tool, args) in corpus() {
         let params = json!({"name": tool, "arguments": args});
-        let got = policy.decide(&Call::from_params("tools/call", Some(&params))).action;
+        let got = policy.decide(&Call::from_params("tools/call", Some(&Json::from(&params)))).action;
         assert_eq!(got, agentshield_reference(tool, &args), "{tool} {args}");
     }
     // AgentShield does not examine other methods; neither does the conversion.
     let read = json!({"uri": "file:///home/u/.ssh/id_rsa"});
-    assert_eq!(policy.decide(&Call::from_params("resources/read", Some(&read))).action, Action::Allow);
+    assert_eq!(policy.decide(&Call::from_params("resources/read", Some(&Json::from(&read)))).action, Action::Allow);
 }
 
 #[test]
@@ -141,7 +142,8 @@ fn mcpgov_conversion_decides_as_mcpgov() {
     let policy = load_str(MCPGOV, Format::McpGov, "rules.json").unwrap();
     for (tool, _) in corpus() {
         let params = json!({"name": tool, "arguments": {}});
-        let call = Call::from_params("tools/call", Some(&params));
+        let params_json = Json::from(&params);
+        let call = Call::from_params("tools/call", Some(&params_json));
         assert_eq!(policy.decide(&call).action, mcpgov_reference(tool, None), "{tool}");
         for server in ["github", "slack", "filesystem"] {
             let got = policy.decide(&call.with_server(Some(server))).action;
@@ -161,7 +163,8 @@ fn mcpgov_rules_list_layout_is_read_too() {
     let text = r#"{"rules": [{"service": "filesystem", "operations": ["delete", "write"], "permission": "deny"}]}"#;
     let policy = load_str(text, Format::McpGov, "rules.json").unwrap();
     let params = json!({"name": "delete_file"});
-    let call = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params_json));
     assert_eq!(policy.decide(&call.with_server(Some("filesystem"))).action, Action::Deny);
     assert_eq!(policy.decide(&call.with_server(Some("other"))).action, Action::Allow);
 }

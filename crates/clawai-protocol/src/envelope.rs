@@ -84,7 +84,7 @@ pub enum Params<'a> {
     /// (the caller then reads them itself).
     Raw(&'a RawValue),
     /// Read strictly ([`strict::Decoded`]): `Err` when a key repeats or has a case twin.
-    Decoded(Result<serde_json::Value, strict::Ambiguous>),
+    Decoded(Result<crate::Json<'a>, strict::Ambiguous>),
 }
 
 impl<'a> Envelope<'a> {
@@ -176,7 +176,7 @@ impl<'de, F: Fn(&str) -> bool> ReadParams<'de> for DecodeWhen<F> {
     type Params = Params<'de>;
     fn read<A: MapAccess<'de>>(&self, map: &mut A, method: Option<&str>) -> Result<Params<'de>, A::Error> {
         Ok(if method.is_some_and(&self.0) {
-            Params::Decoded(map.next_value::<strict::Decoded>()?.0)
+            Params::Decoded(map.next_value::<strict::Decoded<'de>>()?.0)
         } else {
             Params::Raw(map.next_value()?)
         })

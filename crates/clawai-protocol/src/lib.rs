@@ -8,6 +8,7 @@
 //! * [`framing`]: newline-delimited messages with a size limit that keeps memory bounded.
 //! * [`envelope`]: the strict reading of a message from the client (fails closed: bad
 //!   JSON, a BOM, a batch, a wrong `jsonrpc`, a duplicate or case-variant key).
+//! * [`json`]: the value a strict parse builds, borrowing its strings from the message.
 //! * [`strict`]: a full parse that refuses duplicate and case-variant keys at any depth,
 //!   for the messages a policy decides on.
 //! * [`skim`]: a fast look at the top-level members of a message (for large results
@@ -18,6 +19,7 @@
 
 pub mod envelope;
 pub mod framing;
+pub mod json;
 pub mod mirror;
 pub mod origin;
 pub mod reply;
@@ -26,3 +28,4 @@ pub mod strict;
 
 pub use envelope::{Envelope, EnvelopeError, Kind};
 pub use framing::{Frame, FrameRef, LineReader};
+pub use json::Json;

@@ -45,8 +45,8 @@ pub fn tool_error(id: Option<&str>, text: &str, stateless: bool) -> Vec<u8> {
 
 /// Whether a request's `params` use the 2026-07-28 per-request envelope (its `_meta`
 /// names the protocol version).
-pub fn is_stateless_request(params: Option<&Value>) -> bool {
-    params.and_then(|params| params.pointer("/_meta/io.modelcontextprotocol~1protocolVersion")).is_some()
+pub fn is_stateless_request(params: Option<&crate::Json>) -> bool {
+    params.and_then(|params| params.get("_meta")?.get("io.modelcontextprotocol/protocolVersion")).is_some()
 }
 
 fn frame(id: Option<&str>, member: &str, body: &Value) -> Vec<u8> {

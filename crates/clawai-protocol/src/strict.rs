@@ -5,12 +5,15 @@
 //! refused when any object in it has the same key twice, or two keys that differ only
 //! in ASCII case: whatever the server's parser, it reads what the policy read.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
+
+use crate::json::Json;
 
 /// Why a message was refused by the strict parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,7 +21,7 @@ use serde_json::{Map, Number, Value};
 pub struct Ambiguous(pub String);
 
 /// Parses JSON text into a value, refusing duplicate and case-variant keys anywhere.
-pub fn parse(text: &[u8]) -> Result<Value, Ambiguous> {
+pub fn parse(text: &[u8]) -> Result<Json<'_>, Ambiguous> {
     // Checked once as a whole, then read as `&str`: serde_json then skips its check of
     // every string.
     let text = std::str::from_utf8(text).map_err(|e| Ambiguous(format!("not valid UTF-8 ({e})")))?;
@@ -30,9 +33,9 @@ pub fn parse(text: &[u8]) -> Result<Value, Ambiguous> {
 /// parse, it makes the value `Err` once the value has been read to its end. Bad JSON
 /// still fails the whole parse.
 #[derive(Debug)]
-pub struct Decoded(pub Result<Value, Ambiguous>);
+pub struct Decoded<'a>(pub Result<Json<'a>, Ambiguous>);
 
-impl<'de> de::Deserialize<'de> for Decoded {
+impl<'de> de::Deserialize<'de> for Decoded<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let clash = Cell::new(None);
         let value = StrictSeed { clash: &clash }.deserialize(d)?;
@@ -50,64 +53,67 @@ struct StrictSeed<'c> {
 }
 
 impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    type Value = Json<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for StrictSeed<'_> {
-    type Value = Value;
+    type Value = Json<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
+        Ok(Number::from_f64(v).map_or(Json::Null, Json::Number))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(v)))
     }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v.to_owned())))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v)))
     }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
         let mut items = Vec::new();
         while let Some(v) = seq.next_element_seed(self)? {
             items.push(v);
         }
-        Ok(Value::Array(items))
+        Ok(Json::Array(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut members: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
         // Small objects (the usual case) are checked by comparing with every key seen;
         // large ones switch to a set of folded keys.
         let mut folded: Option<HashSet<String>> = None;
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             // One comparison finds both: a key equal to another ignoring case is either
             // the same key again or a case twin.
             let clash = match &mut folded {
                 Some(set) => !set.insert(key.to_ascii_lowercase()),
-                None => out.keys().any(|k| k.eq_ignore_ascii_case(&key)),
+                None => members.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key)),
             };
             if clash {
                 let first = self.clash.take().unwrap_or_else(|| {
-                    if out.contains_key(&key) {
+                    if members.iter().any(|(k, _)| *k == key) {
                         format!("key `{key}` appears twice in one object")
                     } else {
                         format!("key `{key}` differs from another key of the same object only in case")
@@ -115,13 +121,40 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
                 });
                 self.clash.set(Some(first));
             }
-            if folded.is_none() && out.len() >= 16 {
-                folded = Some(out.keys().chain([&key]).map(|k| k.to_ascii_lowercase()).collect());
+            if folded.is_none() && members.len() >= 16 {
+                folded = Some(members.iter().map(|(k, _)| k).chain([&key]).map(|k| k.to_ascii_lowercase()).collect());
             }
             let value = map.next_value_seed(self)?;
-            out.insert(key, value);
+            members.push((key, value));
         }
-        Ok(Value::Object(out))
+        Ok(Json::Object(members))
+    }
+}
+
+/// An object key, borrowed from the text unless it has escapes.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
@@ -131,8 +164,8 @@ mod tests {
 
     #[test]
     fn plain_json_parses() {
-        let v = parse(br#"{"a":[1,-2,3.5,"x",null,true,{"b":{}}]}"#).unwrap();
-        assert_eq!(v["a"][3], "x");
+        let v = parse(br#"{"a":[1,-2,3.5,"x",null,true,{"b":{}}],"k\u0061":"\u0062"}"#).unwrap();
+        assert_eq!(v.to_value(), serde_json::json!({"a":[1,-2,3.5,"x",null,true,{"b":{}}],"ka":"b"}));
     }
 
     #[test]

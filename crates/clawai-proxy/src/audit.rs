@@ -538,7 +538,7 @@ mod tests {
             tool: Some("read\nfile\u{7}"),
             resource: None,
             prompt: None,
-            arguments: Some(crate::redact::Redacted(&arguments)),
+            arguments: Some(crate::redact::Redacted(&clawai_protocol::Json::from(&arguments))),
             decision: Some("deny"),
             rule: Some("r\\1"),
             reason: Some("rule `r`: ünïcode ✓".into()),

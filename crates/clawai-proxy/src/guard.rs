@@ -15,7 +15,7 @@ use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, member, members_named, skim};
-use clawai_protocol::strict;
+use clawai_protocol::{Json, strict};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -484,7 +484,7 @@ impl Guard {
             |code: i64, text: String, data: Option<Value>| Verdict::Replace(reply::error(id_text, code, &text, data));
         let Some(requests) = member(result, b"inputRequests") else { return Verdict::Forward };
         let requests = match strict::parse(requests) {
-            Ok(Value::Object(map)) => map,
+            Ok(Json::Object(members)) => members,
             Ok(_) => {
                 let why = "`inputRequests` is not an object".to_owned();
                 self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
@@ -498,7 +498,7 @@ impl Guard {
         };
         let policy = self.policy.current();
         for (key, request) in &requests {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+            let method = request.get("method").and_then(Json::as_str).unwrap_or_default();
             if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
                 continue;
             }
@@ -558,7 +558,7 @@ impl Guard {
         direction: Direction,
         method: &str,
         id: Option<&RawValue>,
-        params: Option<Result<Value, strict::Ambiguous>>,
+        params: Option<Result<Json<'_>, strict::Ambiguous>>,
         size: usize,
     ) -> Verdict {
         let id_text = id.map(RawValue::get);
@@ -646,10 +646,10 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str, state
 
 /// The shape each decided method needs, so that the policy and the server read the
 /// same call.
-fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
+fn check_params(method: &str, params: Option<&Json>) -> Result<(), String> {
     let field = |key: &str| params.and_then(|p| p.get(key));
     let string = |key: &str| match field(key) {
-        Some(Value::String(_)) => Ok(()),
+        Some(Json::String(_)) => Ok(()),
         Some(_) => Err(format!("`params.{key}` must be a string")),
         None => Err(format!("`params.{key}` is missing")),
     };
@@ -665,9 +665,9 @@ fn check_params(method: &str, params: Option<&Value>) -> Result<(), String> {
 /// even when the real one is absent.
 const DECIDED_PARAMS: [&str; 5] = ["name", "arguments", "uri", "_meta", "task"];
 
-fn case_variant_member(params: Option<&Value>) -> Option<&str> {
-    let map = params?.as_object()?;
-    map.keys().find(|k| DECIDED_PARAMS.iter().any(|d| d.eq_ignore_ascii_case(k) && d != k)).map(String::as_str)
+fn case_variant_member<'p>(params: Option<&'p Json>) -> Option<&'p str> {
+    let Some(Json::Object(members)) = params else { return None };
+    members.iter().map(|(k, _)| &**k).find(|k| DECIDED_PARAMS.iter().any(|d| d.eq_ignore_ascii_case(k) && d != k))
 }
 
 fn raw(bytes: &[u8]) -> Option<&RawValue> {

@@ -8,8 +8,8 @@
 
 use std::sync::LazyLock;
 
+use clawai_protocol::Json;
 use regex::Regex;
-use serde_json::Value;
 
 use crate::audit::json_str;
 
@@ -82,16 +82,16 @@ pub fn is_secret_key(key: &str) -> bool {
 /// A value written with its secrets replaced, without copying it first (the audit trail
 /// writes one per decided message).
 #[derive(Debug, Clone, Copy)]
-pub struct Redacted<'a>(pub &'a Value);
+pub struct Redacted<'a>(pub &'a Json<'a>);
 
 impl Redacted<'_> {
-    /// Appends the value as JSON, secrets replaced: the same text as serialising
-    /// [`redact`]'s copy with serde_json.
+    /// Appends the value as JSON, secrets replaced: what serde_json writes of a copy with
+    /// every secret-keyed value and every credential-shaped substring replaced.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self.0 {
-            Value::String(s) if has_secret_value(s) => json_str(out, &redact_str(s)),
-            Value::String(s) => json_str(out, s),
-            Value::Array(items) => {
+            Json::String(s) if has_secret_value(s) => json_str(out, &redact_str(s)),
+            Json::String(s) => json_str(out, s),
+            Json::Array(items) => {
                 out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
@@ -101,15 +101,15 @@ impl Redacted<'_> {
                 }
                 out.push(b']');
             }
-            Value::Object(map) => {
+            Json::Object(members) => {
                 out.push(b'{');
-                for (i, (key, value)) in map.iter().enumerate() {
+                for (i, (key, value)) in members.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
                     json_str(out, key);
                     out.push(b':');
-                    if is_secret_key(key) && !value.is_null() {
+                    if is_secret_key(key) && *value != Json::Null {
                         json_str(out, REDACTED);
                     } else {
                         Redacted(value).write_json(out);
@@ -117,28 +117,11 @@ impl Redacted<'_> {
                 }
                 out.push(b'}');
             }
-            Value::Null => out.extend_from_slice(b"null"),
-            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Json::Null => out.extend_from_slice(b"null"),
+            Json::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
             // Writing a number into a Vec cannot fail.
-            Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
+            Json::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
         }
-    }
-}
-
-/// A copy of `value` with secrets replaced.
-pub fn redact(value: &Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(redact_str(s)),
-        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let v = if is_secret_key(k) && !v.is_null() { Value::String(REDACTED.into()) } else { redact(v) };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 
@@ -150,7 +133,25 @@ pub fn redact_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    /// A copy of `value` with secrets replaced: the model `Redacted` must write.
+    fn redact(value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(redact_str(s)),
+            Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v =
+                            if is_secret_key(k) && !v.is_null() { Value::String(REDACTED.into()) } else { redact(v) };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
 
     #[test]
     fn no_secret_shape_is_shorter_than_the_shortcut_assumes() {
@@ -197,7 +198,7 @@ mod tests {
         ];
         for v in values {
             let mut out = Vec::new();
-            Redacted(&v).write_json(&mut out);
+            Redacted(&Json::from(&v)).write_json(&mut out);
             assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&redact(&v)).unwrap());
         }
     }

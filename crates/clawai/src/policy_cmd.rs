@@ -285,8 +285,10 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let call =
-        Call::from_params(&method, Some(&params)).with_server(args.server.as_deref()).with_annotations(annotations);
+    let params_json = clawai_protocol::Json::from(&params);
+    let call = Call::from_params(&method, Some(&params_json))
+        .with_server(args.server.as_deref())
+        .with_annotations(annotations);
     let explanation = policy.explain(&call);
     println!(
         "Policy {} ({} rules), call: {method} {}",

@@ -1,3 +1,4 @@
+use clawai_protocol::Json;
 use serde_json::{Value, json};
 
 use crate::{Action, Call, Format, Policy, PolicyError, ToolAnnotations, load_str};
@@ -15,12 +16,12 @@ fn error(text: &str) -> PolicyError {
 
 fn tool(p: &Policy, name: &str, args: Value) -> Action {
     let params = json!({"name": name, "arguments": args});
-    p.decide(&Call::from_params("tools/call", Some(&params))).action
+    p.decide(&Call::from_params("tools/call", Some(&Json::from(&params)))).action
 }
 
 fn tool_id(p: &Policy, name: &str, args: Value) -> Option<String> {
     let params = json!({"name": name, "arguments": args});
-    p.decide(&Call::from_params("tools/call", Some(&params))).rule_id().map(str::to_owned)
+    p.decide(&Call::from_params("tools/call", Some(&Json::from(&params)))).rule_id().map(str::to_owned)
 }
 
 #[test]
@@ -41,7 +42,7 @@ fn first_match_wins_and_default_is_deny() {
     assert_eq!(tool_id(&p, "read_text", json!({})).as_deref(), Some("b"));
     assert_eq!(tool(&p, "write_file", json!({})), Action::Deny);
     assert_eq!(p.default_action(), Action::Deny);
-    let d = p.decide(&Call::from_params("tools/call", Some(&json!({"name": "write_file"}))));
+    let d = p.decide(&Call::from_params("tools/call", Some(&Json::from(&json!({"name": "write_file"})))));
     assert!(d.rule.is_none());
     assert!(d.reason().contains("default"));
 }
@@ -107,8 +108,9 @@ fn each_target_only_matches_its_method() {
         method = "sampling/createMessage"
     "#,
     );
-    let decide =
-        |method: &str, params: Value| p.decide(&Call::from_params(method, Some(&params))).rule_id().map(str::to_owned);
+    let decide = |method: &str, params: Value| {
+        p.decide(&Call::from_params(method, Some(&Json::from(&params)))).rule_id().map(str::to_owned)
+    };
     assert_eq!(decide("tools/call", json!({"name": "x"})).as_deref(), Some("t"));
     assert_eq!(decide("resources/read", json!({"uri": "file:///srv/a.txt"})).as_deref(), Some("r"));
     assert_eq!(decide("resources/read", json!({"uri": "file:///etc/passwd"})), None);
@@ -132,7 +134,8 @@ fn resource_uris_are_normalised() {
         resource = "file:///srv/**"
     "#,
     );
-    let read = |uri: &str| p.decide(&Call::from_params("resources/read", Some(&json!({"uri": uri})))).action;
+    let read =
+        |uri: &str| p.decide(&Call::from_params("resources/read", Some(&Json::from(&json!({"uri": uri}))))).action;
     assert_eq!(read("file:///srv/../etc/shadow"), Action::Deny);
     assert_eq!(read("file:///srv/%2e%2e/etc/shadow"), Action::Deny);
     assert_eq!(read("file:///srv/%252e%252e/etc/shadow"), Action::Deny);
@@ -151,7 +154,8 @@ fn server_condition_uses_the_server_name() {
     "#,
     );
     let params = json!({"name": "x"});
-    let call = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params_json));
     assert_eq!(p.decide(&call.with_server(Some("github-enterprise"))).action, Action::Allow);
     assert_eq!(p.decide(&call.with_server(Some("gitlab"))).action, Action::Deny);
     assert_eq!(p.decide(&call).action, Action::Deny, "an unknown server never matches a server condition");
@@ -341,7 +345,7 @@ fn non_object_arguments_only_match_rules_without_argument_conditions() {
     assert_eq!(tool_id(&p, "run", json!("ls -l")).as_deref(), Some("plain"));
     assert_eq!(tool_id(&p, "run", json!(["ls"])).as_deref(), Some("plain"));
     let params = json!({"name": "run"});
-    let d = p.decide(&Call::from_params("tools/call", Some(&params)));
+    let d = p.decide(&Call::from_params("tools/call", Some(&Json::from(&params))));
     assert_eq!(d.rule_id(), Some("plain"), "absent arguments cannot satisfy argument conditions");
 }
 
@@ -374,7 +378,8 @@ fn service_condition_reads_server_or_tool_prefix() {
     );
     assert_eq!(tool(&p, "github_delete_repo", json!({})), Action::Deny);
     let params = json!({"name": "delete_branch"});
-    let call = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params_json));
     assert_eq!(p.decide(&call.with_server(Some("github"))).action, Action::Deny);
     assert_eq!(p.decide(&call.with_server(Some("gitlab"))).action, Action::Allow);
 }
@@ -398,7 +403,8 @@ fn annotations_with_spec_defaults() {
     "#,
     );
     let params = json!({"name": "t", "arguments": {}});
-    let call = Call::from_params("tools/call", Some(&params));
+    let params_json = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params_json));
     let with = |a: Option<ToolAnnotations>| p.decide(&call.with_annotations(a)).rule_id().map(str::to_owned);
     assert_eq!(
         with(Some(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None })).as_deref(),
@@ -417,7 +423,7 @@ fn method_rules_cover_any_method_by_glob() {
     let p = policy(
         "[[rule]]\naction = \"deny\"\nmethod = \"elicitation/*\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n",
     );
-    let d = |m: &str| p.decide(&Call::from_params(m, Some(&json!({})))).action;
+    let d = |m: &str| p.decide(&Call::from_params(m, Some(&Json::from(&json!({}))))).action;
     assert_eq!(d("elicitation/create"), Action::Deny);
     assert_eq!(d("sampling/createMessage"), Action::Allow);
     assert_eq!(d("tools/call"), Action::Allow);
@@ -433,7 +439,8 @@ fn decide_and_explain_agree() {
         json!({"name": 7}),
     ];
     for params in cases {
-        let call = Call::from_params("tools/call", Some(&params));
+        let params_json = Json::from(&params);
+        let call = Call::from_params("tools/call", Some(&params_json));
         let e = p.explain(&call);
         assert_eq!(e.decision.action, p.decide(&call).action);
         assert_eq!(e.decision.rule_id(), p.decide(&call).rule_id());
@@ -457,7 +464,8 @@ fn thousand_rules_decide_like_a_linear_scan() {
         let name = format!("svc{}_op", n % 41);
         let args = json!({"path": format!("/d{}/x", n % 13)});
         let params = json!({"name": name, "arguments": args});
-        let call = Call::from_params("tools/call", Some(&params));
+        let params_json = Json::from(&params);
+        let call = Call::from_params("tools/call", Some(&params_json));
         assert_eq!(p.decide(&call).rule_id(), p.explain(&call).decision.rule_id());
     }
 }
@@ -577,7 +585,8 @@ mod indexed_decisions {
             for name in names {
                 for args in [json!({"x": "1"}), json!({})] {
                     let params = json!({"name": name, "arguments": args});
-                    let call = Call::from_params("tools/call", Some(&params));
+                    let params_json = Json::from(&params);
+                    let call = Call::from_params("tools/call", Some(&params_json));
                     let fast = p.decide(&call).rule.map(|(i, _)| i);
                     let slow = p.explain(&call).decision.rule.map(|(i, _)| i);
                     prop_assert_eq!(fast, slow, "policy:\n{}\nname {:?}", text, name);
