@@ -297,10 +297,10 @@ impl Rule {
                 }
             }
         }
-        if let Some(g) = &self.any_arg {
-            if !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q))) {
-                return Err(Miss::AnyArg);
-            }
+        if let Some(g) = &self.any_arg
+            && !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q)))
+        {
+            return Err(Miss::AnyArg);
         }
         Ok(())
     }
