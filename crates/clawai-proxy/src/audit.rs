@@ -12,13 +12,13 @@
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Which way a message was going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,7 +470,44 @@ fn open_append(path: &Path) -> io::Result<File> {
 
 /// The current time (written as RFC 3339).
 pub fn now() -> jiff::Timestamp {
-    jiff::Timestamp::now()
+    stamp().wall
+}
+
+/// When something happened, from one clock read: the wall-clock time an event records
+/// and the monotonic instant a duration is measured from.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    /// Wall-clock time.
+    pub wall: jiff::Timestamp,
+    /// The same moment on the monotonic clock.
+    pub instant: Instant,
+}
+
+/// How long a thread derives wall-clock times from the monotonic clock before it reads
+/// the system clock again. Within it a time can be off by the clock's slew (at most
+/// 0.5 ms a second under NTP); a step of the system clock shows within this period.
+const ANCHOR_FOR: Duration = Duration::from_secs(1);
+
+/// The current [`Stamp`]. Every message needs both a wall time (its event) and an
+/// instant (the duration of its request); reading one clock instead of two per message
+/// matters because a clock read is a sizeable share of a decision in a VM.
+pub fn stamp() -> Stamp {
+    thread_local! {
+        static ANCHOR: Cell<Option<(Instant, jiff::Timestamp)>> = const { Cell::new(None) };
+    }
+    let instant = Instant::now();
+    ANCHOR.with(|anchor| {
+        let (at, wall) = match anchor.get() {
+            Some((at, wall)) if instant.saturating_duration_since(at) < ANCHOR_FOR => (at, wall),
+            _ => {
+                let fresh = (instant, jiff::Timestamp::now());
+                anchor.set(Some(fresh));
+                fresh
+            }
+        };
+        let since = instant.saturating_duration_since(at);
+        Stamp { wall: wall.checked_add(since).unwrap_or(wall), instant }
+    })
 }
 
 #[cfg(test)]
@@ -478,6 +515,22 @@ mod tests {
     use super::*;
     use serde_json::Value;
     use serde_json::value::RawValue;
+
+    #[test]
+    fn stamps_follow_the_system_clock_and_the_monotonic_one() {
+        let close = |a: jiff::Timestamp, b: jiff::Timestamp| a.duration_since(b).abs().as_millis() < 50;
+        let first = stamp();
+        assert!(close(first.wall, jiff::Timestamp::now()), "derived from an anchor read this second");
+        std::thread::sleep(Duration::from_millis(20));
+        let second = stamp();
+        let wall_step = second.wall.duration_since(first.wall).as_micros() as i64;
+        let mono_step = second.instant.duration_since(first.instant).as_micros() as i64;
+        assert!(wall_step >= 20_000 && mono_step >= 20_000, "{wall_step} µs, {mono_step} µs");
+        assert!(close(second.wall, jiff::Timestamp::now()));
+        // Past the anchor's period the system clock is read again.
+        std::thread::sleep(ANCHOR_FOR + Duration::from_millis(10));
+        assert!(close(stamp().wall, jiff::Timestamp::now()));
+    }
 
     #[test]
     fn durations_are_written_to_the_microsecond() {

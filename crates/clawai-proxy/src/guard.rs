@@ -19,7 +19,7 @@ use clawai_protocol::{Json, strict};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, Direction, Event, now};
+use crate::audit::{AuditLog, Direction, Event, Stamp, stamp};
 use crate::redact::Redacted;
 use crate::reload::PolicyHandle;
 
@@ -183,7 +183,7 @@ impl Guard {
     }
 
     fn event<'a>(&'a self, direction: Direction, kind: &'a str) -> Event<'a> {
-        self.event_at(now(), direction, kind)
+        self.event_at(stamp().wall, direction, kind)
     }
 
     fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'a str) -> Event<'a> {
@@ -220,8 +220,8 @@ impl Guard {
                 self.decide(&policy, Direction::ClientToServer, method, id, params, line.len())
             }
             (Kind::Request, Some(method)) => {
-                self.pass(Direction::ClientToServer, "request", method, id, line.len());
-                self.track(&self.from_client, id, method);
+                let at = self.pass(Direction::ClientToServer, "request", method, id, line.len());
+                self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward
             }
             (Kind::Notification, Some(method)) => {
@@ -304,9 +304,9 @@ impl Guard {
             return self.decide(&policy, Direction::ServerToClient, method, id, params, size);
         }
         let kind = if id.is_some() { "request" } else { "notification" };
-        self.pass(Direction::ServerToClient, kind, method, id, size);
+        let at = self.pass(Direction::ServerToClient, kind, method, id, size);
         if id.is_some() {
-            self.track(&self.from_server, id, method);
+            self.track(&self.from_server, id, method, at.instant);
         }
         Verdict::Forward
     }
@@ -400,21 +400,25 @@ impl Guard {
         Verdict::Drop
     }
 
-    fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) {
-        let mut event = self.event(direction, kind);
+    /// Records a message no rule decides; returns when it was seen.
+    /// Records a message no rule decides; returns when it was seen.
+    fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) -> Stamp {
+        let at = stamp();
+        let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
         event.id = id.map(RawValue::get);
         event.decision = Some("pass");
         event.size = Some(size);
         self.audit.record(&event);
+        at
     }
 
-    fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str) {
+    fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str, started: Instant) {
         if let Some(id) = id {
             table
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(id.get().into(), InFlight { method: method_name(method), started: Instant::now() });
+                .insert(id.get().into(), InFlight { method: method_name(method), started });
         }
     }
 
@@ -429,7 +433,7 @@ impl Guard {
         size: usize,
         deferred: &mut Deferred,
     ) -> Verdict {
-        let time = now();
+        let Stamp { wall: time, instant: now } = stamp();
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove_entry(i.get()));
         let result_type = result.and_then(|r| r.result_type);
         let is_error = is_error || result.and_then(|r| r.is_error) == Some(&b"true"[..]);
@@ -446,7 +450,7 @@ impl Guard {
             time,
             direction,
             id: key.or_else(|| id.map(|i| i.get().into())),
-            duration_ms: flight.as_ref().map(|f| f.started.elapsed().as_secs_f64() * 1000.0),
+            duration_ms: flight.as_ref().map(|f| now.saturating_duration_since(f.started).as_secs_f64() * 1000.0),
             method: flight.map(|f| f.method),
             is_error,
             size,
@@ -593,7 +597,8 @@ impl Guard {
         };
         let decision = policy.decide(&call);
 
-        let mut event = self.event(direction, if id.is_some() { "request" } else { "notification" });
+        let at = stamp();
+        let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
         event.method = Some(method);
         event.id = id.map(RawValue::get);
         match method {
@@ -611,7 +616,7 @@ impl Guard {
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };
-            self.track(table, id, method);
+            self.track(table, id, method, at.instant);
             return Verdict::Forward;
         }
         let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
