@@ -401,7 +401,6 @@ impl Guard {
     }
 
     /// Records a message no rule decides; returns when it was seen.
-    /// Records a message no rule decides; returns when it was seen.
     fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) -> Stamp {
         let at = stamp();
         let mut event = self.event_at(at.wall, direction, kind);

@@ -135,6 +135,15 @@ fn denied_tool_call_is_an_error_result_and_never_reaches_the_server() {
     assert!(!p.server_log().contains("shadow"));
     let r = p.call(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"safe_read","arguments":{}}}));
     assert_eq!(r["result"]["content"][0]["text"], "called safe_read");
+    // Escapes are decoded before deciding: the name, a key and a value spelled with them
+    // are the ones the server will read.
+    p.send(br#"{"jsonrpc":"2.0","id":"esc","method":"tools/call","params":{"n\u0061me":"w\u0069pe","arguments":{}}}"#);
+    let r = p.recv();
+    assert_eq!((&r["id"], &r["result"]["isError"]), (&json!("esc"), &json!(true)), "{r}");
+    p.send(br#"{"jsonrpc":"2.0","id":"esc2","method":"resources/read","params":{"\u0075ri":"file:///srv/..\/etc\/shadow"}}"#);
+    let r = p.recv();
+    assert_eq!((&r["id"], &r["error"]["data"]["rule"]), (&json!("esc2"), &json!("no-etc")), "{r}");
+    assert!(!p.server_log().contains("shadow") && !p.server_log().contains("esc"));
     // `params` written before `method` are decided all the same.
     p.send(br#"{"params":{"name":"wipe","arguments":{}},"jsonrpc":"2.0","id":"late","method":"tools/call"}"#);
     let r = p.recv();
