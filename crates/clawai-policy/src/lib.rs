@@ -31,7 +31,8 @@
 //!
 //! Modules, from the bottom up: [`glob`] (patterns), [`normalize`] (how argument
 //! strings are read), [`operation`] (what a tool name says it does), [`call`] (the
-//! input, read from a [`clawai_protocol::Json`] value), `rule` and `engine` (matching and deciding), `load` (files and errors),
+//! input, read from a [`clawai_protocol::Json`] value), `rule` and `engine` (matching
+//! and deciding), `load` (files and errors),
 //! [`formats`] (AgentShield and mcp-gov), [`fixture`] (policy tests) and [`starter`].
 
 pub mod call;

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use clawai_protocol::words;
 use percent_encoding::percent_decode_str;
 
 /// Rounds of percent-decoding before giving up (`%252e` needs two).
@@ -55,19 +56,13 @@ pub(crate) fn is_plain(value: &str) -> bool {
 /// when it may have one (the word trick below can flag a byte that is not one, never
 /// miss one).
 fn may_need_reading(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // High bit of each byte of `word` that may equal `b` ("has zero byte" on word ^ b).
-    let equal = |word: u64, b: u8| {
-        let x = word ^ (ONES * u64::from(b));
-        x.wrapping_sub(ONES) & !x & HIGHS
-    };
+    let equal = words::bytes_equal;
     let pair_or_escape = |here: u64, next: u64| {
         // `here` holds bytes i..i+8 and `next` bytes i+1..i+9: a `/` in `here` lines up
         // with the byte after it in `next`.
         equal(here, b'%') | equal(here, b'\\') | (equal(here, b'/') & (equal(next, b'/') | equal(next, b'.')))
     };
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+    let word = |at: usize| words::load(&bytes[at..at + 8]);
     let mut i = 0;
     while i + 9 <= bytes.len() {
         if pair_or_escape(word(i), word(i + 1)) != 0 {

@@ -16,6 +16,7 @@
 //! * [`mirror`]: the 2026-07-28 HTTP headers that must agree with the body.
 //! * [`origin`]: the `Host`/`Origin` check of an HTTP endpoint (DNS rebinding).
 //! * [`reply`]: the responses a guard writes itself, and the error codes it uses.
+//! * [`words`]: finding bytes eight at a time, for the short strings every message has.
 
 pub mod envelope;
 pub mod framing;
@@ -25,6 +26,7 @@ pub mod origin;
 pub mod reply;
 pub mod skim;
 pub mod strict;
+pub mod words;
 
 pub use envelope::{Envelope, EnvelopeError, Kind};
 pub use framing::{Frame, FrameRef, LineReader};

@@ -8,6 +8,8 @@
 
 use memchr::memchr2;
 
+use crate::words;
+
 /// The top-level members of interest, as byte ranges of the input.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Skim<'a> {
@@ -266,22 +268,14 @@ impl<'a> Cursor<'a> {
 /// names, small values), where a few eight-byte words are cheaper than `memchr`'s
 /// set-up; past [`SHORT`] bytes `memchr` takes over.
 fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     const SHORT: usize = 32;
     let mut offset = 0;
     while offset < SHORT
         && let Some(chunk) = bytes.get(offset..offset + 8)
     {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        // "Has a zero byte" on `word ^ '"'…` and `word ^ '\\'…`: a flagged byte is one
-        // of the two, or follows one (never before the first), and bytes of 0x80 and
-        // above are never flagged.
-        let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
-        let backslash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
-        let flagged = (quote | backslash) & !word & HIGHS;
-        if flagged != 0 {
-            return Some(offset + (flagged.trailing_zeros() / 8) as usize);
+        let word = words::load(chunk);
+        if let Some(i) = words::first_flagged(words::bytes_equal(word, b'"') | words::bytes_equal(word, b'\\')) {
+            return Some(offset + i);
         }
         offset += 8;
     }

@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use clawai_protocol::words;
+
 /// Which way a message was going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -189,21 +191,14 @@ pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
 /// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
 /// character. Eight bytes at a time (every audit event is mostly such strings).
 fn first_to_escape(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
     let mut chunks = bytes.chunks_exact(8);
     let mut offset = 0;
     for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().expect("chunks of eight"));
-        // A byte is flagged when it is below 0x20 or equal to `"` or `\\` (the classic
-        // "has zero byte" trick on `word`, `word ^ '"'…` and `word ^ '\\'…`); bytes
-        // of 0x80 and above never are.
-        let below_space = word.wrapping_sub(ONES * 0x20);
-        let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
-        let backslash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
-        if (below_space | quote | backslash) & !word & HIGHS != 0 {
-            // Something may need escaping here (the trick can flag a byte after a true
+        let word = words::load(chunk);
+        let flags = words::bytes_below(word, 0x20) | words::bytes_equal(word, b'"') | words::bytes_equal(word, b'\\');
+        if flags != 0 {
+            // Something may need escaping here (a flag can sit on a byte after a true
             // one, never miss one): find it exactly.
             if let Some(i) = chunk.iter().position(|&b| needs_escape(b)) {
                 return Some(offset + i);
@@ -468,11 +463,6 @@ fn open_append(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
-/// The current time (written as RFC 3339).
-pub fn now() -> jiff::Timestamp {
-    stamp().wall
-}
-
 /// When something happened, from one clock read: the wall-clock time an event records
 /// and the monotonic instant a duration is measured from.
 #[derive(Debug, Clone, Copy)]
@@ -638,7 +628,7 @@ mod tests {
         let log = AuditLog::open(&path, 400, 2).unwrap();
         for _ in 0..10 {
             log.record(&Event {
-                time: now(),
+                time: stamp().wall,
                 session: "s",
                 kind: "request",
                 method: Some("tools/call"),
@@ -648,7 +638,7 @@ mod tests {
             log.flush();
         }
         let unflushed = fs::read_to_string(&path).unwrap();
-        log.record(&Event { time: now(), session: "s", kind: "response", ..Default::default() });
+        log.record(&Event { time: stamp().wall, session: "s", kind: "response", ..Default::default() });
         assert_eq!(fs::read_to_string(&path).unwrap(), unflushed, "recorded events wait for a flush");
         log.flush();
         let text = fs::read_to_string(&path).unwrap();
