@@ -22,6 +22,7 @@ const BIG_BYTES: usize = 1 << 20;
 const STARTS: usize = 10;
 /// Modes are measured in turn, this many times, and each figure is the median of the
 /// rounds: this machine's noise moves single runs by tens of percent.
+/// `CLAWAI_BENCH_ROUNDS` changes it (fewer for a quick look while working).
 const ROUNDS: usize = 7;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -266,9 +267,10 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
-    for round in 0..ROUNDS {
+    let rounds_wanted = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
+    for round in 0..rounds_wanted {
         for (m, mode) in modes.iter().enumerate() {
-            eprintln!("round {}/{ROUNDS}: measuring {mode:?}…", round + 1);
+            eprintln!("round {}/{rounds_wanted}: measuring {mode:?}…", round + 1);
             rounds[m].push(measure(&bins, *mode)?);
         }
     }
@@ -278,7 +280,7 @@ fn main() -> Result<()> {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let added = |f: &Figures, p: fn(&Figures) -> Duration| us(p(f)) - us(p(direct));
     println!(
-        "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written); each figure is the median of {ROUNDS} interleaved rounds\n"
+        "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written); each figure is the median of {rounds_wanted} interleaved rounds\n"
     );
     println!("| measure | direct | bare relay | clawai | clawai vs relay | target |");
     println!("|---|---|---|---|---|---|");

@@ -2,13 +2,14 @@
 //!
 //! Events are collected in memory and written with a single `write` to a file opened
 //! for appending. A decision must be on disk before the message it describes leaves
-//! clawai: when one is pending ([`AuditLog::has_decision`]) transports flush the trail
-//! before they write forwarded bytes, so the kernel has the event first and even a
+//! clawai: transports flush the trail before they write forwarded bytes whose decision
+//! is still waiting ([`AuditLog::has_decision`], or per thread
+//! [`AuditLog::decisions_written`]), so the kernel has the event first and even a
 //! SIGKILL of clawai loses nothing already decided. Other events (responses, messages no
 //! rule decides) wait for the next write: the next decision's, a full buffer's, or the
 //! one [`FLUSH_EVERY`] at the latest, and every one is written when clawai exits (a
 //! SIGKILL can lose the last [`FLUSH_EVERY`] of them, never a decision). This keeps the
-//! trail to one `write` per decided call instead of one per message each way.
+//! trail to one `write` per batch of decided calls instead of one per message each way.
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files).
 
@@ -16,7 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -271,23 +272,52 @@ const KEEP_SCRATCH: usize = 64 * 1024;
 /// front writes to the same trail).
 #[derive(Clone)]
 pub struct AuditLog {
-    sink: Arc<Mutex<Sink>>,
+    shared: Arc<Shared>,
     /// False for [`AuditLog::disabled`]: nothing is encoded.
     enabled: bool,
-    /// The sink's flag, read without its lock: every message forwarded asks it.
-    decision_pending: Arc<AtomicBool>,
 }
 
-struct Sink {
-    pending: Vec<u8>,
-    /// A decision (or refusal) is among the pending events. Set and cleared only with
-    /// the sink locked; a thread that recorded a decision always sees its own setting.
-    decision_pending: Arc<AtomicBool>,
+/// Every decision recorded in any log gets the next number, so that a transport can ask
+/// whether the decisions *it* recorded are on disk ([`AuditLog::decisions_written`])
+/// without waiting for the other direction's.
+static DECISION_NUMBERS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The number of the last decision this thread recorded (0: none).
+    static LAST_DECISION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// What the clones of a log share. Events are appended to `waiting` under its own lock,
+/// and written under `output`'s: the thread writing to the file holds only that one, so
+/// the other direction's thread records its events meanwhile instead of waiting for the
+/// disk.
+struct Shared {
+    waiting: Mutex<Waiting>,
+    output: Mutex<Output>,
+    /// The number of the last decision recorded in this log.
+    recorded: AtomicU64,
+    /// Every decision of this log numbered up to this one is on disk (or failed to be
+    /// written, which was reported).
+    written: AtomicU64,
+}
+
+/// Events recorded and not yet handed to the file.
+struct Waiting {
+    events: Vec<u8>,
+    /// The number of the last decision among them, or of an earlier one.
+    last_decision: u64,
+}
+
+/// The file and what rotation needs to know.
+struct Output {
     file: Option<File>,
     path: PathBuf,
     written: u64,
     max_bytes: u64,
     keep: usize,
+    /// The buffer being written; swapped with [`Waiting::events`] so that both keep
+    /// their allocations.
+    spare: Vec<u8>,
 }
 
 impl AuditLog {
@@ -303,38 +333,21 @@ impl AuditLog {
         }
         let file = open_append(path)?;
         let written = file.metadata()?.len();
-        let decision_pending = Arc::new(AtomicBool::new(false));
-        let sink = Sink {
-            pending: Vec::new(),
-            decision_pending: decision_pending.clone(),
-            file: Some(file),
-            path: path.to_owned(),
-            written,
-            max_bytes,
-            keep,
-        };
-        let sink = Arc::new(Mutex::new(sink));
-        spawn_flusher(Arc::downgrade(&sink))?;
-        Ok(AuditLog { sink, enabled: true, decision_pending })
+        let output = Output { file: Some(file), path: path.to_owned(), written, max_bytes, keep, spare: Vec::new() };
+        let shared = Arc::new(Shared::new(output));
+        spawn_flusher(Arc::downgrade(&shared))?;
+        Ok(AuditLog { shared, enabled: true })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        let decision_pending = Arc::new(AtomicBool::new(false));
-        let sink = Sink {
-            pending: Vec::new(),
-            decision_pending: decision_pending.clone(),
-            file: None,
-            path: PathBuf::new(),
-            written: 0,
-            max_bytes: u64::MAX,
-            keep: 0,
-        };
-        AuditLog { sink: Arc::new(Mutex::new(sink)), enabled: false, decision_pending }
+        let output =
+            Output { file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0, spare: Vec::new() };
+        AuditLog { shared: Arc::new(Shared::new(output)), enabled: false }
     }
 
     /// Records a decision or a refusal. Transports write it before the message leaves
-    /// (see [`AuditLog::has_decision`]).
+    /// (see [`AuditLog::has_decision`] and [`AuditLog::decisions_written`]).
     pub fn record_decision(&self, event: &Event) {
         self.append(event, true);
     }
@@ -348,7 +361,21 @@ impl AuditLog {
     /// True when a decision waits to be written: the transport must flush the audit
     /// trail before it forwards anything.
     pub fn has_decision(&self) -> bool {
-        self.decision_pending.load(Ordering::Acquire)
+        self.shared.recorded.load(Ordering::Acquire) > self.shared.written.load(Ordering::Acquire)
+    }
+
+    /// The number of the last decision the calling thread recorded, in any log (0:
+    /// none). A transport that queues a message on the thread that decided it keeps the
+    /// highest such number of what it queued, and writes the trail before sending
+    /// unless [`AuditLog::decisions_written`] says that is done.
+    pub fn last_decision_of_this_thread() -> u64 {
+        LAST_DECISION.get()
+    }
+
+    /// True when every decision of this log numbered up to `number` is on disk.
+    /// (A number from another log can only make this false, never wrongly true.)
+    pub fn decisions_written(&self, number: u64) -> bool {
+        !self.enabled || self.shared.written.load(Ordering::Acquire) >= number
     }
 
     /// Errors are reported on stderr, never fatal: the guard keeps deciding even when the
@@ -358,32 +385,40 @@ impl AuditLog {
             return;
         }
         thread_local! {
-            /// Each thread encodes its events here, so that the shared sink is locked
+            /// Each thread encodes its events here, so that the shared buffer is locked
             /// only to copy the finished bytes: the two relay threads of a stdio proxy
             /// (and the tasks of an HTTP front) record at the same time.
             static SCRATCH: RefCell<(Vec<u8>, Encoder)> = RefCell::default();
         }
-        SCRATCH.with_borrow_mut(|(line, encoder)| {
+        let full = SCRATCH.with_borrow_mut(|(line, encoder)| {
             line.clear();
             event.write_json(line, encoder);
             line.push(b'\n');
-            let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
-            sink.pending.extend_from_slice(line);
-            if decision {
-                sink.decision_pending.store(true, Ordering::Release);
-            }
-            if sink.pending.len() >= BUFFER_LIMIT {
-                sink.write_pending();
-            }
+            let full = {
+                let mut waiting = self.shared.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                waiting.events.extend_from_slice(line);
+                if decision {
+                    // Numbered under the lock: numbers rise in the order events are written.
+                    let number = DECISION_NUMBERS.fetch_add(1, Ordering::Relaxed);
+                    waiting.last_decision = number;
+                    self.shared.recorded.store(number, Ordering::Release);
+                    LAST_DECISION.set(number);
+                }
+                waiting.events.len() >= BUFFER_LIMIT
+            };
             if line.capacity() > KEEP_SCRATCH {
                 *line = Vec::new();
             }
+            full
         });
+        if full {
+            self.flush();
+        }
     }
 
     /// Writes every buffered event now.
     pub fn flush(&self) {
-        self.sink.lock().unwrap_or_else(|p| p.into_inner()).write_pending();
+        self.shared.write_waiting();
     }
 }
 
@@ -393,47 +428,64 @@ impl Drop for AuditLog {
     }
 }
 
-fn spawn_flusher(sink: Weak<Mutex<Sink>>) -> io::Result<()> {
+fn spawn_flusher(shared: Weak<Shared>) -> io::Result<()> {
     std::thread::Builder::new().name("audit-flush".into()).spawn(move || {
         loop {
             std::thread::sleep(FLUSH_EVERY);
-            let Some(sink) = sink.upgrade() else { return };
-            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
-            if !sink.pending.is_empty() {
-                sink.write_pending();
-            }
+            let Some(shared) = shared.upgrade() else { return };
+            shared.write_waiting();
         }
     })?;
     Ok(())
 }
 
-impl Sink {
-    /// One `write` for everything pending; the file is rotated first when it would
-    /// pass its limit.
-    fn write_pending(&mut self) {
-        if !self.pending.is_empty() && self.file.is_some() {
-            self.write_out();
+impl Shared {
+    fn new(output: Output) -> Shared {
+        Shared {
+            waiting: Mutex::new(Waiting { events: Vec::new(), last_decision: 0 }),
+            output: Mutex::new(output),
+            recorded: AtomicU64::new(0),
+            written: AtomicU64::new(0),
         }
-        // Cleared only once the write is done: a transport that sees `false` may forward.
-        self.decision_pending.store(false, Ordering::Release);
     }
 
+    /// One `write` for every event waiting; the file is rotated first when it would
+    /// pass its limit. Writers take turns (the output lock), so whoever returns from
+    /// here knows that every event recorded before it was called is on disk: either it
+    /// took them itself, or a writer before it took them and finished.
+    fn write_waiting(&self) {
+        let mut output = self.output.lock().unwrap_or_else(|p| p.into_inner());
+        let output = &mut *output;
+        let through = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            if waiting.events.is_empty() {
+                return;
+            }
+            std::mem::swap(&mut waiting.events, &mut output.spare);
+            waiting.last_decision
+        };
+        if output.file.is_some() {
+            output.write_out();
+        }
+        output.spare.clear();
+        // Raised only once the write is done: a transport that sees it may forward.
+        self.written.fetch_max(through, Ordering::Release);
+    }
+}
+
+impl Output {
     fn write_out(&mut self) {
-        if self.written + self.pending.len() as u64 > self.max_bytes
+        if self.written + self.spare.len() as u64 > self.max_bytes
             && self.written > 0
             && let Err(e) = self.rotate()
         {
             tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
         }
-        let pending = std::mem::take(&mut self.pending);
-        match self.file.as_mut().map(|f| f.write_all(&pending)) {
-            Some(Ok(())) => self.written += pending.len() as u64,
+        match self.file.as_mut().map(|f| f.write_all(&self.spare)) {
+            Some(Ok(())) => self.written += self.spare.len() as u64,
             Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", self.path.display()),
             None => {}
         }
-        // Keep the allocation for the next events.
-        self.pending = pending;
-        self.pending.clear();
     }
 
     fn rotate(&mut self) -> io::Result<()> {
@@ -618,6 +670,57 @@ mod tests {
             times,
             ["2026-11-22T10:00:01.500000Z", "2026-11-22T10:00:01.999999Z", "2026-11-22T10:00:02.000000Z"]
         );
+    }
+
+    #[test]
+    fn a_decision_is_on_disk_once_its_thread_is_told_so() {
+        // Two threads record decisions and flush concurrently, as the two relay threads
+        // of a stdio proxy do: one may take the other's event into its own write, and
+        // the other must then not go on before that write is done.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path, u64::MAX, 0).unwrap();
+        let other = AuditLog::disabled();
+        std::thread::scope(|scope| {
+            for thread in ["a", "b"] {
+                let (log, other, path) = (&log, &other, &path);
+                scope.spawn(move || {
+                    for i in 0..2000 {
+                        let id = format!("\"{thread}{i}\"");
+                        // The event lands after whatever the file holds now.
+                        let before = fs::metadata(path).unwrap().len();
+                        let event = Event { session: "s", kind: "request", id: Some(&id), ..Default::default() };
+                        log.record_decision(&event);
+                        // Responses in between, as the other direction records them.
+                        log.record(&Event { session: "s", kind: "response", ..Default::default() });
+                        other.record_decision(&event);
+                        let mark = AuditLog::last_decision_of_this_thread();
+                        assert!(mark > 0);
+                        if !log.decisions_written(mark) {
+                            log.flush();
+                        }
+                        assert!(log.decisions_written(mark));
+                        let mut file = File::open(path).unwrap();
+                        io::Seek::seek(&mut file, io::SeekFrom::Start(before)).unwrap();
+                        let mut text = String::new();
+                        io::Read::read_to_string(&mut file, &mut text).unwrap();
+                        assert!(text.contains(&format!("\"id\":{id}")), "decision {id} is not on disk");
+                    }
+                });
+            }
+        });
+        assert!(!log.has_decision());
+        // A decision another thread recorded is not this thread's to wait for, but
+        // `has_decision` sees it.
+        let mark = AuditLog::last_decision_of_this_thread();
+        std::thread::scope(|scope| {
+            scope.spawn(|| log.record_decision(&Event { session: "s", kind: "request", ..Default::default() }));
+        });
+        assert!(log.decisions_written(mark));
+        assert!(log.has_decision());
+        log.flush();
+        assert!(!log.has_decision());
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 8001);
     }
 
     #[test]

@@ -177,6 +177,23 @@ impl Guard {
         }
     }
 
+    /// A mark for the decisions this thread has recorded so far: a transport that
+    /// decides and queues on the same thread keeps the highest mark of what it queued
+    /// and calls [`Guard::write_decisions_through`] with it before the bytes leave. Unlike
+    /// [`Guard::write_pending_decisions`], it does not write the trail for decisions
+    /// another thread recorded for messages it sends itself.
+    pub fn decision_mark(&self) -> u64 {
+        AuditLog::last_decision_of_this_thread()
+    }
+
+    /// Writes the audit trail now unless every decision up to `mark` (from
+    /// [`Guard::decision_mark`]) is already on disk.
+    pub fn write_decisions_through(&self, mark: u64) {
+        if !self.audit.decisions_written(mark) {
+            self.audit.flush();
+        }
+    }
+
     /// The session id written in every audit event.
     pub fn session(&self) -> &str {
         &self.session

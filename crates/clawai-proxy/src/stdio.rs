@@ -50,22 +50,26 @@ type Shared<W> = Arc<Mutex<W>>;
 /// Bytes batched towards one side before a write.
 const OUT_BUFFER: usize = 16 * 1024;
 
-/// Buffered output towards one side. Before anything it holds leaves, a decision
-/// waiting in the audit trail is written.
+/// Buffered output towards one side. Before anything it holds leaves, the decisions
+/// that let it through are written to the audit trail.
 struct Outbound<W: Write> {
     writer: BufWriter<W>,
+    /// The highest [`Guard::decision_mark`] among the messages queued.
+    decisions: u64,
 }
 
 impl<W: Write> Outbound<W> {
     fn new(inner: W) -> Self {
-        Outbound { writer: BufWriter::with_capacity(OUT_BUFFER, inner) }
+        Outbound { writer: BufWriter::with_capacity(OUT_BUFFER, inner), decisions: 0 }
     }
 
-    /// Queues one message (newline added when missing).
+    /// Queues one message (newline added when missing), decided (if at all) on the
+    /// calling thread.
     fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
+        self.decisions = self.decisions.max(guard.decision_mark());
         if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
             // The buffer is about to go out (or the message bypasses it).
-            guard.write_pending_decisions();
+            guard.write_decisions_through(self.decisions);
         }
         self.writer.write_all(bytes)?;
         if !bytes.ends_with(b"\n") {
@@ -75,13 +79,13 @@ impl<W: Write> Outbound<W> {
     }
 
     /// Sends what is queued, after the decisions that let it through are on disk. Other
-    /// events (responses, messages no rule decides) are left for the next write of the
-    /// trail, off the message's path.
+    /// events (responses, messages no rule decides, decisions the other direction has
+    /// not sent yet) are left for a later write of the trail, off the message's path.
     fn flush(&mut self, guard: &Guard) -> io::Result<()> {
         if self.writer.buffer().is_empty() {
             return Ok(());
         }
-        guard.write_pending_decisions();
+        guard.write_decisions_through(self.decisions);
         self.writer.flush()
     }
 }
