@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
+use compact_str::CompactString;
+
 use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
@@ -54,8 +56,10 @@ struct InFlight {
 
 /// Requests forwarded and not yet answered, by id as written. The ids are the peers'
 /// choice, so the hasher is seeded per process; foldhash's `quality` variant costs a
-/// fraction of SipHash on the short keys ids are (two lookups per call).
-type InFlightTable = Mutex<HashMap<Box<str>, InFlight, foldhash::quality::RandomState>>;
+/// fraction of SipHash on the short keys ids are (two lookups per call). Ids up to 24
+/// bytes as written (numbers, short strings) are kept inside the table: no allocation
+/// per request, and a lookup compares them without leaving it.
+type InFlightTable = Mutex<HashMap<CompactString, InFlight, foldhash::quality::RandomState>>;
 
 /// Audit events of responses that a transport forwards first and records after its
 /// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
@@ -80,7 +84,7 @@ struct ResponseRecord {
     direction: Direction,
     method: Option<Cow<'static, str>>,
     /// The id as written (valid JSON: it was read from the message).
-    id: Option<Box<str>>,
+    id: Option<CompactString>,
     is_error: bool,
     size: usize,
     duration_ms: Option<f64>,
@@ -380,7 +384,7 @@ impl Guard {
 
     /// The server is gone: an error for every client request still waiting.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
-        let pending: Vec<(Box<str>, InFlight)> =
+        let pending: Vec<(CompactString, InFlight)> =
             self.from_client.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
         pending
             .into_iter()
@@ -434,7 +438,7 @@ impl Guard {
             table
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(id.get().into(), InFlight { method: method_name(method), started });
+                .insert(CompactString::new(id.get()), InFlight { method: method_name(method), started });
         }
     }
 
@@ -465,7 +469,7 @@ impl Guard {
         deferred.responses.push(ResponseRecord {
             time,
             direction,
-            id: key.or_else(|| id.map(|i| i.get().into())),
+            id: key.or_else(|| id.map(|i| CompactString::new(i.get()))),
             duration_ms: flight.as_ref().map(|f| now.saturating_duration_since(f.started).as_secs_f64() * 1000.0),
             method: flight.map(|f| f.method),
             is_error,
