@@ -1,12 +1,13 @@
-//! The message reader: framing, the strict envelope, the skim and the strict parse must
-//! never panic, and must agree with each other on what a message is.
+//! The message reader: framing, the strict envelope (and its shortcut for the usual
+//! decided request), the skim and the strict parse must never panic, and must agree with
+//! each other on what a message is.
 #![no_main]
 
 use std::io::Cursor;
 
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Params};
 use clawai_protocol::framing::{Frame, LineReader};
-use clawai_protocol::{skim, strict};
+use clawai_protocol::{quick, skim, strict};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -59,6 +60,20 @@ fuzz_target!(|data: &[u8]| {
             ),
             (Err(_), Ok(_)) => panic!("the same-pass reading accepted a message the envelope refuses"),
             (Err(_), Err(_)) => {}
+        }
+        // The shortcut for the usual decided request reads what the full reader reads.
+        let decides = |m: &str| m.len() % 2 == 0;
+        if let Some(quick) = quick::read_decided(&line, &decides) {
+            let full = Envelope::parse_deciding_in_full(&line, decides).expect("the full reader accepts it too");
+            assert_eq!(
+                (quick.kind, quick.id_text(), quick.method.as_deref()),
+                (full.kind, full.id_text(), full.method.as_deref())
+            );
+            match (quick.params, full.params) {
+                (None, None) => {}
+                (Some(Params::Decoded(Ok(q))), Some(Params::Decoded(Ok(f)))) => assert_eq!(q, f),
+                other => panic!("{other:?}"),
+            }
         }
         if let Some(s) = &skimmed
             && let Some(result) = s.result

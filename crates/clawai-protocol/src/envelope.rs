@@ -109,6 +109,19 @@ impl<'a> Envelope<'a, Params<'a>> {
         line: &'a [u8],
         decides: impl Fn(&str) -> bool,
     ) -> Result<Envelope<'a, Params<'a>>, EnvelopeError> {
+        match crate::quick::read_decided(line, &decides) {
+            Some(envelope) => Ok(envelope),
+            None => Self::parse_deciding_in_full(line, decides),
+        }
+    }
+
+    /// [`Envelope::parse_deciding`] without its shortcut for the usual decided request
+    /// ([`crate::quick`]): the reader that handles every message and says why it refuses
+    /// one. Public so that tests and fuzzers can hold the shortcut to it.
+    pub fn parse_deciding_in_full(
+        line: &'a [u8],
+        decides: impl Fn(&str) -> bool,
+    ) -> Result<Envelope<'a, Params<'a>>, EnvelopeError> {
         read(line, DecodeWhen(decides))
     }
 }

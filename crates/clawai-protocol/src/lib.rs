@@ -8,6 +8,8 @@
 //! * [`framing`]: newline-delimited messages with a size limit that keeps memory bounded.
 //! * [`envelope`]: the strict reading of a message from the client (fails closed: bad
 //!   JSON, a BOM, a batch, a wrong `jsonrpc`, a duplicate or case-variant key).
+//! * [`quick`]: the usual decided request read in one pass, without serde (anything
+//!   else goes to the envelope's full reader).
 //! * [`json`]: the value a strict parse builds, borrowing its strings from the message.
 //! * [`strict`]: a full parse that refuses duplicate and case-variant keys at any depth,
 //!   for the messages a policy decides on.
@@ -23,6 +25,7 @@ pub mod framing;
 pub mod json;
 pub mod mirror;
 pub mod origin;
+pub mod quick;
 pub mod reply;
 pub mod skim;
 pub mod strict;
