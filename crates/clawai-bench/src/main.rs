@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 const ROUND_TRIPS: usize = 2000;
-const PIPELINED: usize = 10000;
+const PIPELINED: usize = 50_000;
 const BIG_RESULTS: usize = 100;
 const BIG_BYTES: usize = 1 << 20;
 const STARTS: usize = 10;
