@@ -17,6 +17,14 @@ pub fn load(eight: &[u8]) -> u64 {
     u64::from_le_bytes(eight.try_into().expect("eight bytes"))
 }
 
+/// Up to eight bytes as one word, the first byte lowest, the missing ones set to `pad`
+/// (a byte the caller's test does not flag): the tail of a string tested like the rest.
+pub fn load_padded(bytes: &[u8], pad: u8) -> u64 {
+    let mut eight = [pad; 8];
+    eight[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(eight)
+}
+
 /// Flags the bytes of `word` equal to `b` (an ASCII byte: bytes of 0x80 and above are
 /// never flagged).
 pub fn bytes_equal(word: u64, b: u8) -> u64 {

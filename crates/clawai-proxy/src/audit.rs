@@ -96,22 +96,22 @@ impl Event<'_> {
             out.extend_from_slice(direction.as_str().as_bytes());
             out.push(b'"');
         }
-        str_field(out, "kind", Some(self.kind));
-        str_field(out, "method", self.method);
+        str_field(out, b",\"kind\":", Some(self.kind));
+        str_field(out, b",\"method\":", self.method);
         if let Some(id) = self.id {
             out.extend_from_slice(b",\"id\":");
             out.extend_from_slice(id.as_bytes());
         }
-        str_field(out, "tool", self.tool);
-        str_field(out, "resource", self.resource);
-        str_field(out, "prompt", self.prompt);
+        str_field(out, b",\"tool\":", self.tool);
+        str_field(out, b",\"resource\":", self.resource);
+        str_field(out, b",\"prompt\":", self.prompt);
         if let Some(arguments) = &self.arguments {
             out.extend_from_slice(b",\"arguments\":");
             arguments.write_json(out);
         }
-        str_field(out, "decision", self.decision);
-        str_field(out, "rule", self.rule);
-        str_field(out, "reason", self.reason.as_deref());
+        str_field(out, b",\"decision\":", self.decision);
+        str_field(out, b",\"rule\":", self.rule);
+        str_field(out, b",\"reason\":", self.reason.as_deref());
         if let Some(ms) = self.duration_ms.filter(|ms| ms.is_finite()) {
             out.extend_from_slice(b",\"duration_ms\":");
             write_millis(out, ms);
@@ -145,12 +145,11 @@ fn write_millis(out: &mut Vec<u8>, ms: f64) {
     ]);
 }
 
-/// Appends `,"name":"value"` when there is a value (names need no escaping).
-fn str_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+/// Appends `member` (`,"name":`, written whole) and the value as a JSON string, when
+/// there is a value.
+fn str_field(out: &mut Vec<u8>, member: &[u8], value: Option<&str>) {
     if let Some(value) = value {
-        out.extend_from_slice(b",\"");
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+        out.extend_from_slice(member);
         json_str(out, value);
     }
 }
@@ -190,24 +189,28 @@ pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
 }
 
 /// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
-/// character. Eight bytes at a time (every audit event is mostly such strings).
+/// character. Eight bytes at a time (every audit event is mostly such strings), the
+/// tail too, padded with a byte that needs no escape.
 fn first_to_escape(bytes: &[u8]) -> Option<usize> {
-    let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    // The lowest flag of each test is a true match, so the lowest of all of them is.
+    let flagged = |word: u64| {
+        words::first_flagged(
+            words::bytes_below(word, 0x20) | words::bytes_equal(word, b'"') | words::bytes_equal(word, b'\\'),
+        )
+    };
     let mut chunks = bytes.chunks_exact(8);
     let mut offset = 0;
     for chunk in &mut chunks {
-        let word = words::load(chunk);
-        let flags = words::bytes_below(word, 0x20) | words::bytes_equal(word, b'"') | words::bytes_equal(word, b'\\');
-        if flags != 0 {
-            // Something may need escaping here (a flag can sit on a byte after a true
-            // one, never miss one): find it exactly.
-            if let Some(i) = chunk.iter().position(|&b| needs_escape(b)) {
-                return Some(offset + i);
-            }
+        if let Some(i) = flagged(words::load(chunk)) {
+            return Some(offset + i);
         }
         offset += 8;
     }
-    chunks.remainder().iter().position(|&b| needs_escape(b)).map(|i| offset + i)
+    let tail = chunks.remainder();
+    if tail.is_empty() {
+        return None;
+    }
+    flagged(words::load_padded(tail, b' ')).map(|i| offset + i)
 }
 
 /// What a thread keeps between the events it encodes: event times are RFC 3339 UTC with
@@ -252,7 +255,7 @@ impl Encoder {
             self.origin_json.clear();
             self.origin_json.extend_from_slice(b",\"session\":");
             json_str(&mut self.origin_json, session);
-            str_field(&mut self.origin_json, "server", server);
+            str_field(&mut self.origin_json, b",\"server\":", server);
         }
         out.extend_from_slice(&self.origin_json);
     }
