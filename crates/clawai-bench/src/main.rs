@@ -319,7 +319,7 @@ fn main() -> Result<()> {
         clawai.start.as_secs_f64() * 1e3,
         (clawai.start.as_secs_f64() - relay.start.as_secs_f64()) * 1e3
     );
-    let mib = |k: Option<u64>| k.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+    let mib = |k: Option<u64>| k.map_or("-".into(), |k| format!("{:.2}", k as f64 / 1024.0));
     println!("| proxy peak RSS (MiB) | - | {} | {} | | ≤ 8 MiB |", mib(relay.rss_kib), mib(clawai.rss_kib));
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
