@@ -702,3 +702,51 @@ fn raw(bytes: &[u8]) -> Option<&RawValue> {
 fn utf8(bytes: &[u8]) -> Option<&str> {
     std::str::from_utf8(bytes).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawai_policy::{Format, load_str};
+
+    fn guard(audit: AuditLog) -> Guard {
+        let policy = load_str("[[rule]]\nid = \"all\"\naction = \"allow\"\ntool = \"**\"\n", Format::Toml, "test")
+            .expect("the policy loads");
+        Guard::new(PolicyHandle::new(policy), audit, Some("s".into()))
+    }
+
+    #[test]
+    fn a_response_is_matched_to_its_request_by_the_id_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let guard = guard(AuditLog::open(&path, u64::MAX, 0).unwrap());
+        // Numbers and strings, escaped ones included, as the server echoes them.
+        for id in ["7", "-3", r#""a-1""#, r#""a\u0062""#, "1.5"] {
+            let call = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t"}}}}"#);
+            assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+            let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+            assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
+        }
+        guard.flush_audit();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let responses: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["kind"] == "response")
+            .collect();
+        assert_eq!(responses.len(), 5);
+        for event in responses {
+            assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
+            assert!(event["duration_ms"].is_number(), "{event}");
+        }
+    }
+
+    #[test]
+    fn a_server_message_whose_id_is_not_json_is_dropped() {
+        let guard = guard(AuditLog::disabled());
+        for id in ["01", "1e", "-", r#""a"#, "0x1", "+1"] {
+            let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+            assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{id}");
+        }
+        assert_eq!(guard.from_server(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Verdict::Forward);
+    }
+}
