@@ -143,7 +143,42 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn measure(bins: &Bins, mode: Mode) -> Result<Figures> {
+/// Sequential round trips, the modes taking turns request by request (each in its own
+/// session, the first to go rotating), so that all of them meet the same state of the
+/// machine: on this VM the cost of waking a process drifts by tens of µs within
+/// seconds, which measuring the modes one after the other turned into differences
+/// between them. Returns each mode's round-trip times, sorted.
+fn round_trips(bins: &Bins, modes: &[Mode]) -> Result<Vec<Vec<Duration>>> {
+    let mut sessions = modes.iter().map(|m| Session::start(bins, *m)).collect::<Result<Vec<_>>>()?;
+    for s in &mut sessions {
+        s.initialize();
+        for i in 0..300 {
+            s.send(&call(i));
+            s.recv();
+        }
+    }
+    let mut rtts = vec![Vec::with_capacity(ROUND_TRIPS); modes.len()];
+    for i in 0..ROUND_TRIPS {
+        let msg = call(i + 1000);
+        for turn in 0..modes.len() {
+            let m = (i + turn) % modes.len();
+            let t = Instant::now();
+            sessions[m].send(&msg);
+            sessions[m].recv();
+            rtts[m].push(t.elapsed());
+        }
+    }
+    for s in sessions {
+        s.finish();
+    }
+    for times in &mut rtts {
+        times.sort();
+    }
+    Ok(rtts)
+}
+
+/// Every figure but the round trips' (see [`round_trips`]) for one mode.
+fn measure(bins: &Bins, mode: Mode, rtts: &[Duration]) -> Result<Figures> {
     // Start-up: spawn to the initialize result.
     let mut starts = Vec::new();
     for _ in 0..STARTS {
@@ -157,20 +192,10 @@ fn measure(bins: &Bins, mode: Mode) -> Result<Figures> {
 
     let mut s = Session::start(bins, mode)?;
     s.initialize();
-    // Sequential round trips.
     for i in 0..300 {
         s.send(&call(i));
         s.recv();
     }
-    let mut rtts = Vec::with_capacity(ROUND_TRIPS);
-    for i in 0..ROUND_TRIPS {
-        let msg = call(i + 1000);
-        let t = Instant::now();
-        s.send(&msg);
-        s.recv();
-        rtts.push(t.elapsed());
-    }
-    rtts.sort();
 
     // Pipelined: a writer thread sends as fast as it can, we read everything.
     let mut input = std::mem::replace(&mut s.input, Session::start(bins, Mode::Direct)?.input);
@@ -209,8 +234,8 @@ fn measure(bins: &Bins, mode: Mode) -> Result<Figures> {
     let rss_kib = s.peak_rss_kib(mode);
     s.finish();
     Ok(Figures {
-        p50: percentile(&rtts, 0.5),
-        p99: percentile(&rtts, 0.99),
+        p50: percentile(rtts, 0.5),
+        p99: percentile(rtts, 0.99),
         calls_per_s,
         mib_per_s,
         start: percentile(&starts, 0.5),
@@ -263,15 +288,18 @@ fn main() -> Result<()> {
     let modes = [Mode::Direct, Mode::Relay, Mode::Clawai];
     if std::env::var_os("CLAWAI_BENCH_PROFILE").is_some() {
         // Only clawai, for a profiler attached to this run.
-        measure(&bins, Mode::Clawai)?;
+        let rtts = round_trips(&bins, &[Mode::Clawai])?;
+        measure(&bins, Mode::Clawai, &rtts[0])?;
         return Ok(());
     }
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
     let rounds_wanted = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
     for round in 0..rounds_wanted {
+        eprintln!("round {}/{rounds_wanted}: round trips, the modes taking turns…", round + 1);
+        let rtts = round_trips(&bins, &modes)?;
         for (m, mode) in modes.iter().enumerate() {
             eprintln!("round {}/{rounds_wanted}: measuring {mode:?}…", round + 1);
-            rounds[m].push(measure(&bins, *mode)?);
+            rounds[m].push(measure(&bins, *mode, &rtts[m])?);
         }
     }
     let results: Vec<Figures> = rounds.iter().map(|r| median(r)).collect();
