@@ -54,8 +54,8 @@ pub struct Event<'a> {
     pub server: Option<&'a str>,
     /// Which way the message went.
     pub direction: Option<Direction>,
-    /// `request`, `notification`, `response` or `refused`.
-    pub kind: &'a str,
+    /// `request`, `notification`, `response` or `refused`: a fixed word, written as is.
+    pub kind: &'static str,
     /// The method (for a response: the method of its request, when known).
     pub method: Option<&'a str>,
     /// The JSON-RPC id exactly as written in the message (JSON text: `7`, `"a"`).
@@ -69,8 +69,9 @@ pub struct Event<'a> {
     /// The arguments, secrets redacted.
     pub arguments: Option<crate::redact::Redacted<'a>>,
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
-    /// rule applies to; `refused` for messages that were not valid.
-    pub decision: Option<&'a str>,
+    /// rule applies to; `refused` for messages that were not valid. A fixed word, written
+    /// as is.
+    pub decision: Option<&'static str>,
     /// The deciding rule's id.
     pub rule: Option<&'a str>,
     /// Why, in words.
@@ -96,7 +97,7 @@ impl Event<'_> {
             out.extend_from_slice(direction.as_str().as_bytes());
             out.push(b'"');
         }
-        str_field(out, b",\"kind\":", Some(self.kind));
+        word_field(out, b",\"kind\":\"", self.kind);
         str_field(out, b",\"method\":", self.method);
         if let Some(id) = self.id {
             out.extend_from_slice(b",\"id\":");
@@ -109,7 +110,9 @@ impl Event<'_> {
             out.extend_from_slice(b",\"arguments\":");
             arguments.write_json(out);
         }
-        str_field(out, b",\"decision\":", self.decision);
+        if let Some(decision) = self.decision {
+            word_field(out, b",\"decision\":\"", decision);
+        }
         str_field(out, b",\"rule\":", self.rule);
         str_field(out, b",\"reason\":", self.reason.as_deref());
         if let Some(ms) = self.duration_ms.filter(|ms| ms.is_finite()) {
@@ -143,6 +146,15 @@ fn write_millis(out: &mut Vec<u8>, ms: f64) {
         b'0' + (fraction / 10 % 10) as u8,
         b'0' + (fraction % 10) as u8,
     ]);
+}
+
+/// Appends `member` (`,"name":"`), a word that needs no escaping (the fixed words of
+/// `kind` and `decision`), and the closing quote.
+fn word_field(out: &mut Vec<u8>, member: &[u8], word: &'static str) {
+    debug_assert!(first_to_escape(word.as_bytes()).is_none(), "{word:?} needs escaping");
+    out.extend_from_slice(member);
+    out.extend_from_slice(word.as_bytes());
+    out.push(b'"');
 }
 
 /// Appends `member` (`,"name":`, written whole) and the value as a JSON string, when

@@ -203,11 +203,11 @@ impl Guard {
         &self.session
     }
 
-    fn event<'a>(&'a self, direction: Direction, kind: &'a str) -> Event<'a> {
+    fn event<'a>(&'a self, direction: Direction, kind: &'static str) -> Event<'a> {
         self.event_at(stamp().wall, direction, kind)
     }
 
-    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'a str) -> Event<'a> {
+    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'static str) -> Event<'a> {
         Event {
             time,
             session: &self.session,
@@ -422,7 +422,14 @@ impl Guard {
     }
 
     /// Records a message no rule decides; returns when it was seen.
-    fn pass(&self, direction: Direction, kind: &str, method: &str, id: Option<&RawValue>, size: usize) -> Stamp {
+    fn pass(
+        &self,
+        direction: Direction,
+        kind: &'static str,
+        method: &str,
+        id: Option<&RawValue>,
+        size: usize,
+    ) -> Stamp {
         let at = stamp();
         let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
@@ -435,10 +442,9 @@ impl Guard {
 
     fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str, started: Instant) {
         if let Some(id) = id {
-            table
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(CompactString::new(id.get()), InFlight { method: method_name(method), started });
+            // Built before the table is locked: the other direction's thread waits on it.
+            let (key, flight) = (CompactString::new(id.get()), InFlight { method: method_name(method), started });
+            table.lock().unwrap_or_else(|p| p.into_inner()).insert(key, flight);
         }
     }
 
