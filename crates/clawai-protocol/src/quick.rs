@@ -143,27 +143,7 @@ impl<'a> Reader<'a> {
     /// them), or at the end of the line.
     fn string(&mut self) -> Option<&'a str> {
         let start = self.i;
-        let mut at = start;
-        let stop = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
-        loop {
-            match self.b.get(at..at + 8) {
-                Some(eight) => {
-                    let word = words::load(eight);
-                    let flags = words::bytes_equal(word, b'"')
-                        | words::bytes_equal(word, b'\\')
-                        | words::bytes_below(word, 0x20);
-                    if let Some(first) = words::first_flagged(flags) {
-                        at += first;
-                        break;
-                    }
-                    at += 8;
-                }
-                None => {
-                    at += self.b[at..].iter().position(|&b| stop(b))?;
-                    break;
-                }
-            }
-        }
+        let at = start + words::first_to_escape(&self.b[start..])?;
         if self.b[at] != b'"' {
             return None;
         }

@@ -1,6 +1,7 @@
 //! Eight bytes at a time: which bytes of a `u64` word equal a byte, or fall below one,
 //! without a branch per byte (the "has zero byte" trick). Short strings are scanned
-//! this way on every message: the skim's string ends, the audit trail's escapes and the
+//! this way on every message: the skim's string ends, the audit trail's escapes (and
+//! the one-pass reader's string ends, the same bytes: [`first_to_escape`]) and the
 //! policy's test for plain paths.
 //!
 //! A flag is the high bit of a byte. Every byte that matches is flagged and the lowest
@@ -44,6 +45,28 @@ pub fn first_flagged(flags: u64) -> Option<usize> {
     (flags != 0).then(|| (flags.trailing_zeros() / 8) as usize)
 }
 
+/// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
+/// character. Eight bytes at a time, the tail too, padded with a byte that needs no
+/// escape: the audit trail's escaper and the one-pass reader's string end.
+pub fn first_to_escape(bytes: &[u8]) -> Option<usize> {
+    // The lowest flag of each test is a true match, so the lowest of all of them is.
+    let flagged =
+        |word: u64| first_flagged(bytes_below(word, 0x20) | bytes_equal(word, b'"') | bytes_equal(word, b'\\'));
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        if let Some(i) = flagged(load(chunk)) {
+            return Some(offset + i);
+        }
+        offset += 8;
+    }
+    let tail = chunks.remainder();
+    if tail.is_empty() {
+        return None;
+    }
+    flagged(load_padded(tail, b' ')).map(|i| offset + i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +104,14 @@ mod tests {
         ) {
             let result = check(bytes, bytes_below(load(&bytes), limit), |x| x < limit);
             proptest::prop_assert!(result.is_ok(), "{:?}", result);
+        }
+
+        #[test]
+        fn first_to_escape_finds_the_first_quote_backslash_or_control(
+            bytes in proptest::collection::vec(proptest::sample::select(vec![0u8, 0x1f, b' ', b'"', b'\\', b'a', 0x7f, 0x80, 0xff]), 0..40),
+        ) {
+            let expected = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            proptest::prop_assert_eq!(first_to_escape(&bytes), expected);
         }
     }
 }

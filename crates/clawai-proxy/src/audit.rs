@@ -151,7 +151,7 @@ fn write_millis(out: &mut Vec<u8>, ms: f64) {
 /// Appends `member` (`,"name":"`), a word that needs no escaping (the fixed words of
 /// `kind` and `decision`), and the closing quote.
 fn word_field(out: &mut Vec<u8>, member: &[u8], word: &'static str) {
-    debug_assert!(first_to_escape(word.as_bytes()).is_none(), "{word:?} needs escaping");
+    debug_assert!(words::first_to_escape(word.as_bytes()).is_none(), "{word:?} needs escaping");
     out.extend_from_slice(member);
     out.extend_from_slice(word.as_bytes());
     out.push(b'"');
@@ -173,7 +173,7 @@ pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    while let Some(offset) = first_to_escape(&bytes[start..]) {
+    while let Some(offset) = words::first_to_escape(&bytes[start..]) {
         let at = start + offset;
         out.extend_from_slice(&bytes[start..at]);
         let escaped: &[u8] = match bytes[at] {
@@ -198,31 +198,6 @@ pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
-}
-
-/// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
-/// character. Eight bytes at a time (every audit event is mostly such strings), the
-/// tail too, padded with a byte that needs no escape.
-fn first_to_escape(bytes: &[u8]) -> Option<usize> {
-    // The lowest flag of each test is a true match, so the lowest of all of them is.
-    let flagged = |word: u64| {
-        words::first_flagged(
-            words::bytes_below(word, 0x20) | words::bytes_equal(word, b'"') | words::bytes_equal(word, b'\\'),
-        )
-    };
-    let mut chunks = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        if let Some(i) = flagged(words::load(chunk)) {
-            return Some(offset + i);
-        }
-        offset += 8;
-    }
-    let tail = chunks.remainder();
-    if tail.is_empty() {
-        return None;
-    }
-    flagged(words::load_padded(tail, b' ')).map(|i| offset + i)
 }
 
 /// What a thread keeps between the events it encodes: event times are RFC 3339 UTC with
