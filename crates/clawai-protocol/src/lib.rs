@@ -20,6 +20,7 @@
 //! * [`reply`]: the responses a guard writes itself, and the error codes it uses.
 //! * [`words`]: finding bytes eight at a time, for the short strings every message has.
 
+mod cursor;
 pub mod envelope;
 pub mod framing;
 pub mod json;

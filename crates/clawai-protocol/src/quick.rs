@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use serde_json::Number;
 use serde_json::value::RawValue;
 
+use crate::cursor::Cursor;
 use crate::envelope::{Envelope, Kind, MEMBERS, Params};
 use crate::json::Json;
 use crate::words;
@@ -32,34 +33,34 @@ pub const MAX_DEPTH: usize = 64;
 pub fn read_decided<'a>(line: &'a [u8], decides: &impl Fn(&str) -> bool) -> Option<Envelope<'a, Params<'a>>> {
     // Every string below is cut at ASCII bytes, so it is UTF-8 when the line is.
     let text = std::str::from_utf8(line).ok()?;
-    let mut r = Reader { text, b: line, i: 0 };
-    r.ws();
-    r.expect(b'{')?;
+    let mut r = Reader { text, at: Cursor::new(line) };
+    r.at.ws();
+    r.at.expect(b'{')?;
     let (mut jsonrpc, mut id, mut method, mut params) = (false, None, None::<&'a str>, None);
-    r.ws();
-    if r.peek()? == b'}' {
+    r.at.ws();
+    if r.at.peek()? == b'}' {
         return None;
     }
     loop {
-        r.ws();
-        r.expect(b'"')?;
+        r.at.ws();
+        r.at.expect(b'"')?;
         let key = r.string()?;
-        r.ws();
-        r.expect(b':')?;
-        r.ws();
+        r.at.ws();
+        r.at.expect(b':')?;
+        r.at.ws();
         match key {
             "jsonrpc" if !jsonrpc => {
-                r.expect(b'"')?;
+                r.at.expect(b'"')?;
                 if r.string()? != "2.0" {
                     return None;
                 }
                 jsonrpc = true;
             }
             "id" if id.is_none() => {
-                let start = r.i;
-                match r.peek()? {
+                let start = r.at.i;
+                match r.at.peek()? {
                     b'"' => {
-                        r.i += 1;
+                        r.at.i += 1;
                         r.string()?;
                     }
                     b'-' | b'0'..=b'9' => {
@@ -67,15 +68,15 @@ pub fn read_decided<'a>(line: &'a [u8], decides: &impl Fn(&str) -> bool) -> Opti
                     }
                     _ => return None,
                 }
-                id = Some(serde_json::from_str::<&RawValue>(&text[start..r.i]).ok()?);
+                id = Some(serde_json::from_str::<&RawValue>(&text[start..r.at.i]).ok()?);
             }
             "method" if method.is_none() => {
-                r.expect(b'"')?;
+                r.at.expect(b'"')?;
                 method = Some(r.string()?);
             }
             "params" if params.is_none() => {
                 // After `method`, for a method decided on, as an object or an array.
-                if !method.is_some_and(decides) || !matches!(r.peek()?, b'{' | b'[') {
+                if !method.is_some_and(decides) || !matches!(r.at.peek()?, b'{' | b'[') {
                     return None;
                 }
                 params = Some(r.value(1)?);
@@ -88,15 +89,14 @@ pub fn read_decided<'a>(line: &'a [u8], decides: &impl Fn(&str) -> bool) -> Opti
                 r.value(1)?;
             }
         }
-        r.ws();
-        match r.next()? {
+        r.at.ws();
+        match r.at.next()? {
             b',' => continue,
             b'}' => break,
             _ => return None,
         }
     }
-    r.ws();
-    if r.i != line.len() || !jsonrpc {
+    if !r.at.only_ws_left() || !jsonrpc {
         return None;
     }
     let method = method?;
@@ -110,54 +110,33 @@ pub fn read_decided<'a>(line: &'a [u8], decides: &impl Fn(&str) -> bool) -> Opti
     })
 }
 
+/// The cursor, and the line as text for the strings cut from it.
 struct Reader<'a> {
     text: &'a str,
-    b: &'a [u8],
-    i: usize,
+    at: Cursor<'a>,
 }
 
 impl<'a> Reader<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek()?;
-        self.i += 1;
-        Some(c)
-    }
-
-    fn expect(&mut self, c: u8) -> Option<()> {
-        (self.next()? == c).then_some(())
-    }
-
-    /// JSON's whitespace (not the form feed or other ASCII whitespace).
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
-    }
-
     /// After an opening quote: the string's text, up to and past the closing quote.
     /// `None` at an escape or a control character (the full reader decodes or refuses
     /// them), or at the end of the line.
     fn string(&mut self) -> Option<&'a str> {
-        let start = self.i;
-        let at = start + words::first_to_escape(&self.b[start..])?;
-        if self.b[at] != b'"' {
+        let start = self.at.i;
+        let end = start + words::first_to_escape(&self.at.b[start..])?;
+        if self.at.b[end] != b'"' {
             return None;
         }
-        self.i = at + 1;
-        Some(&self.text[start..at])
+        self.at.i = end + 1;
+        Some(&self.text[start..end])
     }
 
     /// Moves past a number; `None` unless it is one, as serde_json reads it.
     fn number(&mut self) -> Option<Number> {
-        let start = self.i;
-        while matches!(self.peek(), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
-            self.i += 1;
+        let start = self.at.i;
+        while matches!(self.at.peek(), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+            self.at.i += 1;
         }
-        let digits = &self.text[start..self.i];
+        let digits = &self.text[start..self.at.i];
         // The common case, a small non-negative integer, without serde_json; the rest
         // (signs, fractions, exponents, `-0`, out of range) exactly as serde_json does.
         if (1..=19).contains(&digits.len())
@@ -174,9 +153,9 @@ impl<'a> Reader<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        match self.peek()? {
+        match self.at.peek()? {
             b'"' => {
-                self.i += 1;
+                self.at.i += 1;
                 self.string().map(|s| Json::String(Cow::Borrowed(s)))
             }
             b'{' => self.object(depth),
@@ -189,35 +168,35 @@ impl<'a> Reader<'a> {
     }
 
     fn literal(&mut self, word: &str, value: Json<'a>) -> Option<Json<'a>> {
-        self.b[self.i..].starts_with(word.as_bytes()).then(|| {
-            self.i += word.len();
+        self.at.b[self.at.i..].starts_with(word.as_bytes()).then(|| {
+            self.at.i += word.len();
             value
         })
     }
 
     fn object(&mut self, depth: usize) -> Option<Json<'a>> {
-        self.expect(b'{')?;
+        self.at.expect(b'{')?;
         let mut members: Vec<(Cow<'a, str>, Json<'a>)> = Vec::new();
-        self.ws();
-        if self.peek()? == b'}' {
-            self.i += 1;
+        self.at.ws();
+        if self.at.peek()? == b'}' {
+            self.at.i += 1;
             return Some(Json::Object(members));
         }
         loop {
-            self.ws();
-            self.expect(b'"')?;
+            self.at.ws();
+            self.at.expect(b'"')?;
             let key = self.string()?;
             // The same key again or a case twin: the full reader refuses it, saying which.
             if members.len() == MAX_MEMBERS || members.iter().any(|(k, _)| k.eq_ignore_ascii_case(key)) {
                 return None;
             }
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
+            self.at.ws();
+            self.at.expect(b':')?;
+            self.at.ws();
             let value = self.value(depth + 1)?;
             members.push((Cow::Borrowed(key), value));
-            self.ws();
-            match self.next()? {
+            self.at.ws();
+            match self.at.next()? {
                 b',' => continue,
                 b'}' => return Some(Json::Object(members)),
                 _ => return None,
@@ -226,18 +205,18 @@ impl<'a> Reader<'a> {
     }
 
     fn array(&mut self, depth: usize) -> Option<Json<'a>> {
-        self.expect(b'[')?;
+        self.at.expect(b'[')?;
         let mut items = Vec::new();
-        self.ws();
-        if self.peek()? == b']' {
-            self.i += 1;
+        self.at.ws();
+        if self.at.peek()? == b']' {
+            self.at.i += 1;
             return Some(Json::Array(items));
         }
         loop {
-            self.ws();
+            self.at.ws();
             items.push(self.value(depth + 1)?);
-            self.ws();
-            match self.next()? {
+            self.at.ws();
+            match self.at.next()? {
                 b',' => continue,
                 b']' => return Some(Json::Array(items)),
                 _ => return None,

@@ -8,6 +8,7 @@
 
 use memchr::memchr2;
 
+use crate::cursor::Cursor;
 use crate::words;
 
 /// The top-level members of interest, as byte ranges of the input.
@@ -34,7 +35,7 @@ pub struct Skim<'a> {
 pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
     let mut s = Skim::default();
     let mut unsure = false;
-    let mut p = Cursor { b: bytes, i: 0 };
+    let mut p = Cursor::new(bytes);
     p.ws();
     let distinct = p.object(|c, key| {
         let start = c.i;
@@ -114,7 +115,7 @@ pub fn members_named<'a, const N: usize>(object: &'a [u8], names: [&[u8]; N]) ->
 /// repeats or has an escape); true when the whole input was one well-formed object
 /// with distinct, escape-free member names.
 fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
-    let mut p = Cursor { b: bytes, i: 0 };
+    let mut p = Cursor::new(bytes);
     p.ws();
     let distinct = p.object(|c, key| {
         let start = c.i;
@@ -123,11 +124,6 @@ fn members<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> bool {
         Some(())
     });
     distinct == Some(true) && p.only_ws_left()
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    i: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -182,26 +178,6 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-    fn next(&mut self) -> Option<u8> {
-        let c = self.peek()?;
-        self.i += 1;
-        Some(c)
-    }
-    fn expect(&mut self, c: u8) -> Option<()> {
-        (self.next()? == c).then_some(())
-    }
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
-    }
-    fn only_ws_left(&mut self) -> bool {
-        self.ws();
-        self.i == self.b.len()
-    }
     /// After an opening quote: moves past the closing quote. Returns whether the string
     /// had escapes.
     fn string(&mut self) -> Option<bool> {
