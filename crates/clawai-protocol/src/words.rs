@@ -48,6 +48,7 @@ pub fn first_flagged(flags: u64) -> Option<usize> {
 /// The index of the first byte that a JSON string must escape: `"`, `\\` or a control
 /// character. Eight bytes at a time, the tail too, padded with a byte that needs no
 /// escape: the audit trail's escaper and the one-pass reader's string end.
+#[inline]
 pub fn first_to_escape(bytes: &[u8]) -> Option<usize> {
     // The lowest flag of each test is a true match, so the lowest of all of them is.
     let flagged =
