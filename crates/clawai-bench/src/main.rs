@@ -78,6 +78,16 @@ impl Session {
         let output = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
         Ok(Session { child, input, output, line: Vec::new() })
     }
+    /// Started, initialized, and 300 calls in (caches and buffers warm).
+    fn warmed_up(bins: &Bins, mode: Mode) -> Result<Session> {
+        let mut s = Session::start(bins, mode)?;
+        s.initialize();
+        for i in 0..300 {
+            s.send(&call(i));
+            s.recv();
+        }
+        Ok(s)
+    }
     fn send(&mut self, msg: &str) {
         self.input.write_all(msg.as_bytes()).unwrap();
         self.input.write_all(b"\n").unwrap();
@@ -149,14 +159,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// seconds, which measuring the modes one after the other turned into differences
 /// between them. Returns each mode's round-trip times, sorted.
 fn round_trips(bins: &Bins, modes: &[Mode]) -> Result<Vec<Vec<Duration>>> {
-    let mut sessions = modes.iter().map(|m| Session::start(bins, *m)).collect::<Result<Vec<_>>>()?;
-    for s in &mut sessions {
-        s.initialize();
-        for i in 0..300 {
-            s.send(&call(i));
-            s.recv();
-        }
-    }
+    let mut sessions = modes.iter().map(|m| Session::warmed_up(bins, *m)).collect::<Result<Vec<_>>>()?;
     let mut rtts = vec![Vec::with_capacity(ROUND_TRIPS); modes.len()];
     for i in 0..ROUND_TRIPS {
         let msg = call(i + 1000);
@@ -190,12 +193,7 @@ fn measure(bins: &Bins, mode: Mode, rtts: &[Duration]) -> Result<Figures> {
     }
     starts.sort();
 
-    let mut s = Session::start(bins, mode)?;
-    s.initialize();
-    for i in 0..300 {
-        s.send(&call(i));
-        s.recv();
-    }
+    let mut s = Session::warmed_up(bins, mode)?;
 
     // Pipelined: a writer thread sends as fast as it can, we read everything.
     let mut input = std::mem::replace(&mut s.input, Session::start(bins, Mode::Direct)?.input);
