@@ -50,7 +50,7 @@ fn command(bins: &Bins, mode: Mode) -> Command {
         }
         Mode::Clawai => {
             let mut c = Command::new(&bins.clawai);
-            c.args(["proxy", "--no-reload", "--server", "bench", "--policy"])
+            c.args(["proxy", "--server", "bench", "--policy"])
                 .arg(&bins.policy)
                 .arg("--audit")
                 .arg(&bins.audit)
@@ -277,7 +277,12 @@ fn main() -> Result<()> {
         Some(custom) => std::fs::copy(custom, &policy).map(drop)?,
         None => std::fs::write(&policy, policy_text())?,
     }
-    let audit = std::env::var_os("CLAWAI_BENCH_AUDIT").map(PathBuf::from).unwrap_or_else(|| work.join("audit.jsonl"));
+    // The trail in its own directory, as by default: the policy's directory is watched
+    // for edits, and a trail written beside the policy would wake the watcher at every
+    // write.
+    let audit = std::env::var_os("CLAWAI_BENCH_AUDIT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| work.join("state").join("audit.jsonl"));
     let bins = Bins { echo: find("mcp-echo")?, relay: find("byte-relay")?, clawai: find("clawai")?, policy, audit };
     let status =
         Command::new(&bins.clawai).args(["policy", "check"]).arg(&bins.policy).stdout(Stdio::null()).status()?;

@@ -15,5 +15,5 @@ pub mod stdio;
 
 pub use audit::AuditLog;
 pub use guard::{Guard, Verdict};
-pub use reload::PolicyHandle;
+pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use clawai_proxy::{AuditLog, Guard, PolicyHandle, StdioOptions};
-use notify::RecommendedWatcher;
+use clawai_proxy::{AuditLog, FileStamp, Guard, PolicyHandle, StdioOptions};
 
 use crate::ExitCode;
 use crate::paths;
@@ -135,7 +134,6 @@ fn exec_http_helper() -> Result<ExitCode> {
 pub(crate) struct Guarded {
     pub(crate) policy: PolicyHandle,
     pub(crate) audit: AuditLog,
-    _watcher: Option<RecommendedWatcher>,
 }
 
 impl Guarded {
@@ -148,23 +146,19 @@ impl Guarded {
                 policy_path.display()
             );
         }
+        // Taken before the file is read: an edit after this moment is reloaded.
+        let read = FileStamp::of(&policy_path);
         let policy =
             crate::policy_cmd::load(&policy_path).context("the policy is invalid, so the server was not started")?;
         let audit_path = args.audit.clone().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
         let audit = AuditLog::open(&audit_path, args.audit_max_bytes, AuditLog::DEFAULT_KEEP)
             .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
         let handle = PolicyHandle::new(policy);
-        let watcher = if args.no_reload {
-            None
-        } else {
-            match handle.watch(&policy_path) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
-                    None
-                }
-            }
-        };
-        Ok(Guarded { policy: handle, audit, _watcher: watcher })
+        if !args.no_reload
+            && let Err(e) = handle.watch_in_background(&policy_path, read)
+        {
+            tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
+        }
+        Ok(Guarded { policy: handle, audit })
     }
 }
