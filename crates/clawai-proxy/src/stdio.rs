@@ -102,6 +102,7 @@ fn raw_stdin() -> io::Result<File> {
 
 /// Spawns the server and relays until one side ends. Returns the exit code for clawai.
 pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
+    map_large_buffers_apart();
     let (program, args) = options
         .command
         .split_first()
@@ -221,6 +222,31 @@ fn release_freed_memory() {
         }
     }
 }
+
+/// Allocations of [`OWN_MAPPING`] bytes or more get their own mapping, given back to
+/// the system when freed. glibc's default moves that threshold up to the largest
+/// buffer freed so far, after which the relay's large buffers (the read buffers, the
+/// assembly of a large message, the table of requests in flight, the audit buffers as
+/// they grow) are carved from the threads' heaps, and what they leave behind when they
+/// grow stays resident: a fifth of the proxy's private memory after a burst.
+fn map_large_buffers_apart() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const M_MMAP_THRESHOLD: i32 = -3;
+        unsafe extern "C" {
+            fn mallopt(param: i32, value: i32) -> i32;
+        }
+        // SAFETY: mallopt only changes a tuning parameter of the allocator; called
+        // before the relay threads start.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, OWN_MAPPING as i32);
+        }
+    }
+}
+
+/// See [`map_large_buffers_apart`]: the size of the read buffers, so that each has a
+/// mapping of its own.
+const OWN_MAPPING: usize = 64 * 1024;
 
 /// Closes the server's stdin, waits, then SIGTERM, then SIGKILL, to the whole group.
 fn shut_down(
