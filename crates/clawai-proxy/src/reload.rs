@@ -13,6 +13,11 @@ use arc_swap::ArcSwap;
 use clawai_policy::{Policy, load_file};
 use notify::{RecursiveMode, Watcher};
 
+/// How long after the start the watch is set up: inotify, notify's thread and their
+/// code would otherwise compete with the proxy's own start for the CPU. An edit made
+/// in the meantime is loaded as soon as the watch is up.
+const WATCH_AFTER: Duration = Duration::from_millis(200);
+
 /// A shared handle on the current policy.
 #[derive(Clone)]
 pub struct PolicyHandle {
@@ -50,6 +55,7 @@ impl PolicyHandle {
         let path: PathBuf = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let handle = self.clone();
         std::thread::Builder::new().name("policy-reload".into()).spawn(move || {
+            std::thread::sleep(WATCH_AFTER);
             let (tx, rx) = mpsc::channel();
             // The watcher lives as long as this thread, which is the life of the process.
             let _watcher = match watch(&path, tx) {
