@@ -149,6 +149,17 @@ fn median(rounds: &[Figures]) -> Figures {
     }
 }
 
+/// Lines in the audit trail and the files it was rotated to (`audit.jsonl.1`, …).
+fn audit_lines(trail: &std::path::Path) -> usize {
+    let (Some(dir), Some(name)) = (trail.parent(), trail.file_name().and_then(|n| n.to_str())) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|f| f == name || f.starts_with(&format!("{name}."))))
+        .map(|e| std::fs::read(e.path()).map(|bytes| bytes.iter().filter(|b| **b == b'\n').count()).unwrap_or(0))
+        .sum()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -306,7 +317,7 @@ fn main() -> Result<()> {
         }
     }
     let results: Vec<Figures> = rounds.iter().map(|r| median(r)).collect();
-    let audit_lines = std::fs::read_to_string(&bins.audit).map(|t| t.lines().count()).unwrap_or(0);
+    let audit_lines = audit_lines(&bins.audit);
     let [direct, relay, clawai] = [&results[0], &results[1], &results[2]];
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let added = |f: &Figures, p: fn(&Figures) -> Duration| us(p(f)) - us(p(direct));
