@@ -1,8 +1,9 @@
 //! The policy in force, swapped atomically when its file changes.
 //!
-//! The file's directory is watched (editors and tools replace files by rename), events
-//! are debounced, and a new version is used only if it loads completely; otherwise the
-//! old policy stays and the reason is logged.
+//! The file's directory is watched (editors and tools replace files by rename). A new
+//! version is read once the file has been quiet for a moment (on Linux, once its writer
+//! has closed it), and used only if it was not written while being read, is not empty,
+//! and loads completely; otherwise the old policy stays and the reason is logged.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
-use clawai_policy::{Policy, load_file};
+use clawai_policy::{Format, Policy, load_str};
+use notify::EventKind;
+use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{RecursiveMode, Watcher};
 
 /// How long after the start the watch is set up: inotify, notify's thread and their
@@ -65,41 +68,86 @@ impl PolicyHandle {
                     return;
                 }
             };
-            if FileStamp::of(&path) != read {
-                // Edited between the load and the watch.
-                handle.reload(&path);
-            }
-            while let Ok(()) = rx.recv() {
-                // Debounce: a save is often several events in a row.
-                std::thread::sleep(Duration::from_millis(100));
-                while rx.try_recv().is_ok() {}
-                handle.reload(&path);
+            // Edited between the load and the watch: reloaded like any edit.
+            let mut changed = FileStamp::of(&path) != read;
+            loop {
+                if !changed && rx.recv().is_err() {
+                    return;
+                }
+                // Read only once no event about the file came for SETTLE: a save is often
+                // several events in a row, and a file rewritten in place is empty or
+                // partial until its writer is done.
+                loop {
+                    match rx.recv_timeout(SETTLE) {
+                        Ok(()) => continue,
+                        Err(mpsc::RecvTimeoutError::Timeout) => break,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                changed = handle.reload(&path) == Reload::Unsettled;
             }
         })?;
         Ok(())
     }
 
     /// Loads `path` and puts it in force, or keeps the policy in force and says why.
-    fn reload(&self, path: &Path) {
+    fn reload(&self, path: &Path) -> Reload {
         if !path.exists() {
             tracing::warn!("policy {} was removed; keeping the policy in force", path.display());
-            return;
+            return Reload::Kept;
         }
-        match load_file(path) {
+        let before = FileStamp::of(path);
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::error!(
+                    "policy {} changed but cannot be read ({e}); keeping the policy in force",
+                    path.display()
+                );
+                return Reload::Kept;
+            }
+        };
+        if FileStamp::of(path) != before {
+            // Written while it was read: read again once it is quiet.
+            return Reload::Unsettled;
+        }
+        if text.trim().is_empty() {
+            // What a file being rewritten in place looks like between truncation and
+            // the write; a policy is never meant to be emptied this way.
+            tracing::warn!("policy {} is empty; keeping the policy in force", path.display());
+            return Reload::Kept;
+        }
+        match load_str(&text, Format::from_path(path), &path.display().to_string()) {
             Ok(policy) => {
                 let rules = policy.rules().len();
                 self.replace(policy);
                 tracing::info!("policy {} reloaded ({rules} rules)", path.display());
+                Reload::Replaced
             }
             Err(e) => {
-                tracing::error!("policy {} changed but is invalid; keeping the previous policy:\n{e}", path.display())
+                tracing::error!("policy {} changed but is invalid; keeping the previous policy:\n{e}", path.display());
+                Reload::Kept
             }
         }
     }
 }
 
-/// Watches the directory of `path` and sends on `changed` whenever an event concerns
-/// the file itself (editors and tools replace files by rename, so the file alone
+/// What a reload did.
+#[derive(Debug, PartialEq, Eq)]
+enum Reload {
+    /// The file's policy is in force.
+    Replaced,
+    /// The policy in force stays (the file is gone, unreadable, empty or invalid).
+    Kept,
+    /// The file changed while it was read; it is read again once it is quiet.
+    Unsettled,
+}
+
+/// Quiet time, without any event about the policy file, before it is read.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// Watches the directory of `path` and sends on `changed` whenever the file itself may
+/// have new contents (editors and tools replace files by rename, so the file alone
 /// cannot be watched).
 fn watch(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<notify::RecommendedWatcher> {
     let dir = path.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from("."));
@@ -109,6 +157,7 @@ fn watch(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<notify::Recom
     let concerns = move |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == file_name.as_deref());
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event
+            && may_change_contents(&event.kind)
             && concerns(&event)
         {
             let _ = changed.send(());
@@ -116,6 +165,21 @@ fn watch(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<notify::Recom
     })?;
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
     Ok(watcher)
+}
+
+/// True for the events after which the file may read differently. Opening and reading
+/// it are not (the reload's own read would otherwise trigger the next reload, forever),
+/// nor a change of its metadata alone. On Linux a write in place is taken when its
+/// writer closes the file, not at each `write`: until then the file may be empty or
+/// half-written.
+fn may_change_contents(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Modify(ModifyKind::Data(_)) => !cfg!(target_os = "linux"),
+        _ => true,
+    }
 }
 
 /// What a file looked like at one moment: its length, modification time and inode.
@@ -148,6 +212,7 @@ fn inode(_: &std::fs::Metadata) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clawai_policy::load_file;
     use std::time::Instant;
 
     const DENY: &str = "[[rule]]\nid = \"no\"\naction = \"deny\"\ntool = \"wipe\"\n";
@@ -200,5 +265,81 @@ mod tests {
         std::fs::write(&path, "[[rule]]\naction = \"allow\"\ntool = \n").unwrap();
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(rule_ids(&handle), ["yes"], "an invalid edit keeps the policy in force");
+    }
+
+    /// Starts watching a policy file holding `DENY`, with the watch up.
+    fn watched(dir: &Path) -> (PathBuf, PolicyHandle) {
+        let path = dir.join("policy.toml");
+        std::fs::write(&path, DENY).unwrap();
+        let read = FileStamp::of(&path);
+        let handle = PolicyHandle::new(load_file(&path).unwrap());
+        handle.watch_in_background(&path, read).unwrap();
+        std::thread::sleep(WATCH_AFTER + Duration::from_millis(300));
+        (path, handle)
+    }
+
+    /// Samples the policy in force every 5 ms for `long`: the rule ids seen, in order,
+    /// and how many times the policy was replaced.
+    fn observe(handle: &PolicyHandle, long: Duration) -> (Vec<Vec<String>>, usize) {
+        let (mut seen, mut replaced) = (vec![rule_ids(handle)], 0);
+        let mut last = Arc::as_ptr(&handle.current());
+        let end = Instant::now() + long;
+        while Instant::now() < end {
+            let now = handle.current();
+            if Arc::as_ptr(&now) != last {
+                replaced += 1;
+                last = Arc::as_ptr(&now);
+                seen.push(rule_ids(handle));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        (seen, replaced)
+    }
+
+    #[test]
+    fn one_edit_is_one_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, handle) = watched(dir.path());
+        std::fs::write(&path, ALLOW).unwrap();
+        // The reload reads the file, which the watcher also sees; that must not count
+        // as an edit (it did: the policy was reloaded every 100 ms, forever).
+        let (seen, replaced) = observe(&handle, Duration::from_millis(1200));
+        assert_eq!(replaced, 1, "{seen:?}");
+        assert_eq!(rule_ids(&handle), ["yes"]);
+    }
+
+    #[test]
+    fn an_emptied_policy_file_keeps_the_policy_in_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, handle) = watched(dir.path());
+        // What a rewrite in place looks like between truncation and the write; empty
+        // TOML would otherwise load as a policy without rules.
+        std::fs::write(&path, "\n").unwrap();
+        let (seen, replaced) = observe(&handle, Duration::from_millis(500));
+        assert_eq!(replaced, 0, "{seen:?}");
+        assert_eq!(rule_ids(&handle), ["no"]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_rewritten_in_place_is_read_once_its_writer_is_done() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, handle) = watched(dir.path());
+        let observer = {
+            let handle = handle.clone();
+            std::thread::spawn(move || observe(&handle, Duration::from_millis(1200)))
+        };
+        // A slow writer: the first rule, a pause longer than the quiet time, the rest.
+        // Half-written, the file is a valid policy of its own.
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(ALLOW.as_bytes()).unwrap();
+        file.flush().unwrap();
+        std::thread::sleep(SETTLE * 3);
+        file.write_all(b"[[rule]]\nid = \"more\"\naction = \"deny\"\ntool = \"**\"\n").unwrap();
+        drop(file);
+        let (seen, _) = observer.join().unwrap();
+        assert_eq!(seen.last().unwrap(), &["yes", "more"], "{seen:?}");
+        assert!(!seen.iter().any(|ids| ids == &["yes"]), "the half-written file was put in force: {seen:?}");
     }
 }
