@@ -228,7 +228,7 @@ fn release_freed_memory() {
 /// buffer freed so far, after which the relay's large buffers (the read buffers, the
 /// assembly of a large message, the table of requests in flight, the audit buffers as
 /// they grow) are carved from the threads' heaps, and what they leave behind when they
-/// grow stays resident: a fifth of the proxy's private memory after a burst.
+/// grow stays resident (100–250 KiB after the benchmark's pipelined burst).
 fn map_large_buffers_apart() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
