@@ -92,11 +92,10 @@ impl PolicyHandle {
 
     /// Loads `path` and puts it in force, or keeps the policy in force and says why.
     fn reload(&self, path: &Path) -> Reload {
-        if !path.exists() {
+        let Some(before) = FileStamp::of(path) else {
             tracing::warn!("policy {} was removed; keeping the policy in force", path.display());
             return Reload::Kept;
-        }
-        let before = FileStamp::of(path);
+        };
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) => {
@@ -107,7 +106,7 @@ impl PolicyHandle {
                 return Reload::Kept;
             }
         };
-        if FileStamp::of(path) != before {
+        if FileStamp::of(path) != Some(before) {
             // Written while it was read: read again once it is quiet.
             return Reload::Unsettled;
         }
@@ -233,13 +232,20 @@ mod tests {
         false
     }
 
-    #[test]
-    fn an_edit_made_before_the_watch_began_is_loaded() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("policy.toml");
+    /// A policy file holding `DENY` in `dir`, its stamp as read, and a handle on it
+    /// (not watched yet).
+    fn loaded(dir: &Path) -> (PathBuf, Option<FileStamp>, PolicyHandle) {
+        let path = dir.join("policy.toml");
         std::fs::write(&path, DENY).unwrap();
         let read = FileStamp::of(&path);
         let handle = PolicyHandle::new(load_file(&path).unwrap());
+        (path, read, handle)
+    }
+
+    #[test]
+    fn an_edit_made_before_the_watch_began_is_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, read, handle) = loaded(dir.path());
         // Written (and replaced, as editors do) after the load, before the watch.
         std::fs::write(dir.path().join("new.toml"), ALLOW).unwrap();
         std::fs::rename(dir.path().join("new.toml"), &path).unwrap();
@@ -250,10 +256,7 @@ mod tests {
     #[test]
     fn edits_after_the_watch_began_are_loaded_and_invalid_ones_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("policy.toml");
-        std::fs::write(&path, DENY).unwrap();
-        let read = FileStamp::of(&path);
-        let handle = PolicyHandle::new(load_file(&path).unwrap());
+        let (path, read, handle) = loaded(dir.path());
         handle.watch_in_background(&path, read).unwrap();
         // The watch is up once an edit is seen; keep editing until one is.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -269,10 +272,7 @@ mod tests {
 
     /// Starts watching a policy file holding `DENY`, with the watch up.
     fn watched(dir: &Path) -> (PathBuf, PolicyHandle) {
-        let path = dir.join("policy.toml");
-        std::fs::write(&path, DENY).unwrap();
-        let read = FileStamp::of(&path);
-        let handle = PolicyHandle::new(load_file(&path).unwrap());
+        let (path, read, handle) = loaded(dir);
         handle.watch_in_background(&path, read).unwrap();
         std::thread::sleep(WATCH_AFTER + Duration::from_millis(300));
         (path, handle)
