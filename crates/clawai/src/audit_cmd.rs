@@ -24,7 +24,7 @@ pub enum AuditCommand {
 /// Which audit file.
 #[derive(Debug, Args)]
 pub struct FileArg {
-    /// The audit trail [env: CLAWAI_AUDIT; default: $XDG_STATE_HOME/clawai/audit.jsonl].
+    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
     #[arg(long = "audit", env = "CLAWAI_AUDIT", value_name = "FILE")]
     path: Option<PathBuf>,
 }

@@ -46,7 +46,7 @@ pub enum PolicyCommand {
 /// `--policy FILE`, also read from `CLAWAI_POLICY`.
 #[derive(Debug, Args)]
 pub struct PolicyArg {
-    /// The policy file [env: CLAWAI_POLICY; default: $XDG_CONFIG_HOME/clawai/policy.toml].
+    /// The policy file [default: $XDG_CONFIG_HOME/clawai/policy.toml].
     #[arg(long = "policy", env = "CLAWAI_POLICY", value_name = "FILE")]
     pub path: Option<PathBuf>,
 }

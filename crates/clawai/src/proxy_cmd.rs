@@ -20,7 +20,7 @@ pub struct ProxyArgs {
     /// The server's name, shown in the audit trail and matched by `server` rules.
     #[arg(long)]
     pub(crate) server: Option<String>,
-    /// The audit trail [env: CLAWAI_AUDIT; default: $XDG_STATE_HOME/clawai/audit.jsonl].
+    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
     #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
     /// Rotate the audit trail when it reaches this many bytes.
