@@ -11,7 +11,8 @@
 //! SIGKILL can lose the last [`FLUSH_EVERY`] of them, never a decision). This keeps the
 //! trail to one `write` per batch of decided calls instead of one per message each way.
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
-//! `audit.jsonl.1` → … up to `keep` files).
+//! `audit.jsonl.1` → … up to `keep` files); a trail that is not a regular file (a
+//! device such as `/dev/null`, a FIFO) is never rotated.
 
 use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
@@ -322,7 +323,12 @@ impl AuditLog {
             fs::create_dir_all(dir)?;
         }
         let file = open_append(path)?;
-        let written = file.metadata()?.len();
+        let metadata = file.metadata()?;
+        // Only a regular file rotates: renaming `/dev/null`, a FIFO read by a collector
+        // or `/dev/stderr` away and creating a file in its place would break the system
+        // or the reader, and none of them grows.
+        let max_bytes = if metadata.is_file() { max_bytes } else { u64::MAX };
+        let written = metadata.len();
         let output = Output { file: Some(file), path: path.to_owned(), written, max_bytes, keep, spare: Vec::new() };
         let shared = Arc::new(Shared::new(output));
         spawn_flusher(Arc::downgrade(&shared))?;
@@ -745,5 +751,27 @@ mod tests {
         assert!(fs::metadata(&path).unwrap().len() <= 400);
         assert!(fs::read_to_string(&path).unwrap().contains("\"response\""), "buffered events are written on flush");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_trail_that_is_not_a_regular_file_is_never_rotated() {
+        let dir = tempfile::tempdir().unwrap();
+        // A link to the device, so that a rotation, if one happened, would rename the
+        // link and leave a regular file in its place, never touch `/dev/null` itself.
+        let path = dir.path().join("audit.jsonl");
+        std::os::unix::fs::symlink("/dev/null", &path).unwrap();
+        let log = AuditLog::open(&path, 100, 2).unwrap();
+        for _ in 0..10 {
+            log.record_decision(&Event {
+                session: "s",
+                kind: "request",
+                method: Some("tools/call"),
+                ..Default::default()
+            });
+            log.flush();
+        }
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "the trail's path was replaced");
+        assert!(!dir.path().join("audit.jsonl.1").exists(), "a device was rotated");
     }
 }
