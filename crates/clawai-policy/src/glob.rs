@@ -26,6 +26,9 @@ use regex::bytes::Regex;
 pub struct Glob {
     sources: Vec<String>,
     matcher: Matcher,
+    /// The glob with its patterns case-folded, for [`Glob::is_match_ignoring_case`];
+    /// `None` when folding changes no pattern (then the glob itself serves).
+    folded: Option<Box<Glob>>,
 }
 
 /// How a glob is matched.
@@ -181,16 +184,29 @@ impl Glob {
                 reason: "an empty pattern matches only the empty string; write `**` to match anything".into(),
             });
         }
-        let simple: Option<Vec<Simple>> =
-            sources.iter().map(|s| Simple::parse(&collapse_double_star_components(s))).collect();
-        let matcher = match simple {
-            Some(simple) => Matcher::Simple(simple),
-            None => Matcher::Regex(
-                Regex::new(&regex_source(&sources))
-                    .map_err(|e| GlobError { pattern: sources.join(", "), reason: e.to_string() })?,
-            ),
+        let matcher = Matcher::compile(&sources)?;
+        let folded = if sources.iter().all(|s| matches!(fold_case(s), std::borrow::Cow::Borrowed(_))) {
+            None
+        } else {
+            let folded_sources: Vec<String> = sources.iter().map(|s| fold_case(s).into_owned()).collect();
+            let matcher = Matcher::compile(&folded_sources)?;
+            Some(Box::new(Glob { sources: folded_sources, matcher, folded: None }))
         };
-        Ok(Glob { sources, matcher })
+        Ok(Glob { sources, matcher, folded })
+    }
+
+    /// True when `text` matches the glob once both are case-folded ([`fold_case`]):
+    /// `/Users/me/.SSH/id_rsa` matches `**/.ssh/**`. What a case-insensitive file system
+    /// (macOS, Windows) opens for a path, and what deny-like conditions look at.
+    pub fn is_match_ignoring_case(&self, text: &str) -> bool {
+        let text = fold_case(text);
+        self.folded.as_deref().unwrap_or(self).is_match(&text)
+    }
+
+    /// True when folding could change the answer of [`Glob::is_match`] for `text`:
+    /// false for the usual lower-case ASCII text against a lower-case glob.
+    pub fn case_matters_for(&self, text: &str) -> bool {
+        self.folded.is_some() || matches!(fold_case(text), std::borrow::Cow::Owned(_))
     }
 
     /// True when `text` matches the glob (or any of its alternatives).
@@ -248,6 +264,31 @@ impl std::fmt::Display for Glob {
             write!(f, "[{}]", self.sources.join(", "))
         }
     }
+}
+
+impl Matcher {
+    fn compile(sources: &[String]) -> Result<Matcher, GlobError> {
+        let simple: Option<Vec<Simple>> =
+            sources.iter().map(|s| Simple::parse(&collapse_double_star_components(s))).collect();
+        Ok(match simple {
+            Some(simple) => Matcher::Simple(simple),
+            None => Matcher::Regex(
+                Regex::new(&regex_source(sources))
+                    .map_err(|e| GlobError { pattern: sources.join(", "), reason: e.to_string() })?,
+            ),
+        })
+    }
+}
+
+/// `text` lower-cased as a case-insensitive file system compares names: Unicode lower
+/// case, and `ſ` (long s) as `s`, which Unicode case folding maps it to. Borrowed when
+/// nothing changes (lower-case ASCII, the usual path).
+pub fn fold_case(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let folded: String = text.chars().flat_map(char::to_lowercase).map(|c| if c == 'ſ' { 's' } else { c }).collect();
+    if folded == text { std::borrow::Cow::Borrowed(text) } else { std::borrow::Cow::Owned(folded) }
 }
 
 /// True when the pattern has no wildcard at all.

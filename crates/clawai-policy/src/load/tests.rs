@@ -195,6 +195,49 @@ fn args_paths_are_normalised_before_matching() {
 }
 
 #[test]
+fn deny_like_conditions_ignore_case_and_allows_do_not() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "ssh"
+        action = "deny"
+        tool = "**"
+        any_arg = "**/.ssh/**"
+        [[rule]]
+        id = "secrets"
+        action = "prompt"
+        tool = "read_file"
+        args.path = "/Users/Me/Secrets/**"
+        [[rule]]
+        id = "projects"
+        action = "allow"
+        tool = "read_file"
+        args.path = "/home/u/projects/**"
+    "#,
+    );
+    // On macOS and Windows each of these opens the key itself.
+    for path in [
+        "/Users/u/.SSH/id_rsa",
+        "/home/u/.Ssh/id_rsa",
+        "/home/u/projects/../.SSH/id_rsa",
+        "/home/u/.%53sh/id_rsa",
+        "/home/u/.%2553SH/id_rsa",
+        "/home/u/.\u{17f}sh/id_rsa",
+    ] {
+        assert_eq!(tool_id(&p, "read_file", json!({"path": path})).as_deref(), Some("ssh"), "{path}");
+    }
+    // A deny-like glob with capitals matches text in any case.
+    assert_eq!(tool_id(&p, "read_file", json!({"path": "/users/me/secrets/a"})).as_deref(), Some("secrets"));
+    assert_eq!(tool_id(&p, "read_file", json!({"path": "/USERS/ME/SECRETS/a"})).as_deref(), Some("secrets"));
+    // An allow matches exact case only: `/home/u/PROJECTS` may be another directory.
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/a.rs"})), Action::Allow);
+    assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/PROJECTS/a.rs"})), Action::Deny);
+    // Tool names are identifiers: no folding.
+    let names = policy("[[rule]]\naction = \"deny\"\ntool = \"delete_*\"\n[defaults]\naction = \"allow\"\n");
+    assert_eq!(tool(&names, "Delete_repo", json!({})), Action::Allow);
+}
+
+#[test]
 fn relative_and_tilde_paths_never_match_an_absolute_allow() {
     let p = policy("[[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"/home/u/**\"\n");
     assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/a"})), Action::Allow);
