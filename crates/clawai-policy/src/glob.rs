@@ -287,7 +287,12 @@ pub fn fold_case(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
         return std::borrow::Cow::Borrowed(text);
     }
-    let folded: String = text.chars().flat_map(char::to_lowercase).map(|c| if c == 'ſ' { 's' } else { c }).collect();
+    let folded: String = if text.is_ascii() {
+        // Byte by byte: a long argument (a file's content) folds at memory speed.
+        text.to_ascii_lowercase()
+    } else {
+        text.chars().flat_map(char::to_lowercase).map(|c| if c == 'ſ' { 's' } else { c }).collect()
+    };
     if folded == text { std::borrow::Cow::Borrowed(text) } else { std::borrow::Cow::Owned(folded) }
 }
 
