@@ -571,5 +571,19 @@ mod tests {
             let regex = Regex::new(&g.regex_source()).unwrap();
             prop_assert_eq!(g.is_match(&text), regex.is_match(text.as_bytes()), "pattern {:?} text {:?}", pattern, text);
         }
+
+        /// Matching ignoring case is matching the lower-cased text against the
+        /// lower-cased pattern, and never loses an exact match (so deny-like conditions,
+        /// which take either, only ever gain).
+        #[test]
+        fn matching_ignoring_case_is_matching_both_lower_cased(
+            pattern in "[aAbB/*?.éÉ]{1,8}",
+            text in "[aAbB/.éÉ]{0,10}",
+        ) {
+            let g = Glob::new(&pattern).unwrap();
+            let ignoring = g.is_match_ignoring_case(&text);
+            prop_assert_eq!(ignoring, reference(&pattern.to_lowercase(), &text.to_lowercase()), "pattern {:?} text {:?}", pattern, text);
+            prop_assert!(!g.is_match(&text) || ignoring, "pattern {:?} text {:?}", pattern, text);
+        }
     }
 }
