@@ -195,18 +195,17 @@ impl Glob {
         Ok(Glob { sources, matcher, folded })
     }
 
-    /// True when `text` matches the glob once both are case-folded ([`fold_case`]):
-    /// `/Users/me/.SSH/id_rsa` matches `**/.ssh/**`. What a case-insensitive file system
-    /// (macOS, Windows) opens for a path, and what deny-like conditions look at.
-    pub fn is_match_ignoring_case(&self, text: &str) -> bool {
+    /// For a `text` that does not match exactly: true when it matches once both are
+    /// case-folded ([`fold_case`]), as `/Users/me/.SSH/id_rsa` does `**/.ssh/**`. What a
+    /// case-insensitive file system (macOS, Windows) opens for a path, and what
+    /// deny-like conditions also look at. When folding changes neither the text nor the
+    /// glob, the answer is the exact one, false, without matching again.
+    pub fn matches_only_ignoring_case(&self, text: &str) -> bool {
         let text = fold_case(text);
+        if self.folded.is_none() && matches!(text, std::borrow::Cow::Borrowed(_)) {
+            return false;
+        }
         self.folded.as_deref().unwrap_or(self).is_match(&text)
-    }
-
-    /// True when folding could change the answer of [`Glob::is_match`] for `text`:
-    /// false for the usual lower-case ASCII text against a lower-case glob.
-    pub fn case_matters_for(&self, text: &str) -> bool {
-        self.folded.is_some() || matches!(fold_case(text), std::borrow::Cow::Owned(_))
     }
 
     /// True when `text` matches the glob (or any of its alternatives).
@@ -572,18 +571,18 @@ mod tests {
             prop_assert_eq!(g.is_match(&text), regex.is_match(text.as_bytes()), "pattern {:?} text {:?}", pattern, text);
         }
 
-        /// Matching ignoring case is matching the lower-cased text against the
-        /// lower-cased pattern, and never loses an exact match (so deny-like conditions,
-        /// which take either, only ever gain).
+        /// An exact match or a match ignoring case (what deny-like conditions take) is
+        /// matching the lower-cased text against the lower-cased pattern, and folding
+        /// never loses an exact match.
         #[test]
         fn matching_ignoring_case_is_matching_both_lower_cased(
             pattern in "[aAbB/*?.éÉ]{1,8}",
             text in "[aAbB/.éÉ]{0,10}",
         ) {
             let g = Glob::new(&pattern).unwrap();
-            let ignoring = g.is_match_ignoring_case(&text);
-            prop_assert_eq!(ignoring, reference(&pattern.to_lowercase(), &text.to_lowercase()), "pattern {:?} text {:?}", pattern, text);
-            prop_assert!(!g.is_match(&text) || ignoring, "pattern {:?} text {:?}", pattern, text);
+            let lowered = reference(&pattern.to_lowercase(), &text.to_lowercase());
+            prop_assert_eq!(g.is_match(&text) || g.matches_only_ignoring_case(&text), lowered, "pattern {:?} text {:?}", pattern, text);
+            prop_assert!(!g.is_match(&text) || lowered, "pattern {:?} text {:?}", pattern, text);
         }
     }
 }

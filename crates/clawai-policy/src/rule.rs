@@ -338,22 +338,18 @@ fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier) -> bool {
 }
 
 fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
-    let plain = is_plain(s);
-    let exact = if plain {
-        // The only reading is the text itself (most arguments): no list to build.
-        glob.is_match(s)
-    } else {
-        q.over(readings(s), |r| glob.is_match(&r))
-    };
     // A deny-like condition also holds when a reading matches ignoring case: on macOS
     // and Windows `~/.SSH/id_rsa` opens `~/.ssh/id_rsa`. (Elsewhere that only denies a
     // differently spelled name too.) An allow keeps exact case: folding would widen it.
-    // A reading can differ in case from the text (`%53` is `S`), so only plain text in
-    // lower case with a lower-case glob skips the second look.
-    exact
-        || (q == Quantifier::Any
-            && (!plain || glob.case_matters_for(s))
-            && readings(s).iter().any(|r| glob.is_match_ignoring_case(r)))
+    let deny_like = q == Quantifier::Any;
+    if is_plain(s) {
+        // The only reading is the text itself (most arguments): no list to build.
+        return glob.is_match(s) || (deny_like && glob.matches_only_ignoring_case(s));
+    }
+    // Each reading is folded, not the text: `%53` reads as `S`.
+    let readings = readings(s);
+    q.over(&readings, |r| glob.is_match(r))
+        || (deny_like && readings.iter().any(|r| glob.matches_only_ignoring_case(r)))
 }
 
 /// `q` over every string in `value`, depth first: what `q.over` gives for the list of
