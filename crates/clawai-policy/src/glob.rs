@@ -26,7 +26,7 @@ use regex::bytes::Regex;
 pub struct Glob {
     sources: Vec<String>,
     matcher: Matcher,
-    /// The glob with its patterns case-folded, for [`Glob::is_match_ignoring_case`];
+    /// The glob with its patterns case-folded, for [`Glob::matches_only_ignoring_case`];
     /// `None` when folding changes no pattern (then the glob itself serves).
     folded: Option<Box<Glob>>,
 }
