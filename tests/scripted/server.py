@@ -60,6 +60,10 @@ def main():
             # 2026-07-28: ask the client for sampling through the result (MRTR).
             result(rid, {"resultType": "input_required", "requestState": "opaque",
                          "inputRequests": params.get("inputRequests", {"s1": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}})})
+        elif method == "test/pipes":
+            # The room in the pipes clawai gave this server (F_GETPIPE_SZ).
+            import fcntl
+            result(rid, {"stdin": fcntl.fcntl(0, 1032), "stdout": fcntl.fcntl(1, 1032)})
         elif method == "test/echo":
             result(rid, {"received": raw.decode("utf-8", "replace")})
         elif method == "test/big":

@@ -5,9 +5,11 @@
 //! again, SIGKILL the group.
 
 use std::io;
+use std::os::fd::AsFd;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use clawai_proxy::pipe::enlarge_pipe;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -38,6 +40,8 @@ pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildS
     let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
+    enlarge_pipe(stdin.as_fd());
+    enlarge_pipe(stdout.as_fd());
     let (link, mut to_server, from_server) = Link::pair();
 
     tokio::spawn(async move {

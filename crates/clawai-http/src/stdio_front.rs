@@ -6,8 +6,10 @@
 //! before any message it decided leaves.
 
 use std::io;
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
+use clawai_proxy::pipe::enlarge_pipe;
 use clawai_proxy::{Guard, Verdict};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
@@ -30,6 +32,8 @@ async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
 /// input or a signal arrives. Returns the exit code (0, or 128 + signal).
 pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Result<i32> {
     let Link { to_server: sender, mut from_server } = link;
+    enlarge_pipe(std::io::stdin().as_fd());
+    enlarge_pipe(std::io::stdout().as_fd());
     let server: ServerSender = Arc::new(Mutex::new(Some(sender)));
     let (to_client, mut client_queue) = mpsc::channel::<Vec<u8>>(crate::link::CHANNEL_DEPTH);
 

@@ -6,9 +6,11 @@
 //! * [`stdio`]: the stdio transport (spawn the server, relay lines, lifecycle).
 //! * [`audit`]: the JSON Lines audit trail, and [`redact`]: secrets kept out of it.
 //! * [`reload`]: the policy in force, reloaded when its file changes.
+//! * [`pipe`]: room in the pipes every transport reads and writes.
 
 pub mod audit;
 pub mod guard;
+pub mod pipe;
 pub mod redact;
 pub mod reload;
 pub mod stdio;

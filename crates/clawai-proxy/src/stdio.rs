@@ -26,6 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::guard::{Deferred, Guard, Verdict};
+use crate::pipe::enlarge_pipe;
 
 /// How the proxy runs its server.
 #[derive(Debug, Clone)]
@@ -119,10 +120,14 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     }
     let mut child = command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
     let pgid = Pid::from_raw(child.id() as i32);
-    let server_in: Shared<Option<Outbound<ChildStdin>>> = Arc::new(Mutex::new(child.stdin.take().map(Outbound::new)));
+    let server_in = child.stdin.take().expect("stdin is piped");
     let server_out = child.stdout.take().expect("stdout is piped");
-    let client_out: Shared<Outbound<File>> = Arc::new(Mutex::new(Outbound::new(raw_stdout()?)));
-    let client_in = raw_stdin()?;
+    let (client_in, client_out) = (raw_stdin()?, raw_stdout()?);
+    for pipe in [server_in.as_fd(), server_out.as_fd(), client_in.as_fd(), client_out.as_fd()] {
+        enlarge_pipe(pipe);
+    }
+    let server_in: Shared<Option<Outbound<ChildStdin>>> = Arc::new(Mutex::new(Some(Outbound::new(server_in))));
+    let client_out: Shared<Outbound<File>> = Arc::new(Mutex::new(Outbound::new(client_out)));
     let (events, rx) = mpsc::channel();
 
     spawn_signals(events.clone())?;

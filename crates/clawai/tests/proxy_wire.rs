@@ -238,6 +238,17 @@ fn large_results_pass_intact() {
     assert_eq!(r["result"]["content"][0]["text"].as_str().unwrap().len(), 8 * 1024 * 1024);
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pipes_to_the_server_have_room_for_large_results() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/pipes"}));
+    // Linux's default is 64 KiB; clawai gives its server's pipes 256 KiB.
+    assert_eq!(r["result"]["stdin"], 256 * 1024, "{r}");
+    assert_eq!(r["result"]["stdout"], 256 * 1024, "{r}");
+}
+
 #[test]
 fn notifications_before_the_initialize_result_and_discover_first() {
     let mut p = Setup::new(ALLOW_ALL).start();
