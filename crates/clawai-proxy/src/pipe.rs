@@ -10,10 +10,11 @@ pub const PIPE_CAPACITY: usize = 256 * 1024;
 /// `child_process` gives, a terminal, a file) is left alone. With 64 KiB, a 1 MiB result
 /// crosses each pipe in 16 rounds of wake-up and copy, and a burst of pipelined calls
 /// stalls whenever one side lags a little (in `scripts/bench` the larger pipes about
-/// double the throughput of 1 MiB results). The room is kernel memory taken only while data waits, at most 1 MiB
-/// for the four pipes of a session; it counts towards the user's pipe limit
-/// (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB by default), which is why it is not
-/// the 1 MiB maximum. Failing (the limit reached) changes nothing but speed.
+/// double clawai's throughput of 1 MiB results). The room is kernel memory taken only
+/// while data waits, at most 1 MiB for the four pipes of a session; it counts towards
+/// the user's pipe limit (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB by default),
+/// which is why it is not the 1 MiB maximum. Failing (the limit reached) changes
+/// nothing but speed.
 pub fn enlarge_pipe(pipe: BorrowedFd<'_>) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {

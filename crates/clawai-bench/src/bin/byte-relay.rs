@@ -1,7 +1,11 @@
 //! The physical lower bound for any stdio proxy: spawn the server and copy lines both
 //! ways, nothing else. `byte-relay -- CMD ARGS…`
+//!
+//! Its pipes get the room clawai gives its own (256 KiB instead of Linux's 64 KiB), so
+//! that the comparison measures clawai's work per message and not a pipe setting.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Command, Stdio};
 
 fn main() {
@@ -10,6 +14,10 @@ fn main() {
         Command::new(&args[0]).args(&args[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
     let mut child_in = child.stdin.take().unwrap();
     let child_out = child.stdout.take().unwrap();
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    for pipe in [child_in.as_fd(), child_out.as_fd(), stdin.as_fd(), stdout.as_fd()] {
+        enlarge(pipe);
+    }
     std::thread::spawn(move || {
         let mut r = BufReader::with_capacity(1 << 16, child_out);
         let mut out = std::io::stdout().lock();
@@ -37,4 +45,9 @@ fn main() {
     }
     drop(child_in);
     let _ = child.wait();
+}
+
+/// The same room as `clawai_proxy::pipe::PIPE_CAPACITY`; a failure only costs speed.
+fn enlarge(pipe: BorrowedFd<'_>) {
+    let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(256 * 1024));
 }
