@@ -1,5 +1,6 @@
 //! The decision engine: a loaded policy and the first rule that matches a call.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 // Looked up on every `tools/call`, with keys from the policy file: foldhash is several
@@ -9,8 +10,8 @@ use foldhash::fast::RandomState;
 use regex::bytes::RegexSet;
 
 use crate::call::Call;
-use crate::glob::Simple;
-use crate::rule::{Action, Miss, Rule, Target, ToolNames};
+use crate::glob::{Glob, Simple, fold_case};
+use crate::rule::{Action, Miss, Quantifier, Rule, Target, ToolNames, loose_name};
 
 /// A loaded, validated policy: ordered rules and a default action.
 #[derive(Debug, Clone)]
@@ -18,6 +19,13 @@ pub struct Policy {
     rules: Vec<Rule>,
     default_action: Action,
     tools: ToolIndex,
+    /// The deny-like rules with tool name globs, filed under their case-folded globs:
+    /// they also match a name read loosely (see [`crate::rule::loose_name`]), which is
+    /// looked up here, folded.
+    loose_tools: ToolIndex,
+    /// True when a deny-like tool glob changes when folded (`Delete*`): then even a name
+    /// that reads the same loosely may match one only ignoring case.
+    loose_always: bool,
     /// Rules whose target is not a tool name pattern, in order.
     other_rules: Vec<usize>,
     /// The `method` rules that name methods (catch-alls such as `**` excluded).
@@ -45,14 +53,20 @@ struct ToolIndex {
     complex: Option<(RegexSet, Vec<usize>)>,
 }
 
+/// A name pattern the [`ToolIndex`] files a rule under.
+enum NamePattern<'r> {
+    Glob(&'r Glob),
+    Regex(&'r regex::Regex),
+}
+
 impl ToolIndex {
-    fn build(rules: &[Rule]) -> Result<ToolIndex, regex::Error> {
+    fn build<'r>(patterns: impl Iterator<Item = (usize, NamePattern<'r>)>) -> Result<ToolIndex, regex::Error> {
         let mut index = ToolIndex::default();
-        let mut patterns = Vec::new();
+        let mut complex = Vec::new();
         let mut owners = Vec::new();
-        for (i, rule) in rules.iter().enumerate() {
-            match &rule.target {
-                Target::Tool(ToolNames::Globs(g)) => match g.simple_parts() {
+        for (i, pattern) in patterns {
+            match pattern {
+                NamePattern::Glob(g) => match g.simple_parts() {
                     Some(parts) => {
                         for part in parts {
                             match part {
@@ -63,29 +77,28 @@ impl ToolIndex {
                                     index.prefixed.entry(p.clone()).or_default().push((i, true))
                                 }
                                 _ => {
-                                    patterns.push(g.regex_source());
+                                    complex.push(g.regex_source());
                                     owners.push(i);
                                 }
                             }
                         }
                     }
                     None => {
-                        patterns.push(g.regex_source());
+                        complex.push(g.regex_source());
                         owners.push(i);
                     }
                 },
-                Target::Tool(ToolNames::Regex(r)) => {
-                    patterns.push(r.as_str().to_owned());
+                NamePattern::Regex(r) => {
+                    complex.push(r.as_str().to_owned());
                     owners.push(i);
                 }
-                _ => {}
             }
         }
         index.prefix_lengths = index.prefixed.keys().map(String::len).collect();
         index.prefix_lengths.sort_unstable();
         index.prefix_lengths.dedup();
-        if !patterns.is_empty() {
-            index.complex = Some((RegexSet::new(&patterns)?, owners));
+        if !complex.is_empty() {
+            index.complex = Some((RegexSet::new(&complex)?, owners));
         }
         Ok(index)
     }
@@ -213,7 +226,19 @@ pub struct Explanation<'p> {
 impl Policy {
     /// Builds a policy from compiled rules. Use [`crate::load`] to read one from a file.
     pub(crate) fn new(rules: Vec<Rule>, default_action: Action) -> Result<Self, regex::Error> {
-        let tools = ToolIndex::build(&rules)?;
+        let tools = ToolIndex::build(rules.iter().enumerate().filter_map(|(i, r)| match &r.target {
+            Target::Tool(ToolNames::Globs(g)) => Some((i, NamePattern::Glob(g))),
+            Target::Tool(ToolNames::Regex(r)) => Some((i, NamePattern::Regex(r))),
+            _ => None,
+        }))?;
+        let loose_globs = || {
+            rules.iter().enumerate().filter_map(|(i, r)| match &r.target {
+                Target::Tool(ToolNames::Globs(g)) if r.action.quantifier() == Quantifier::Any => Some((i, g)),
+                _ => None,
+            })
+        };
+        let loose_tools = ToolIndex::build(loose_globs().map(|(i, g)| (i, NamePattern::Glob(g.folded()))))?;
+        let loose_always = loose_globs().any(|(_, g)| g.folds());
         let other_rules = rules
             .iter()
             .enumerate()
@@ -228,7 +253,17 @@ impl Policy {
             .collect();
         let reasons = rules.iter().enumerate().map(|(i, r)| rule_reason(i, r)).collect();
         let default_reason = format!("no rule matched; the policy's default is {default_action}");
-        Ok(Policy { rules, default_action, tools, other_rules, method_rules, reasons, default_reason })
+        Ok(Policy {
+            rules,
+            default_action,
+            tools,
+            loose_tools,
+            loose_always,
+            other_rules,
+            method_rules,
+            reasons,
+            default_reason,
+        })
     }
 
     /// The rules, in order.
@@ -262,6 +297,14 @@ impl Policy {
         let mut candidates = Candidates::new();
         if let Some(name) = call.name {
             self.tools.candidates(name, &mut candidates);
+            let trimmed = loose_name(name);
+            if trimmed.len() != name.len() {
+                self.tools.candidates(trimmed, &mut candidates);
+            }
+            let folded = fold_case(trimmed);
+            if self.loose_always || trimmed.len() != name.len() || matches!(folded, Cow::Owned(_)) {
+                self.loose_tools.candidates(&folded, &mut candidates);
+            }
         }
         // Merge the two ordered candidate lists and keep rule order.
         let mut named = candidates.in_order().iter().copied().peekable();

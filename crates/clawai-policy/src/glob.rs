@@ -208,6 +208,18 @@ impl Glob {
         self.folded.as_deref().unwrap_or(self).is_match(&text)
     }
 
+    /// The glob with its patterns case-folded (itself when folding changes none):
+    /// what [`Glob::matches_only_ignoring_case`] matches folded text against.
+    pub(crate) fn folded(&self) -> &Glob {
+        self.folded.as_deref().unwrap_or(self)
+    }
+
+    /// True when folding changes one of the patterns (`Delete*`), so that a name
+    /// already in lower case may still match only ignoring case.
+    pub(crate) fn folds(&self) -> bool {
+        self.folded.is_some()
+    }
+
     /// True when `text` matches the glob (or any of its alternatives).
     pub fn is_match(&self, text: &str) -> bool {
         match &self.matcher {

@@ -245,10 +245,10 @@ impl Rule {
                 match (target, call.name) {
                     (Target::Tool(ToolNames::Any), _) => true,
                     (_, None) => false,
-                    (Target::Tool(ToolNames::Globs(g)), Some(n)) => g.is_match(n),
+                    (Target::Tool(ToolNames::Globs(g)), Some(n)) => name_matches(g, n, self.action),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
                     (Target::Resource(g), Some(uri)) => string_matches(uri, g, self.action.quantifier()),
-                    (Target::Prompt(g), Some(n)) => g.is_match(n),
+                    (Target::Prompt(g), Some(n)) => name_matches(g, n, self.action),
                     (Target::Method(_), _) => unreachable!("handled above"),
                 }
             }
@@ -312,6 +312,30 @@ impl Rule {
         }
         self.conditions_match(call)
     }
+}
+
+/// A tool or prompt name against a rule's name glob. A deny-like rule also matches the
+/// name read loosely ([`loose_name`]): a server that trims names or looks them up
+/// ignoring case would run `DELETE_ALL` or ` delete_all` as `delete_all`. An allow keeps
+/// the exact name: reading loosely would widen it.
+fn name_matches(glob: &Glob, name: &str, action: Action) -> bool {
+    if glob.is_match(name) {
+        return true;
+    }
+    if action.quantifier() != Quantifier::Any {
+        return false;
+    }
+    let trimmed = loose_name(name);
+    (trimmed.len() != name.len() && glob.is_match(trimmed)) || glob.matches_only_ignoring_case(trimmed)
+}
+
+/// The name without what surrounds it invisibly: whitespace, control characters and the
+/// zero-width format characters (U+200B–U+200D, U+2060, U+FEFF). Case is folded by the
+/// caller, through [`Glob::matches_only_ignoring_case`].
+pub(crate) fn loose_name(name: &str) -> &str {
+    name.trim_matches(|c: char| {
+        c.is_whitespace() || c.is_control() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+    })
 }
 
 /// Follows a dotted path into the arguments. Arrays on the way (and at the end) are

@@ -232,9 +232,54 @@ fn deny_like_conditions_ignore_case_and_allows_do_not() {
     // An allow matches exact case only: `/home/u/PROJECTS` may be another directory.
     assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/projects/a.rs"})), Action::Allow);
     assert_eq!(tool(&p, "read_file", json!({"path": "/home/u/PROJECTS/a.rs"})), Action::Deny);
-    // Tool names are identifiers: no folding.
-    let names = policy("[[rule]]\naction = \"deny\"\ntool = \"delete_*\"\n[defaults]\naction = \"allow\"\n");
-    assert_eq!(tool(&names, "Delete_repo", json!({})), Action::Allow);
+}
+
+#[test]
+fn deny_like_name_rules_also_match_names_read_loosely() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "no-delete"
+        action = "deny"
+        tool = "delete_*"
+        [[rule]]
+        id = "ask-push"
+        action = "prompt"
+        tool = "Git_Push"
+        [[rule]]
+        id = "read"
+        action = "allow"
+        tool = "read_*"
+        [[rule]]
+        id = "no-shell"
+        action = "deny"
+        prompt = "shell"
+        [defaults]
+        action = "allow"
+    "#,
+    );
+    // A server that trims names or looks them up ignoring case would run these as
+    // `delete_repo`.
+    for name in ["delete_repo", "Delete_repo", "DELETE_REPO", " delete_repo", "delete_repo\n", "\u{feff}delete_repo\u{200b}", "\tDELETE_repo\u{0}"] {
+        assert_eq!(tool_id(&p, name, json!({})).as_deref(), Some("no-delete"), "{name:?}");
+    }
+    // The rule's own capitals fold too.
+    for name in ["Git_Push", "git_push", "GIT_PUSH ", " git_push"] {
+        assert_eq!(tool_id(&p, name, json!({})).as_deref(), Some("ask-push"), "{name:?}");
+    }
+    // Only around the name: inside it, a character makes another name.
+    assert_eq!(tool_id(&p, "delete repo", json!({})), None);
+    assert_eq!(tool_id(&p, "de lete_repo", json!({})), None);
+    // An allow keeps the exact name: `READ_FILE` falls through to the default.
+    assert_eq!(tool_id(&p, "read_file", json!({})).as_deref(), Some("read"));
+    assert_eq!(tool_id(&p, "READ_FILE", json!({})), None);
+    assert_eq!(tool_id(&p, " read_file", json!({})), None);
+    // Prompt names the same way.
+    for name in ["shell", "SHELL", "shell\r\n"] {
+        let params = json!({"name": name});
+        let d = p.decide(&Call::from_params("prompts/get", Some(&Json::from(&params)))).rule_id().map(str::to_owned);
+        assert_eq!(d.as_deref(), Some("no-shell"), "{name:?}");
+    }
 }
 
 #[test]
@@ -605,7 +650,7 @@ mod indexed_decisions {
     use proptest::prelude::*;
 
     fn rule() -> impl Strategy<Value = String> {
-        let pattern = "[ab_/]{0,3}[*]{0,2}[ab_/?]{0,2}".prop_filter("non-empty", |p| !p.is_empty());
+        let pattern = "[abB_/]{0,3}[*]{0,2}[aAb_/?]{0,2}".prop_filter("non-empty", |p| !p.is_empty());
         (pattern, 0..4usize, any::<bool>(), any::<bool>()).prop_map(|(p, action, regex, cond)| {
             let action = ["allow", "deny", "prompt", "audit"][action];
             let target = if regex {
@@ -621,7 +666,7 @@ mod indexed_decisions {
     proptest! {
         /// The tool index only preselects: decisions equal a rule-by-rule scan.
         #[test]
-        fn indexed_decide_equals_linear_explain(rules in prop::collection::vec(rule(), 1..12), names in prop::collection::vec("[ab_/]{0,5}", 1..8)) {
+        fn indexed_decide_equals_linear_explain(rules in prop::collection::vec(rule(), 1..12), names in prop::collection::vec("[ \tabAB_/]{0,5}", 1..8)) {
             let text: String = rules.concat();
             // Shadowed rules are refused by the loader; skip those policies.
             let Ok(p) = load_str(&text, Format::Toml, "t.toml") else { return Ok(()) };
