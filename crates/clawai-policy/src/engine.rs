@@ -283,6 +283,17 @@ impl Policy {
         self.method_rules.iter().any(|&i| matches!(&self.rules[i].target, Target::Method(g) if g.is_match(method)))
     }
 
+    /// True when a `method` rule names this method once it is read loosely (trimmed as
+    /// [`loose_name`] does, ignoring case) but not as written: a proxy refuses such a
+    /// look-alike, which a server dispatching leniently would run undecided.
+    pub fn names_method_loosely(&self, method: &str) -> bool {
+        let trimmed = loose_name(method);
+        self.method_rules.iter().any(|&i| {
+            matches!(&self.rules[i].target, Target::Method(g)
+                if !g.is_match(method) && (g.is_match(trimmed) || g.matches_only_ignoring_case(trimmed)))
+        })
+    }
+
     /// Decides a call: the first rule that matches, else the default.
     pub fn decide(&self, call: &Call) -> Decision<'_> {
         let first = if call.method == "tools/call" {

@@ -49,4 +49,4 @@ pub mod starter;
 pub use call::{Call, ToolAnnotations};
 pub use engine::{Decision, Explanation, Policy, Step};
 pub use load::{Diagnostic, Format, PolicyError, load_file, load_str, to_toml};
-pub use rule::{Action, Miss, Rule};
+pub use rule::{Action, Miss, Rule, loose_name};

@@ -331,8 +331,8 @@ fn name_matches(glob: &Glob, name: &str, action: Action) -> bool {
 
 /// The name without what surrounds it invisibly: whitespace, control characters and the
 /// zero-width format characters (U+200B–U+200D, U+2060, U+FEFF). Case is folded by the
-/// caller, through [`Glob::matches_only_ignoring_case`].
-pub(crate) fn loose_name(name: &str) -> &str {
+/// caller ([`crate::glob::fold_case`], [`Glob::matches_only_ignoring_case`]).
+pub fn loose_name(name: &str) -> &str {
     name.trim_matches(|c: char| {
         c.is_whitespace() || c.is_control() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
     })

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use compact_str::CompactString;
 
-use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations};
+use clawai_policy::glob::fold_case;
+use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations, loose_name};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, member, members_named, skim};
@@ -240,6 +241,11 @@ impl Guard {
                 });
                 self.decide(&policy, Direction::ClientToServer, method, id, params, line.len())
             }
+            (Kind::Request | Kind::Notification, Some(method))
+                if reads_as_decided(method, &CLIENT_DECIDED, &policy) =>
+            {
+                self.refuse_look_alike(Direction::ClientToServer, method, id, line.len())
+            }
             (Kind::Request, Some(method)) => {
                 let at = self.pass(Direction::ClientToServer, "request", method, id, line.len());
                 self.track(&self.from_client, id, method, at.instant);
@@ -323,6 +329,9 @@ impl Guard {
         if SERVER_DECIDED.contains(&method) || policy.names_method(method) {
             let params = params.map(strict::parse);
             return self.decide(&policy, Direction::ServerToClient, method, id, params, size);
+        }
+        if reads_as_decided(method, &SERVER_DECIDED, &policy) {
+            return self.refuse_look_alike(Direction::ServerToClient, method, id, size);
         }
         let kind = if id.is_some() { "request" } else { "notification" };
         let at = self.pass(Direction::ServerToClient, kind, method, id, size);
@@ -413,6 +422,26 @@ impl Guard {
             _ => None,
         };
         Verdict::Reply(reply::error(id, error.code(), &format!("clawai refused the message: {error}"), None))
+    }
+
+    /// A method that reads as a decided one (see [`reads_as_decided`]): refused with an
+    /// error to the side that sent it (a notification is dropped).
+    fn refuse_look_alike(&self, direction: Direction, method: &str, id: Option<&RawValue>, size: usize) -> Verdict {
+        let why = format!(
+            "method `{}` differs from a method clawai decides only in case or in the blanks around it",
+            method.escape_debug()
+        );
+        self.record_refusal(direction, Some(method), id, why.clone(), size);
+        tracing::warn!("refused {}: {why}", method.escape_debug());
+        match id {
+            Some(id) => Verdict::Reply(reply::error(
+                Some(id.get()),
+                reply::AMBIGUOUS,
+                &format!("clawai refused the message: {why}; send the method exactly as the protocol spells it"),
+                None,
+            )),
+            None => Verdict::Drop,
+        }
     }
 
     fn refuse_from_server(&self, size: usize, why: &str) -> Verdict {
@@ -654,6 +683,15 @@ impl Guard {
     }
 }
 
+/// True when `method` is not one the policy decides but reads as one once trimmed of
+/// blanks and case-folded (`Tools/Call`, `tools/call\t`): JSON-RPC methods are
+/// case-sensitive, but a server that dispatches leniently would run it undecided.
+fn reads_as_decided(method: &str, fixed: &[&str], policy: &Policy) -> bool {
+    let loose = fold_case(loose_name(method));
+    fixed.iter().any(|decided| *decided != method && decided.eq_ignore_ascii_case(&loose))
+        || policy.names_method_loosely(method)
+}
+
 /// The answer to a denied request: a tool result with `isError` for `tools/call` (so the
 /// model reads why), a JSON-RPC error otherwise.
 fn denial(method: &str, id: Option<&str>, decision: &Decision, what: &str, stateless: bool) -> Vec<u8> {
@@ -754,5 +792,52 @@ mod tests {
             assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{id}");
         }
         assert_eq!(guard.from_server(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Verdict::Forward);
+    }
+
+    #[test]
+    fn methods_that_read_as_decided_ones_are_refused_both_ways() {
+        let policy = load_str(
+            "[[rule]]\naction = \"deny\"\nmethod = \"custom/Run\"\n[defaults]\naction = \"allow\"\n",
+            Format::Toml,
+            "test",
+        )
+        .expect("the policy loads");
+        let guard = Guard::new(PolicyHandle::new(policy), AuditLog::disabled(), None);
+        let request =
+            |method: &str| serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": {}}).to_string();
+        let notification =
+            |method: &str| serde_json::json!({"jsonrpc": "2.0", "method": method, "params": {}}).to_string();
+        let refused = |verdict: Verdict| match verdict {
+            Verdict::Reply(bytes) => {
+                let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                answer["id"] == 5 && answer["error"]["code"] == reply::AMBIGUOUS
+            }
+            _ => false,
+        };
+        for method in [
+            "Tools/Call",
+            "TOOLS/CALL",
+            "tools/call ",
+            "\ttools/call",
+            "tools/call\u{0}",
+            "re\u{17f}ources/read",
+            "Prompts/Get",
+            "custom/run",
+            "CUSTOM/RUN ",
+        ] {
+            assert!(refused(guard.from_client(request(method).as_bytes())), "{method:?}");
+            assert_eq!(guard.from_client(notification(method).as_bytes()), Verdict::Drop, "{method:?}");
+        }
+        for method in ["Sampling/CreateMessage", "sampling/createmessage", "elicitation/create\n", "Custom/Run"] {
+            assert!(refused(guard.from_server(request(method).as_bytes())), "{method:?}");
+            assert_eq!(guard.from_server(notification(method).as_bytes()), Verdict::Drop, "{method:?}");
+        }
+        // The methods as spelled pass or are decided; other methods pass.
+        for method in ["ping", "tools/list", "notifications/progress", "tools/call/extra", "Ping"] {
+            assert_eq!(guard.from_client(request(method).as_bytes()), Verdict::Forward, "{method:?}");
+        }
+        assert!(matches!(guard.from_client(request("custom/Run").as_bytes()), Verdict::Reply(_)));
+        assert_eq!(guard.from_server(request("sampling/createMessage").as_bytes()), Verdict::Forward);
+        assert_eq!(guard.from_server(notification("notifications/message").as_bytes()), Verdict::Forward);
     }
 }

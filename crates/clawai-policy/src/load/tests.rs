@@ -260,7 +260,15 @@ fn deny_like_name_rules_also_match_names_read_loosely() {
     );
     // A server that trims names or looks them up ignoring case would run these as
     // `delete_repo`.
-    for name in ["delete_repo", "Delete_repo", "DELETE_REPO", " delete_repo", "delete_repo\n", "\u{feff}delete_repo\u{200b}", "\tDELETE_repo\u{0}"] {
+    for name in [
+        "delete_repo",
+        "Delete_repo",
+        "DELETE_REPO",
+        " delete_repo",
+        "delete_repo\n",
+        "\u{feff}delete_repo\u{200b}",
+        "\tDELETE_repo\u{0}",
+    ] {
         assert_eq!(tool_id(&p, name, json!({})).as_deref(), Some("no-delete"), "{name:?}");
     }
     // The rule's own capitals fold too.
