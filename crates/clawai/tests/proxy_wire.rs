@@ -149,6 +149,12 @@ fn denied_tool_call_is_an_error_result_and_never_reaches_the_server() {
     let r = p.recv();
     assert_eq!((&r["id"], &r["result"]["isError"]), (&json!("late"), &json!(true)), "{r}");
     assert!(!p.server_log().contains("wipe"));
+    // The name read as a server that trims names or ignores case would read it.
+    for (id, name) in [("u", "WIPE"), ("s", " wipe"), ("n", "wipe\n"), ("z", "\u{feff}Wipe")] {
+        let r = p.call(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":{}}}));
+        assert_eq!((&r["id"], &r["result"]["isError"]), (&json!(id), &json!(true)), "{name:?}: {r}");
+    }
+    assert!(!p.server_log().to_lowercase().contains("wipe"));
 }
 
 #[test]
@@ -180,6 +186,10 @@ fn ambiguous_calls_are_refused() {
         // `params` before `method`: read after the envelope, as strictly.
         r#"{"jsonrpc":"2.0","id":10,"params":{"name":"safe_read","name":"wipe"},"method":"tools/call"}"#,
         r#"{"params":{"name":"safe_read","arguments":{"p":1,"P":2}},"jsonrpc":"2.0","id":11,"method":"tools/call"}"#,
+        // A method that reads as a decided one in a lenient server's dispatch.
+        r#"{"jsonrpc":"2.0","id":12,"method":"Tools/Call","params":{"name":"wipe","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":13,"method":"tools/call ","params":{"name":"wipe","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":14,"method":"RESOURCES/READ","params":{"uri":"file:///etc/shadow"}}"#,
     ];
     for line in smuggled {
         p.send(line.as_bytes());
