@@ -34,14 +34,76 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
         // Windows-style separators, as a server on Windows would read them.
         push(normalize(&decoded.replace('\\', "/")));
     }
+    for text in [value, decoded.as_str()] {
+        let cleaned = as_url_parser_reads_it(text);
+        if let Some(url) = &cleaned {
+            push(normalize(url));
+        }
+        if let Some(file) = canonical_file_url(cleaned.as_deref().unwrap_or(text)) {
+            push(file);
+        }
+    }
     out
 }
 
+/// `value` as a URL parser (the WHATWG URL standard: Node's `URL`, browsers) reads it
+/// before anything else: C0 controls and spaces around it dropped, tabs and line breaks
+/// inside it removed. `None` when that changes nothing or leaves no `scheme:` in front:
+/// a path is opened as spelled.
+fn as_url_parser_reads_it(value: &str) -> Option<String> {
+    let trimmed = value.trim_matches(|c: char| c <= ' ');
+    let cleaned: Cow<'_, str> = if trimmed.contains(['\t', '\n', '\r']) {
+        Cow::Owned(trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect())
+    } else {
+        Cow::Borrowed(trimmed)
+    };
+    (cleaned != value && split_scheme(&cleaned).is_some()).then(|| cleaned.into_owned())
+}
+
+/// A `file:` URL in the one spelling every URL parser agrees on, `file:///path`, as
+/// Node's `fileURLToPath` and Python's `url2pathname` read the others: `file:/etc/x`,
+/// `file:etc/x`, `file://localhost/etc/x` and `file:\\\\etc\\x` all open `/etc/x`.
+/// Query and fragment are dropped (they are not part of the file's name); a host other
+/// than `localhost` is kept (a UNC share on Windows). `None` for other schemes.
+fn canonical_file_url(value: &str) -> Option<String> {
+    let (scheme, rest) = split_scheme(value)?;
+    if !scheme.eq_ignore_ascii_case("file") {
+        return None;
+    }
+    let rest = rest.replace('\\', "/");
+    let rest = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
+    let (host, path) = match rest.strip_prefix("//") {
+        Some(after) => after.split_at(after.find('/').unwrap_or(after.len())),
+        None => ("", rest),
+    };
+    let host = if host.eq_ignore_ascii_case("localhost") { "" } else { host };
+    Some(format!("file://{}{}", host.to_ascii_lowercase(), normalize_path(&format!("/{path}"))))
+}
+
+/// True when `value` starts like a `file:` URL once a URL parser has cleaned it (see
+/// [`as_url_parser_reads_it`]): `file:/etc/x` has nothing else that makes
+/// [`is_plain`] look twice.
+fn starts_like_file_url(value: &str) -> bool {
+    let mut letters = value
+        .trim_start_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .map(|c| c.to_ascii_lowercase());
+    "file:".chars().all(|want| letters.next() == Some(want))
+}
+
 /// True when no other reading of `value` can differ from it: no percent-escape, no
-/// backslash, and no empty, `.` or `..` path segment (a leading `/` and a trailing `/`
-/// are fine). Most argument values are like this, and need no copies.
+/// backslash, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
+/// fine), nothing a URL parser trims around it, and not a `file:` URL. Most argument
+/// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
     let bytes = value.as_bytes();
+    if bytes.first().is_some_and(|&b| b <= b' ') || bytes.last().is_some_and(|&b| b <= b' ') {
+        return false;
+    }
+    if starts_like_file_url(value) {
+        return false;
+    }
     // A `.`/`..` segment starts the text or follows a `/`, and an empty one is `//`: when
     // no `/` is followed by `/` or `.` and the text does not start with `.`, neither can
     // be there. That is the usual path, and it is checked eight bytes at a time; anything
@@ -232,7 +294,11 @@ mod tests {
 
     /// `is_plain` as first written: the meaning the one-pass version must keep.
     fn is_plain_reference(value: &str) -> bool {
-        if value.contains(['%', '\\']) {
+        if value.contains(['%', '\\']) || value.starts_with(|c: char| c <= ' ') || value.ends_with(|c: char| c <= ' ') {
+            return false;
+        }
+        let without_breaks: String = value.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+        if without_breaks.to_ascii_lowercase().starts_with("file:") {
             return false;
         }
         if !value.contains('/') {
@@ -271,9 +337,42 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
         #[test]
-        fn is_plain_agrees_with_the_reference(value in "[/.a%\\\\é]{0,40}") {
+        fn is_plain_agrees_with_the_reference(value in "(file:|FiLe:|fi\tle:|fil)?[/.a%\\\\é \t]{0,40}") {
             proptest::prop_assert_eq!(is_plain(&value), is_plain_reference(&value), "{:?}", value);
         }
+    }
+
+    #[test]
+    fn file_urls_are_read_as_url_parsers_read_them() {
+        let has = |value: &str, reading: &str| readings(value).iter().any(|r| r == reading);
+        for spelled in [
+            "file:///etc/shadow",
+            "file://localhost/etc/shadow",
+            "File://LOCALHOST/etc/shadow",
+            "file:/etc/shadow",
+            "file:etc/shadow",
+            "file:////etc/shadow",
+            " file:///etc/shadow",
+            "file:///etc/shadow\n",
+            "\u{0}file:/etc/shadow",
+            "fi\tle:///et\nc/sha\r\ndow",
+            "file:\\\\\\etc\\shadow",
+            "file://localhost/%65tc/shadow",
+            "file:///etc/shadow?x=1",
+            "file:///etc/shadow#top",
+            "file://localhost/tmp/../etc/shadow",
+        ] {
+            assert!(has(spelled, "file:///etc/shadow"), "{spelled:?}: {:?}", readings(spelled));
+            assert!(!is_plain(spelled), "{spelled:?}");
+        }
+        // Another host is another machine's file (a UNC share on Windows).
+        assert!(!has("file://server/etc/shadow", "file:///etc/shadow"));
+        assert!(has("file://Server/share/../x", "file://server/x"));
+        // Other schemes are trimmed the way URL parsers trim them, not rewritten.
+        assert!(has(" https://h/a\tb ", "https://h/ab"));
+        // Paths are opened as spelled: a blank around one is part of the name.
+        assert_eq!(readings(" /etc/shadow"), [" /etc/shadow"]);
+        assert_eq!(readings("/etc/shadow\n"), ["/etc/shadow\n"]);
     }
 
     #[test]

@@ -141,6 +141,22 @@ fn resource_uris_are_normalised() {
     assert_eq!(read("file:///srv/%252e%252e/etc/shadow"), Action::Deny);
     assert_eq!(read("file:////etc//passwd"), Action::Deny);
     assert_eq!(read("file:///srv/site/index.html"), Action::Allow);
+    // Spellings a URL parser reads as file:///etc/shadow.
+    for uri in [
+        "file://localhost/etc/shadow",
+        "file:/etc/shadow",
+        " file:///etc/shadow",
+        "fi\tle:///etc/shadow",
+        "File://LocalHost/etc/shadow",
+        "file:\\\\\\etc\\shadow",
+    ] {
+        assert_eq!(read(uri), Action::Deny, "{uri:?}");
+    }
+    // The allow still needs the URI as spelled to match: other spellings fall to the
+    // default (deny), never widen it.
+    assert_eq!(read("file://localhost/srv/site/index.html"), Action::Deny);
+    // Every reading of this one is under /srv.
+    assert_eq!(read("file:///srv/site/index.html\n"), Action::Allow);
 }
 
 #[test]
