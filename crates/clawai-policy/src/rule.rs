@@ -8,7 +8,7 @@ use clawai_protocol::Json;
 use regex::Regex;
 
 use crate::call::Call;
-use crate::glob::Glob;
+use crate::glob::{Glob, fold_case};
 use crate::normalize::{is_plain, readings};
 use crate::operation::{Operation, detect};
 
@@ -343,8 +343,17 @@ pub fn loose_name(name: &str) -> &str {
 fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier) -> bool {
     match value {
         Json::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
-        Json::Object(_) if !path.is_empty() => {
-            value.get(&path[0]).is_some_and(|v| path_matches(v, &path[1..], glob, q))
+        Json::Object(members) if !path.is_empty() => {
+            let (key, rest) = (&path[0], &path[1..]);
+            match q {
+                Quantifier::Every => value.get(key).is_some_and(|v| path_matches(v, rest, glob, q)),
+                // A deny-like condition also looks under the keys a lenient server might
+                // take for this one (`Path`, ` path`); an allow needs the key as written.
+                Quantifier::Any => members
+                    .iter()
+                    .filter(|(k, _)| k == key || fold_case(loose_name(k)) == fold_case(key))
+                    .any(|(_, v)| path_matches(v, rest, glob, q)),
+            }
         }
         _ if !path.is_empty() => false,
         leaf => leaf_matches(leaf, glob, q),

@@ -251,6 +251,43 @@ fn deny_like_conditions_ignore_case_and_allows_do_not() {
 }
 
 #[test]
+fn deny_like_argument_conditions_also_look_under_loosely_spelled_keys() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "no-ssh"
+        action = "deny"
+        tool = "*"
+        args.path = "**/.ssh/**"
+        [[rule]]
+        id = "no-force"
+        action = "prompt"
+        tool = "push"
+        args.options.force = true
+        [[rule]]
+        id = "home"
+        action = "allow"
+        tool = "*"
+        args.path = "/home/u/**"
+    "#,
+    );
+    for args in [
+        json!({"Path": "/home/u/.ssh/id_rsa"}),
+        json!({"PATH": "/home/u/.ssh/id_rsa"}),
+        json!({" path\t": "/home/u/.ssh/id_rsa"}),
+        json!({"path": "/home/u/a", "paTh": "/home/u/.ssh/id_rsa"}),
+    ] {
+        assert_eq!(tool_id(&p, "read", args.clone()).as_deref(), Some("no-ssh"), "{args}");
+    }
+    assert_eq!(tool_id(&p, "push", json!({"Options": {"FORCE": true}})).as_deref(), Some("no-force"));
+    // An allow needs the key as written: `PATH` may be another parameter.
+    assert_eq!(tool_id(&p, "read", json!({"path": "/home/u/a"})).as_deref(), Some("home"));
+    assert_eq!(tool_id(&p, "read", json!({"PATH": "/home/u/a"})), None);
+    // Only the blanks around a key: inside it, it is another key.
+    assert_eq!(tool_id(&p, "read", json!({"pa th": "/home/u/.ssh/id_rsa"})), None);
+}
+
+#[test]
 fn deny_like_name_rules_also_match_names_read_loosely() {
     let p = policy(
         r#"
