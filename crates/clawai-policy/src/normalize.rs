@@ -80,6 +80,23 @@ fn canonical_file_url(value: &str) -> Option<String> {
     Some(format!("file://{}{}", host.to_ascii_lowercase(), normalize_path(&format!("/{path}"))))
 }
 
+/// True when `text`, its tabs and line breaks removed, starts with `scheme:` (what
+/// [`split_scheme`] finds), without copying it: only the characters up to the first
+/// one that cannot be part of a scheme are looked at.
+fn has_scheme_once_cleaned(text: &str) -> bool {
+    let mut length = 0;
+    for c in text.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')) {
+        match c {
+            ':' => return length >= 2,
+            c if c.is_ascii_alphabetic() || (length > 0 && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) => {
+                length += 1
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// True when `value` starts like a `file:` URL once a URL parser has cleaned it (see
 /// [`as_url_parser_reads_it`]): `file:/etc/x` has nothing else that makes
 /// [`is_plain`] look twice.
@@ -94,11 +111,16 @@ fn starts_like_file_url(value: &str) -> bool {
 
 /// True when no other reading of `value` can differ from it: no percent-escape, no
 /// backslash, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
-/// fine), nothing a URL parser trims around it, and not a `file:` URL. Most argument
+/// fine), not a URL with blanks around it, and not a `file:` URL. Most argument
 /// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
     let bytes = value.as_bytes();
-    if bytes.first().is_some_and(|&b| b <= b' ') || bytes.last().is_some_and(|&b| b <= b' ') {
+    let blank_around = bytes.first().is_some_and(|&b| b <= b' ') || bytes.last().is_some_and(|&b| b <= b' ');
+    if (blank_around || memchr::memchr3(b'\t', b'\n', b'\r', bytes).is_some())
+        && has_scheme_once_cleaned(value.trim_matches(|c: char| c <= ' '))
+    {
+        // A URL parser would read it without the blanks and breaks. (Text with line
+        // breaks, as file contents have, is not a URL and stays plain.)
         return false;
     }
     if starts_like_file_url(value) {
@@ -294,11 +316,13 @@ mod tests {
 
     /// `is_plain` as first written: the meaning the one-pass version must keep.
     fn is_plain_reference(value: &str) -> bool {
-        if value.contains(['%', '\\']) || value.starts_with(|c: char| c <= ' ') || value.ends_with(|c: char| c <= ' ') {
-            return false;
-        }
-        let without_breaks: String = value.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-        if without_breaks.to_ascii_lowercase().starts_with("file:") {
+        // What a URL parser reads: blanks around dropped, tabs and line breaks removed.
+        let cleaned: String =
+            value.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+        if value.contains(['%', '\\'])
+            || (cleaned != value && split_scheme(&cleaned).is_some())
+            || cleaned.to_ascii_lowercase().starts_with("file:")
+        {
             return false;
         }
         if !value.contains('/') {
@@ -337,7 +361,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
         #[test]
-        fn is_plain_agrees_with_the_reference(value in "(file:|FiLe:|fi\tle:|fil)?[/.a%\\\\é \t]{0,40}") {
+        fn is_plain_agrees_with_the_reference(value in "[ \n]?(file:|FiLe:|fi\tle:|fil|ab:|a\nb:|ht/\tt:)?[/.a%\\\\é \t\n:+]{0,40}") {
             proptest::prop_assert_eq!(is_plain(&value), is_plain_reference(&value), "{:?}", value);
         }
     }
@@ -373,6 +397,9 @@ mod tests {
         // Paths are opened as spelled: a blank around one is part of the name.
         assert_eq!(readings(" /etc/shadow"), [" /etc/shadow"]);
         assert_eq!(readings("/etc/shadow\n"), ["/etc/shadow\n"]);
+        assert!(is_plain("the end of a file\n") && is_plain(" indented") && is_plain("a b\nc: d"));
+        // Inside a URL too: `https:/\t/h/x` is `https://h/x`.
+        assert!(has("https:/\t/evil.example/x", "https://evil.example/x"));
     }
 
     #[test]
