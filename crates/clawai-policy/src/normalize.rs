@@ -3,7 +3,8 @@
 //! A server does not use a path as it is spelled: `/home/u/p/../../.ssh/id_rsa` opens
 //! `/home/.ssh/id_rsa`, and a `file://` URI may be percent-encoded once or twice. The
 //! engine therefore matches every *reading* of a string: as written, lexically
-//! normalised, and percent-decoded then normalised. A deny, prompt or audit condition
+//! normalised, percent-decoded then normalised, as a URL parser cleans it, and a
+//! `file:` URL in its canonical `file:///path` spelling. A deny, prompt or audit condition
 //! holds when any reading matches; an allow condition only when every reading does.
 //! Nothing here touches the filesystem, and the value forwarded is always the original.
 
@@ -62,7 +63,7 @@ fn as_url_parser_reads_it(value: &str) -> Option<String> {
 
 /// A `file:` URL in the one spelling every URL parser agrees on, `file:///path`, as
 /// Node's `fileURLToPath` and Python's `url2pathname` read the others: `file:/etc/x`,
-/// `file:etc/x`, `file://localhost/etc/x` and `file:\\\\etc\\x` all open `/etc/x`.
+/// `file:etc/x`, `file://localhost/etc/x` and `file:\\\etc\x` all open `/etc/x`.
 /// Query and fragment are dropped (they are not part of the file's name); a host other
 /// than `localhost` is kept (a UNC share on Windows). `None` for other schemes.
 fn canonical_file_url(value: &str) -> Option<String> {
@@ -111,7 +112,7 @@ fn starts_like_file_url(value: &str) -> bool {
 
 /// True when no other reading of `value` can differ from it: no percent-escape, no
 /// backslash, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
-/// fine), not a URL with blanks around it, and not a `file:` URL. Most argument
+/// fine), not a URL with blanks around or breaks inside, not a `file:` URL. Most argument
 /// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
     let bytes = value.as_bytes();
