@@ -205,7 +205,7 @@ impl Glob {
         if self.folded.is_none() && matches!(text, std::borrow::Cow::Borrowed(_)) {
             return false;
         }
-        self.folded.as_deref().unwrap_or(self).is_match(&text)
+        self.folded().is_match(&text)
     }
 
     /// The glob with its patterns case-folded (itself when folding changes none):

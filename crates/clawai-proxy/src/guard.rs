@@ -428,18 +428,32 @@ impl Guard {
     /// error to the side that sent it (a notification is dropped).
     fn refuse_look_alike(&self, direction: Direction, method: &str, id: Option<&RawValue>, size: usize) -> Verdict {
         let why = format!(
-            "method `{}` differs from a method clawai decides only in case or in the blanks around it",
+            "method `{}` differs from a method clawai decides only in case or in the blanks around it; \
+             send the method exactly as the protocol spells it",
             method.escape_debug()
         );
+        self.refuse_request(direction, method, id, size, reply::AMBIGUOUS, why)
+    }
+
+    /// Records a request (or notification) refused before any rule was asked, and
+    /// answers it with a JSON-RPC error to the side that sent it; a notification is
+    /// dropped.
+    fn refuse_request(
+        &self,
+        direction: Direction,
+        method: &str,
+        id: Option<&RawValue>,
+        size: usize,
+        code: i64,
+        why: String,
+    ) -> Verdict {
         self.record_refusal(direction, Some(method), id, why.clone(), size);
-        tracing::warn!("refused {}: {why}", method.escape_debug());
+        let method = method.escape_debug();
+        tracing::warn!("refused {method}: {why}");
         match id {
-            Some(id) => Verdict::Reply(reply::error(
-                Some(id.get()),
-                reply::AMBIGUOUS,
-                &format!("clawai refused the message: {why}; send the method exactly as the protocol spells it"),
-                None,
-            )),
+            Some(id) => {
+                Verdict::Reply(reply::error(Some(id.get()), code, &format!("clawai refused {method}: {why}"), None))
+            }
             None => Verdict::Drop,
         }
     }
@@ -621,16 +635,7 @@ impl Guard {
         size: usize,
     ) -> Verdict {
         let id_text = id.map(RawValue::get);
-        let refuse = |code: i64, why: String| -> Verdict {
-            self.record_refusal(direction, Some(method), id, why.clone(), size);
-            tracing::warn!("refused {method}: {why}");
-            match id_text {
-                Some(_) => {
-                    Verdict::Reply(reply::error(id_text, code, &format!("clawai refused {method}: {why}"), None))
-                }
-                None => Verdict::Drop,
-            }
-        };
+        let refuse = |code: i64, why: String| self.refuse_request(direction, method, id, size, code, why);
         let params = match params.transpose() {
             Ok(v) => v,
             Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
