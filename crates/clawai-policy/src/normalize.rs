@@ -81,33 +81,24 @@ fn canonical_file_url(value: &str) -> Option<String> {
     Some(format!("file://{}{}", host.to_ascii_lowercase(), normalize_path(&format!("/{path}"))))
 }
 
-/// True when `text`, its tabs and line breaks removed, starts with `scheme:` (what
-/// [`split_scheme`] finds), without copying it: only the characters up to the first
-/// one that cannot be part of a scheme are looked at.
-fn has_scheme_once_cleaned(text: &str) -> bool {
+/// Whether `text`, its tabs and line breaks removed, starts with `scheme:` (what
+/// [`split_scheme`] finds) and whether that scheme is `file`: `None` without a scheme,
+/// `Some(true)` for `file:`. Found without copying `text`: only the characters up to
+/// the first one that cannot be part of a scheme are looked at.
+fn cleaned_scheme_is_file(text: &str) -> Option<bool> {
     let mut length = 0;
+    let mut file_so_far = true;
     for c in text.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')) {
         match c {
-            ':' => return length >= 2,
+            ':' => return (length >= 2).then_some(file_so_far && length == 4),
             c if c.is_ascii_alphabetic() || (length > 0 && (c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))) => {
-                length += 1
+                file_so_far &= "file".as_bytes().get(length).is_some_and(|f| c.eq_ignore_ascii_case(&char::from(*f)));
+                length += 1;
             }
-            _ => return false,
+            _ => return None,
         }
     }
-    false
-}
-
-/// True when `value` starts like a `file:` URL once a URL parser has cleaned it (see
-/// [`as_url_parser_reads_it`]): `file:/etc/x` has nothing else that makes
-/// [`is_plain`] look twice.
-fn starts_like_file_url(value: &str) -> bool {
-    let mut letters = value
-        .trim_start_matches(|c: char| c <= ' ')
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .map(|c| c.to_ascii_lowercase());
-    "file:".chars().all(|want| letters.next() == Some(want))
+    None
 }
 
 /// True when no other reading of `value` can differ from it: no percent-escape, no
@@ -116,16 +107,14 @@ fn starts_like_file_url(value: &str) -> bool {
 /// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
     let bytes = value.as_bytes();
-    let blank_around = bytes.first().is_some_and(|&b| b <= b' ') || bytes.last().is_some_and(|&b| b <= b' ');
-    if (blank_around || memchr::memchr3(b'\t', b'\n', b'\r', bytes).is_some())
-        && has_scheme_once_cleaned(value.trim_matches(|c: char| c <= ' '))
-    {
-        // A URL parser would read it without the blanks and breaks. (Text with line
-        // breaks, as file contents have, is not a URL and stays plain.)
-        return false;
-    }
-    if starts_like_file_url(value) {
-        return false;
+    let trimmed = value.trim_matches(|c: char| c <= ' ');
+    if let Some(is_file) = cleaned_scheme_is_file(trimmed) {
+        // A URL: a `file:` one has its canonical reading, any other one the reading a
+        // URL parser makes when there are blanks around it or breaks inside. (Text with
+        // line breaks, as file contents have, is not a URL and stays plain.)
+        if is_file || trimmed.len() != value.len() || memchr::memchr3(b'\t', b'\n', b'\r', bytes).is_some() {
+            return false;
+        }
     }
     // A `.`/`..` segment starts the text or follows a `/`, and an empty one is `//`: when
     // no `/` is followed by `/` or `.` and the text does not start with `.`, neither can
