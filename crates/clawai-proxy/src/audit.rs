@@ -252,8 +252,10 @@ impl Encoder {
 /// Longest time a buffered event waits before it is written.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
-/// Buffered events are written once this many bytes wait.
-const BUFFER_LIMIT: usize = 64 * 1024;
+/// Buffered events are written once this many bytes wait: more than the events of the
+/// calls one read can bring (a 64 KiB read of small calls records about 150 KiB of
+/// events), so that a burst is written in one piece before it is forwarded.
+const BUFFER_LIMIT: usize = 256 * 1024;
 
 /// A thread's encoding buffer is kept for the next event unless one event (huge
 /// arguments) grew it past this.

@@ -48,8 +48,11 @@ enum Event {
 
 type Shared<W> = Arc<Mutex<W>>;
 
-/// Bytes batched towards one side before a write.
-const OUT_BUFFER: usize = 16 * 1024;
+/// Bytes batched towards one side before a write. As large as a read from the other
+/// side: a burst of pipelined calls read at once then leaves in one write, after one
+/// write of the audit trail for all of them. (At 16 KiB the trail was written four times
+/// as often, in pieces that cost ext4 more per byte: 13% more CPU per pipelined call.)
+const OUT_BUFFER: usize = 64 * 1024;
 
 /// Buffered output towards one side. Before anything it holds leaves, the decisions
 /// that let it through are written to the audit trail.
