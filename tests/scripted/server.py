@@ -66,6 +66,9 @@ def main():
             result(rid, {"stdin": fcntl.fcntl(0, 1032), "stdout": fcntl.fcntl(1, 1032)})
         elif method == "test/echo":
             result(rid, {"received": raw.decode("utf-8", "replace")})
+        elif method == "test/slow":
+            time.sleep(int(params.get("ms", 100)) / 1000)
+            result(rid, {"slept_ms": params.get("ms", 100)})
         elif method == "test/big":
             result(rid, {"content": [{"type": "text", "text": "x" * int(params["bytes"])}]})
         elif method == "test/flood":

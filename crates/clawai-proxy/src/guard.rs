@@ -219,8 +219,15 @@ impl Guard {
         }
     }
 
-    /// A message from the client.
+    /// A message from the client, arrived now.
     pub fn from_client(&self, line: &[u8]) -> Verdict {
+        self.from_client_at(line, stamp())
+    }
+
+    /// A message from the client that arrived `at`. A transport takes one [`stamp`] per
+    /// read and passes it with every line that read brought: they arrived together, and
+    /// a clock read per message is a measurable share of a pipelined call in a VM.
+    pub fn from_client_at(&self, line: &[u8], at: Stamp) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
@@ -239,7 +246,7 @@ impl Guard {
                     // `params` came before `method`.
                     Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
                 });
-                self.decide(&policy, Direction::ClientToServer, method, id, params, line.len())
+                self.decide(&policy, Direction::ClientToServer, method, id, params, line.len(), at)
             }
             (Kind::Request | Kind::Notification, Some(method))
                 if reads_as_decided(method, &CLIENT_DECIDED, &policy) =>
@@ -247,12 +254,12 @@ impl Guard {
                 self.refuse_look_alike(Direction::ClientToServer, method, id, line.len())
             }
             (Kind::Request, Some(method)) => {
-                let at = self.pass(Direction::ClientToServer, "request", method, id, line.len());
+                self.pass(Direction::ClientToServer, "request", method, id, line.len(), at);
                 self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward
             }
             (Kind::Notification, Some(method)) => {
-                self.pass(Direction::ClientToServer, "notification", method, None, line.len());
+                self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
                 Verdict::Forward
             }
             _ => {
@@ -264,6 +271,7 @@ impl Guard {
                     ResultOf::read(envelope.result.map(|r| r.get().as_bytes())),
                     envelope.error.is_some(),
                     line.len(),
+                    at,
                     &mut deferred,
                 );
                 self.record_deferred(&mut deferred);
@@ -275,15 +283,15 @@ impl Guard {
     /// A message from the server.
     pub fn from_server(&self, line: &[u8]) -> Verdict {
         let mut deferred = Deferred::default();
-        let verdict = self.from_server_deferred(line, &mut deferred);
+        let verdict = self.from_server_deferred(line, stamp(), &mut deferred);
         self.record_deferred(&mut deferred);
         verdict
     }
 
-    /// A message from the server; the audit event of a response is left in `deferred`
-    /// for [`Guard::record_deferred`], which the transport calls once the response is
-    /// on its way (and before it exits).
-    pub fn from_server_deferred(&self, line: &[u8], deferred: &mut Deferred) -> Verdict {
+    /// A message from the server that arrived `at` (see [`Guard::from_client_at`]); the
+    /// audit event of a response is left in `deferred` for [`Guard::record_deferred`],
+    /// which the transport calls once the response is on its way (and before it exits).
+    pub fn from_server_deferred(&self, line: &[u8], at: Stamp, deferred: &mut Deferred) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
@@ -294,7 +302,7 @@ impl Guard {
                 return self.refuse_from_server(line.len(), "unusable id");
             }
             return match s.method {
-                Some(method) => self.server_message(method, id, s.params, line.len()),
+                Some(method) => self.server_message(method, id, s.params, line.len(), at),
                 None if id.is_some() && (s.result.is_some() != s.error.is_some()) => self.response(
                     Direction::ServerToClient,
                     &self.from_client,
@@ -302,6 +310,7 @@ impl Guard {
                     s.result.map(|bytes| ResultOf { bytes, is_error: s.result_is_error, result_type: s.result_type }),
                     s.error.is_some(),
                     line.len(),
+                    at,
                     deferred,
                 ),
                 None => self.refuse_from_server(line.len(), "neither a request, a notification nor a response"),
@@ -309,7 +318,7 @@ impl Guard {
         }
         match Envelope::parse(line) {
             Ok(e) => match e.method.as_deref() {
-                Some(method) => self.server_message(method, e.id, e.params.map(|p| p.get().as_bytes()), line.len()),
+                Some(method) => self.server_message(method, e.id, e.params.map(|p| p.get().as_bytes()), line.len(), at),
                 None => self.response(
                     Direction::ServerToClient,
                     &self.from_client,
@@ -317,6 +326,7 @@ impl Guard {
                     ResultOf::read(e.result.map(|r| r.get().as_bytes())),
                     e.error.is_some(),
                     line.len(),
+                    at,
                     deferred,
                 ),
             },
@@ -324,17 +334,24 @@ impl Guard {
         }
     }
 
-    fn server_message(&self, method: &str, id: Option<&RawValue>, params: Option<&[u8]>, size: usize) -> Verdict {
+    fn server_message(
+        &self,
+        method: &str,
+        id: Option<&RawValue>,
+        params: Option<&[u8]>,
+        size: usize,
+        at: Stamp,
+    ) -> Verdict {
         let policy = self.policy.current();
         if SERVER_DECIDED.contains(&method) || policy.names_method(method) {
             let params = params.map(strict::parse);
-            return self.decide(&policy, Direction::ServerToClient, method, id, params, size);
+            return self.decide(&policy, Direction::ServerToClient, method, id, params, size, at);
         }
         if reads_as_decided(method, &SERVER_DECIDED, &policy) {
             return self.refuse_look_alike(Direction::ServerToClient, method, id, size);
         }
         let kind = if id.is_some() { "request" } else { "notification" };
-        let at = self.pass(Direction::ServerToClient, kind, method, id, size);
+        self.pass(Direction::ServerToClient, kind, method, id, size, at);
         if id.is_some() {
             self.track(&self.from_server, id, method, at.instant);
         }
@@ -464,7 +481,7 @@ impl Guard {
         Verdict::Drop
     }
 
-    /// Records a message no rule decides; returns when it was seen.
+    /// Records a message no rule decides.
     fn pass(
         &self,
         direction: Direction,
@@ -472,15 +489,14 @@ impl Guard {
         method: &str,
         id: Option<&RawValue>,
         size: usize,
-    ) -> Stamp {
-        let at = stamp();
+        at: Stamp,
+    ) {
         let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
         event.id = id.map(RawValue::get);
         event.decision = Some("pass");
         event.size = Some(size);
         self.audit.record(&event);
-        at
     }
 
     fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str, started: Instant) {
@@ -500,9 +516,10 @@ impl Guard {
         result: Option<ResultOf<'_>>,
         is_error: bool,
         size: usize,
+        at: Stamp,
         deferred: &mut Deferred,
     ) -> Verdict {
-        let Stamp { wall: time, instant: now } = stamp();
+        let Stamp { wall: time, instant: now } = at;
         let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove_entry(i.get()));
         let result_type = result.and_then(|r| r.result_type);
         let is_error = is_error || result.and_then(|r| r.is_error) == Some(&b"true"[..]);
@@ -625,6 +642,7 @@ impl Guard {
 
     /// Decides a message the policy applies to. The message's top level was already read
     /// strictly (no duplicate or case-variant members); `params` is read strictly here.
+    #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
         policy: &Policy,
@@ -633,6 +651,7 @@ impl Guard {
         id: Option<&RawValue>,
         params: Option<Result<Json<'_>, strict::Ambiguous>>,
         size: usize,
+        at: Stamp,
     ) -> Verdict {
         let id_text = id.map(RawValue::get);
         let refuse = |code: i64, why: String| self.refuse_request(direction, method, id, size, code, why);
@@ -657,7 +676,6 @@ impl Guard {
         };
         let decision = policy.decide(&call);
 
-        let at = stamp();
         let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
         event.method = Some(method);
         event.id = id.map(RawValue::get);

@@ -25,6 +25,7 @@ use clawai_protocol::{FrameRef, LineReader};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::audit::{Stamp, stamp};
 use crate::guard::{Deferred, Guard, Verdict};
 use crate::pipe::enlarge_pipe;
 
@@ -398,8 +399,8 @@ fn relay_client(
     client_out: &Shared<Outbound<File>>,
 ) {
     let out = Outputs::new(guard, server_in, client_out);
-    relay(LineReader::new(client_in, max), out, "the client", |frame, out| match frame {
-        FrameRef::Line(line) => match guard.from_client(line) {
+    relay(LineReader::new(client_in, max), out, "the client", |frame, at, out| match frame {
+        FrameRef::Line(line) => match guard.from_client_at(line, at) {
             Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
             Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
             Verdict::Reply(answer) => out.queue_for_client(&answer),
@@ -425,8 +426,8 @@ fn relay_server(
     client_out: &Shared<Outbound<File>>,
 ) {
     let out = Outputs::new(guard, server_in, client_out);
-    relay(LineReader::new(server_out, max), out, "the MCP server", |frame, out| match frame {
-        FrameRef::Line(line) => match guard.from_server_deferred(line, &mut out.deferred) {
+    relay(LineReader::new(server_out, max), out, "the MCP server", |frame, at, out| match frame {
+        FrameRef::Line(line) => match guard.from_server_deferred(line, at, &mut out.deferred) {
             Verdict::Forward => out.queue_for_client(line),
             Verdict::Replace(instead) => out.queue_for_client(&instead),
             Verdict::Reply(answer) => {
@@ -442,26 +443,34 @@ fn relay_server(
     });
 }
 
-/// Reads frames from one side until it ends, hands each to `handle` (which queues what
-/// goes where and returns false once the client is gone), and flushes whenever no
-/// further line is already waiting.
+/// Reads frames from one side until it ends, hands each to `handle` with the time it
+/// arrived (which queues what goes where and returns false once the client is gone),
+/// and flushes whenever no further line is already waiting.
 fn relay<R: std::io::Read>(
     mut reader: LineReader<R>,
     mut out: Outputs<'_>,
     from: &str,
-    mut handle: impl FnMut(FrameRef<'_>, &mut Outputs<'_>) -> bool,
+    mut handle: impl FnMut(FrameRef<'_>, Stamp, &mut Outputs<'_>) -> bool,
 ) {
+    let mut arrived = stamp();
+    let mut needs_read = true;
     loop {
-        let client_alive = match reader.next_frame_ref() {
-            Ok(Some(frame)) => handle(frame, &mut out),
+        let frame = reader.next_frame_ref();
+        if needs_read {
+            // The lines one read brings arrived together: one clock read for them all.
+            arrived = stamp();
+        }
+        let client_alive = match frame {
+            Ok(Some(frame)) => handle(frame, arrived, &mut out),
             Ok(None) => break,
             Err(e) => {
                 tracing::error!("reading from {from} failed: {e}");
                 break;
             }
         };
+        needs_read = !reader.has_buffered_line();
         // Nothing else waiting: everything queued either way goes out now.
-        if !client_alive || (!reader.has_buffered_line() && !out.flush()) {
+        if !client_alive || (needs_read && !out.flush()) {
             return;
         }
     }

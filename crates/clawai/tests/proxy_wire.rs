@@ -336,6 +336,46 @@ fn audit_events_are_written_before_forwarding_and_secrets_are_redacted() {
 }
 
 #[test]
+fn audit_times_are_when_each_message_arrived() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    // Two requests in one write reach clawai in one read; the server answers the first
+    // after 150 ms and the second right after it.
+    p.send(
+        concat!(
+            r#"{"jsonrpc":"2.0","id":"slow","method":"test/slow","params":{"ms":150}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":"next","method":"test/echo"}"#
+        )
+        .as_bytes(),
+    );
+    assert_eq!(p.recv()["id"], "slow");
+    assert_eq!(p.recv()["id"], "next");
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let events = loop {
+        let events = p.audit();
+        if events.iter().filter(|e| e["kind"] == "response").count() >= 3 || std::time::Instant::now() > deadline {
+            break events;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let event = |kind: &str, id: &str| {
+        events.iter().find(|e| e["kind"] == kind && e["id"] == id).unwrap_or_else(|| panic!("{kind} {id}: {events:?}"))
+    };
+    let time = |e: &serde_json::Value| e["time"].as_str().unwrap().parse::<jiff::Timestamp>().unwrap();
+    for id in ["slow", "next"] {
+        let (request, response) = (event("request", id), event("response", id));
+        let waited = time(response).duration_since(time(request)).as_secs_f64() * 1000.0;
+        assert!(waited >= 150.0, "{id}: the response is stamped when it arrived ({waited} ms after the request)");
+        let duration = response["duration_ms"].as_f64().unwrap();
+        assert!(
+            duration >= 150.0 && (duration - waited).abs() < 1.0,
+            "{id}: duration {duration} ms, times {waited} ms"
+        );
+    }
+}
+
+#[test]
 fn methods_named_by_method_rules_are_decided_too() {
     let policy = "[[rule]]\nid = \"no-roots\"\naction = \"deny\"\nmethod = \"roots/list\"\n[[rule]]\nid = \"no-complete\"\naction = \"deny\"\nmethod = \"completion/*\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
     let mut p = Setup::new(policy).start();
