@@ -311,7 +311,20 @@ struct Output {
     /// The buffer being written; swapped with [`Waiting::events`] so that both keep
     /// their allocations.
     spare: Vec<u8>,
+    /// Disk space is reserved for the file up to this offset (see [`RESERVE_AHEAD`]);
+    /// `None` once reserving failed or for a trail that is not a regular file.
+    reserved: Option<u64>,
 }
+
+/// A regular trail file gets its disk blocks reserved this far ahead of its end
+/// (`fallocate` keeping the size, so readers see only what was written). On ext4 an
+/// append into blocks reserved this way costs a fifth less CPU than one that makes the
+/// file system reserve them as it goes (0.16 → 0.13 µs per 560-byte event in the
+/// 130 KiB writes of a pipelined burst, on the benchmark machine), and the trail is
+/// written on the path of every decided call. What is left unused at the end of a file
+/// when clawai exits or rotates it stays allocated (at most this much per file) until
+/// the file is deleted.
+const RESERVE_AHEAD: u64 = 1024 * 1024;
 
 impl AuditLog {
     /// Default size before rotation.
@@ -331,7 +344,9 @@ impl AuditLog {
         // or the reader, and none of them grows.
         let max_bytes = if metadata.is_file() { max_bytes } else { u64::MAX };
         let written = metadata.len();
-        let output = Output { file: Some(file), path: path.to_owned(), written, max_bytes, keep, spare: Vec::new() };
+        let reserved = metadata.is_file().then_some(written);
+        let output =
+            Output { file: Some(file), path: path.to_owned(), written, max_bytes, keep, spare: Vec::new(), reserved };
         let shared = Arc::new(Shared::new(output));
         spawn_flusher(Arc::downgrade(&shared))?;
         Ok(AuditLog { shared, enabled: true })
@@ -339,8 +354,15 @@ impl AuditLog {
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
     pub fn disabled() -> AuditLog {
-        let output =
-            Output { file: None, path: PathBuf::new(), written: 0, max_bytes: u64::MAX, keep: 0, spare: Vec::new() };
+        let output = Output {
+            file: None,
+            path: PathBuf::new(),
+            written: 0,
+            max_bytes: u64::MAX,
+            keep: 0,
+            spare: Vec::new(),
+            reserved: None,
+        };
         AuditLog { shared: Arc::new(Shared::new(output)), enabled: false }
     }
 
@@ -479,6 +501,7 @@ impl Output {
         {
             tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
         }
+        self.reserve_for(self.spare.len() as u64);
         match self.file.as_mut().map(|f| f.write_all(&self.spare)) {
             Some(Ok(())) => self.written += self.spare.len() as u64,
             Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", self.path.display()),
@@ -501,7 +524,29 @@ impl Output {
         }
         self.file = Some(open_append(&self.path)?);
         self.written = 0;
+        self.reserved = self.reserved.map(|_| 0);
         Ok(())
+    }
+
+    /// Makes sure blocks are reserved for the next `length` bytes, reserving
+    /// [`RESERVE_AHEAD`] more when they are not. Only an optimisation: a file system
+    /// that cannot reserve (or a full disk, which the write then reports) stops it.
+    fn reserve_for(&mut self, length: u64) {
+        #[cfg(target_os = "linux")]
+        if let (Some(reserved), Some(file)) = (self.reserved, self.file.as_ref())
+            && self.written + length > reserved
+        {
+            use nix::fcntl::{FallocateFlags, fallocate};
+            // From the file's real end: other clawai processes may append to the same
+            // trail, past what this one counted.
+            let end = file.metadata().map_or(self.written, |m| m.len().max(self.written));
+            let (from, ahead) = (end, length.max(RESERVE_AHEAD));
+            let reserved = i64::try_from(from)
+                .ok()
+                .zip(i64::try_from(ahead).ok())
+                .and_then(|(from, ahead)| fallocate(file, FallocateFlags::FALLOC_FL_KEEP_SIZE, from, ahead).ok());
+            self.reserved = reserved.map(|()| from + ahead);
+        }
     }
 }
 
@@ -753,6 +798,34 @@ mod tests {
         assert!(fs::metadata(&path).unwrap().len() <= 400);
         assert!(fs::read_to_string(&path).unwrap().contains("\"response\""), "buffered events are written on flush");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn space_is_reserved_ahead_and_readers_see_only_events() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        fs::write(&path, "{\"earlier\":true}\n").unwrap();
+        let log = AuditLog::open(&path, AuditLog::DEFAULT_MAX_BYTES, 1).unwrap();
+        for _ in 0..3 {
+            log.record_decision(&Event { session: "s", kind: "request", ..Default::default() });
+            log.flush();
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 4, "{text:?}");
+        assert!(text.starts_with("{\"earlier\":true}\n") && text.ends_with("}\n") && !text.contains('\0'));
+        for line in text.lines() {
+            serde_json::from_str::<Value>(line).unwrap();
+        }
+        let metadata = fs::metadata(&path).unwrap();
+        assert_eq!(metadata.len(), text.len() as u64, "the reservation must not show as content");
+        let probe = File::create(dir.path().join("probe")).unwrap();
+        let reserving_works =
+            nix::fcntl::fallocate(&probe, nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, 4096).is_ok();
+        if reserving_works {
+            assert!(metadata.blocks() * 512 >= RESERVE_AHEAD, "{} bytes allocated", metadata.blocks() * 512);
+        }
     }
 
     #[cfg(unix)]
