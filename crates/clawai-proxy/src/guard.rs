@@ -554,15 +554,16 @@ impl Guard {
 
     /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
     pub fn record_deferred(&self, deferred: &mut Deferred) {
-        for record in deferred.responses.drain(..) {
+        self.audit.record_all(deferred.responses.iter().map(|record| {
             let mut event = self.event_at(record.time, record.direction, "response");
             event.method = record.method.as_deref();
             event.id = record.id.as_deref();
             event.is_error = Some(record.is_error);
             event.size = Some(record.size);
             event.duration_ms = record.duration_ms;
-            self.audit.record(&event);
-        }
+            event
+        }));
+        deferred.responses.clear();
     }
 
     /// Decides each request inside an `InputRequiredResult` (sampling, elicitation, roots
