@@ -12,7 +12,8 @@
 //! trail to one `write` per batch of decided calls instead of one per message each way.
 //! When the file passes its size limit it is rotated (`audit.jsonl` →
 //! `audit.jsonl.1` → … up to `keep` files); a trail that is not a regular file (a
-//! device such as `/dev/null`, a FIFO) is never rotated.
+//! device such as `/dev/null`, a FIFO) is never rotated. The file a rotation pushes out
+//! is freed by the flusher thread, not on the path of the call that filled the trail.
 
 use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
@@ -318,6 +319,12 @@ struct Output {
     /// Disk space is reserved for the file up to this offset (see [`RESERVE_AHEAD`]);
     /// `None` once reserving failed or for a trail that is not a regular file.
     reserved: Option<u64>,
+    /// Files a rotation displaced, held open so that the kernel frees them when they are
+    /// closed, off the writing thread ([`Shared::close_retired`]): the last link to a
+    /// file going away while nobody has it open makes the renaming thread drop its page
+    /// cache and free its blocks there and then, several milliseconds for a 64 MiB
+    /// file, on the path of the decided call that happened to fill the trail.
+    retired: Vec<File>,
 }
 
 /// A regular trail file gets its disk blocks reserved this far ahead of its end
@@ -329,6 +336,9 @@ struct Output {
 /// when clawai exits or rotates it stays allocated (at most this much per file) until
 /// the file is deleted.
 const RESERVE_AHEAD: u64 = 1024 * 1024;
+
+/// Displaced files held open for the flusher to close (see [`Output::retired`]).
+const MAX_RETIRED: usize = 4;
 
 impl AuditLog {
     /// Default size before rotation.
@@ -349,8 +359,16 @@ impl AuditLog {
         let max_bytes = if metadata.is_file() { max_bytes } else { u64::MAX };
         let written = metadata.len();
         let reserved = metadata.is_file().then_some(written);
-        let output =
-            Output { file: Some(file), path: path.to_owned(), written, max_bytes, keep, spare: Vec::new(), reserved };
+        let output = Output {
+            file: Some(file),
+            path: path.to_owned(),
+            written,
+            max_bytes,
+            keep,
+            spare: Vec::new(),
+            reserved,
+            retired: Vec::new(),
+        };
         let shared = Arc::new(Shared::new(output));
         spawn_flusher(Arc::downgrade(&shared))?;
         Ok(AuditLog { shared, enabled: true })
@@ -366,6 +384,7 @@ impl AuditLog {
             keep: 0,
             spare: Vec::new(),
             reserved: None,
+            retired: Vec::new(),
         };
         AuditLog { shared: Arc::new(Shared::new(output)), enabled: false }
     }
@@ -486,6 +505,7 @@ fn spawn_flusher(shared: Weak<Shared>) -> io::Result<()> {
             std::thread::sleep(FLUSH_EVERY);
             let Some(shared) = shared.upgrade() else { return };
             shared.write_waiting();
+            shared.close_retired();
         }
     })?;
     Ok(())
@@ -523,6 +543,13 @@ impl Shared {
         // Raised only once the write is done: a transport that sees it may forward.
         self.written.fetch_max(through, Ordering::Release);
     }
+
+    /// Closes the files rotations displaced (see [`Output::retired`]), outside the
+    /// output lock: freeing them takes a while, and nobody waits for it.
+    fn close_retired(&self) {
+        let retired = std::mem::take(&mut self.output.lock().unwrap_or_else(|p| p.into_inner()).retired);
+        drop(retired);
+    }
 }
 
 impl Output {
@@ -543,6 +570,16 @@ impl Output {
 
     fn rotate(&mut self) -> io::Result<()> {
         let numbered = |n: usize| PathBuf::from(format!("{}.{n}", self.path.display()));
+        // Rotations faster than the flusher closes their files (a tiny size limit) close
+        // them here instead of holding descriptors without bound.
+        if self.retired.len() >= MAX_RETIRED {
+            self.retired.clear();
+        }
+        // The oldest file is about to lose its last name: held open until the flusher
+        // closes it. (With `keep` 0 that is the current file, retired below.)
+        if self.keep > 0 {
+            self.retired.extend(File::open(numbered(self.keep)).ok());
+        }
         for n in (1..self.keep).rev() {
             let from = numbered(n);
             if from.exists() {
@@ -554,7 +591,10 @@ impl Output {
         } else {
             fs::remove_file(&self.path)?;
         }
-        self.file = Some(open_append(&self.path)?);
+        let previous = self.file.replace(open_append(&self.path)?);
+        if self.keep == 0 {
+            self.retired.extend(previous);
+        }
         self.written = 0;
         self.reserved = self.reserved.map(|_| 0);
         Ok(())
@@ -879,6 +919,55 @@ mod tests {
             nix::fcntl::fallocate(&probe, nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE, 0, 4096).is_ok();
         if reserving_works {
             assert!(metadata.blocks() * 512 >= RESERVE_AHEAD, "{} bytes allocated", metadata.blocks() * 512);
+        }
+    }
+
+    /// The file a rotation pushes out is freed when the flusher closes it, not by the
+    /// rename on the writing thread: that thread must still hold it, unlinked, after the
+    /// rotation, and must not once the flusher has run.
+    #[cfg(unix)]
+    #[test]
+    fn the_file_a_rotation_displaces_is_closed_off_the_writing_thread() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        for keep in [0, 1, 3] {
+            let log = AuditLog::open(&path, 400, keep).unwrap();
+            let oldest = if keep == 0 { path.clone() } else { dir.path().join(format!("audit.jsonl.{keep}")) };
+            let mut displaced = None;
+            for _ in 0..40 {
+                let before = fs::metadata(&oldest).ok().map(|m| m.ino());
+                log.record(&Event { time: stamp().wall, session: "s", kind: "request", ..Default::default() });
+                log.flush();
+                let retired = &log.shared.output.lock().unwrap().retired;
+                if let (Some(inode), Some(file)) = (before, retired.last()) {
+                    let held = file.metadata().unwrap();
+                    if held.ino() == inode {
+                        assert_eq!(held.nlink(), 0, "keep {keep}: the displaced file still has a name");
+                        displaced = Some(inode);
+                        break;
+                    }
+                }
+            }
+            assert!(displaced.is_some(), "keep {keep}: no rotation left its displaced file open");
+            log.shared.close_retired();
+            assert!(log.shared.output.lock().unwrap().retired.is_empty());
+            drop(log);
+            for entry in fs::read_dir(dir.path()).unwrap() {
+                fs::remove_file(entry.unwrap().path()).unwrap();
+            }
+        }
+    }
+
+    /// Rotations faster than the flusher runs hold a few files open, never more.
+    #[test]
+    fn rotations_hold_a_bounded_number_of_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::open(&dir.path().join("audit.jsonl"), 100, 1).unwrap();
+        for _ in 0..200 {
+            log.record(&Event { time: stamp().wall, session: "s", kind: "request", ..Default::default() });
+            log.flush();
+            assert!(log.shared.output.lock().unwrap().retired.len() <= MAX_RETIRED);
         }
     }
 
