@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 use std::time::Instant;
 
 use compact_str::CompactString;
@@ -23,6 +23,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::audit::{AuditLog, Direction, Event, Stamp, stamp};
+use crate::in_flight::{InFlight, InFlightTable};
 use crate::redact::Redacted;
 use crate::reload::PolicyHandle;
 
@@ -46,21 +47,6 @@ pub enum Verdict {
 pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
 /// Methods the server sends that the policy decides on.
 pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
-
-/// A request waiting for its response. Thousands can be in flight when a client
-/// pipelines, so the entry is kept small: the method is usually one of the protocol's
-/// own names and then costs no allocation.
-struct InFlight {
-    method: Cow<'static, str>,
-    started: Instant,
-}
-
-/// Requests forwarded and not yet answered, by id as written. The ids are the peers'
-/// choice, so the hasher is seeded per process; foldhash's `quality` variant costs a
-/// fraction of SipHash on the short keys ids are (two lookups per call). Ids up to 24
-/// bytes as written (numbers, short strings) are kept inside the table: no allocation
-/// per request, and a lookup compares them without leaving it.
-type InFlightTable = Mutex<HashMap<CompactString, InFlight, foldhash::quality::RandomState>>;
 
 /// Audit events of responses that a transport forwards first and records after its
 /// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
@@ -163,8 +149,8 @@ impl Guard {
             server,
             session: uuid::Uuid::now_v7().to_string(),
             tools: RwLock::default(),
-            from_client: Mutex::default(),
-            from_server: Mutex::default(),
+            from_client: InFlightTable::default(),
+            from_server: InFlightTable::default(),
         }
     }
 
@@ -397,7 +383,7 @@ impl Guard {
         let why = format!("message of {length} bytes is over the {limit}-byte limit");
         self.record_refusal(Direction::ServerToClient, None, None, why, length);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
-        let id = id.filter(|i| self.from_client.lock().unwrap_or_else(|p| p.into_inner()).remove(*i).is_some())?;
+        let id = id.filter(|i| self.from_client.remove(i).is_some())?;
         Some(reply::error(
             Some(id),
             reply::TOO_LARGE,
@@ -410,9 +396,8 @@ impl Guard {
 
     /// The server is gone: an error for every client request still waiting.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
-        let pending: Vec<(CompactString, InFlight)> =
-            self.from_client.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
-        pending
+        self.from_client
+            .drain()
             .into_iter()
             .map(|(id, flight)| {
                 let mut event = self.event(Direction::ServerToClient, "response");
@@ -503,7 +488,7 @@ impl Guard {
         if let Some(id) = id {
             // Built before the table is locked: the other direction's thread waits on it.
             let (key, flight) = (CompactString::new(id.get()), InFlight { method: method_name(method), started });
-            table.lock().unwrap_or_else(|p| p.into_inner()).insert(key, flight);
+            table.insert(key, flight);
         }
     }
 
@@ -520,7 +505,7 @@ impl Guard {
         deferred: &mut Deferred,
     ) -> Verdict {
         let Stamp { wall: time, instant: now } = at;
-        let flight = id.and_then(|i| table.lock().unwrap_or_else(|p| p.into_inner()).remove_entry(i.get()));
+        let flight = id.and_then(|i| table.remove(i.get()));
         let result_type = result.and_then(|r| r.result_type);
         let is_error = is_error || result.and_then(|r| r.is_error) == Some(&b"true"[..]);
         let result = result.map(|r| r.bytes);

@@ -5,11 +5,13 @@
 //!   audit, and say what to do with the message.
 //! * [`stdio`]: the stdio transport (spawn the server, relay lines, lifecycle).
 //! * [`audit`]: the JSON Lines audit trail, and [`redact`]: secrets kept out of it.
+//! * `in_flight`: requests forwarded and not yet answered, matched to their responses.
 //! * [`reload`]: the policy in force, reloaded when its file changes.
 //! * [`pipe`]: room in the pipes every transport reads and writes.
 
 pub mod audit;
 pub mod guard;
+mod in_flight;
 pub mod pipe;
 pub mod redact;
 pub mod reload;
