@@ -8,7 +8,7 @@
 
 use std::sync::LazyLock;
 
-use clawai_protocol::Json;
+use clawai_protocol::{Json, words};
 use regex::Regex;
 
 use crate::audit::json_str;
@@ -37,7 +37,27 @@ const SHORTEST_SECRET: usize = 15;
 
 /// True when `text` contains something shaped like a credential.
 fn has_secret_value(text: &str) -> bool {
-    text.len() >= SHORTEST_SECRET && SECRET_VALUE.is_match(text)
+    text.len() >= SHORTEST_SECRET && may_hold_secret(text.as_bytes()) && SECRET_VALUE.is_match(text)
+}
+
+/// False when `bytes` has none of the bytes every secret shape needs one of: `-`
+/// (`-----BEGIN`, `sk-`, `xoxb-`), `_` (`ghp_`, `github_pat_`), `A` (`AKIA`, `ASIA`,
+/// `AIza`), `J` (`eyJ`), or what can follow `bearer` (a blank, a control character,
+/// or a byte of a non-ASCII character, which may be a Unicode space). Plain paths and
+/// names, most arguments, then skip the regex, which costs ten times as much; a test
+/// checks the claim against the pattern.
+fn may_hold_secret(bytes: &[u8]) -> bool {
+    let flagged = |word: u64| {
+        words::bytes_equal(word, b'-')
+            | words::bytes_equal(word, b'_')
+            | words::bytes_equal(word, b'A')
+            | words::bytes_equal(word, b'J')
+            | words::bytes_below(word, b' ' + 1)
+            | (word & 0x8080_8080_8080_8080)
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    chunks.any(|chunk| flagged(words::load(chunk)) != 0)
+        || flagged(words::load_padded(chunks.remainder(), b'a')) != 0
 }
 
 /// True when a key's name says its value is a secret.
@@ -161,6 +181,45 @@ mod tests {
         assert!(has_secret_value("xoxb-0123456789"));
         assert_eq!(redact_str("key xoxb-0123456789"), "key [REDACTED]");
         assert!(!has_secret_value("xoxb-012345678"));
+    }
+
+    // Strings that skip the regex cannot hold a secret: each text starts one of the
+    // shapes and goes on with bytes the shortcut does not look for, so that a shape the
+    // shortcut missed would show up here.
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn strings_that_skip_the_regex_hold_no_secret(
+            text in "[a-z/.]{0,4}(ghp_|github_pat_|sk-|sk-ant-|AKIA|ASIA|xoxb-|AIza|eyJ|[bB]earer[ \t\u{a0}\u{3000}\u{85}]|-----BEGIN )([a-z0-9B-IK-Z]{6,24}[.]?){1,4}(PRIVATE KEY-----)?[ /]?"
+        ) {
+            if !may_hold_secret(text.as_bytes()) {
+                proptest::prop_assert!(!SECRET_VALUE.is_match(&text), "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn every_secret_shape_has_a_byte_the_shortcut_looks_for() {
+        for sample in [
+            "-----BEGIN PRIVATE KEY-----",
+            "ghp_abcdefghijklmnopqrstuvwxyz",
+            "github_pat_abcdefghijklmnopqrstuvwxyz",
+            "sk-abcdefghijklmnopqrstuv",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ASIAIOSFODNN7EXAMPLE",
+            "xoxb-0123456789",
+            "AIzaabcdefghijklmnopqrstuvwxyz0123456789",
+            "eyJabcdefgh.abcdefgh.abcdefgh",
+            "bearer abcdefghijklmnop",
+            "bearer\u{3000}abcdefghijklmnop",
+            "bearer\u{85}abcdefghijklmnop",
+        ] {
+            assert!(SECRET_VALUE.is_match(sample), "{sample:?} is not a secret shape");
+            assert!(may_hold_secret(sample.as_bytes()), "{sample:?} would skip the regex");
+        }
+        // What the shortcut is for.
+        assert!(!may_hold_secret(b"/home/u/projects/app/src/main.rs"));
+        assert!(!may_hold_secret(b"https://example.org/docs/index.html?page=2"));
     }
 
     #[test]
