@@ -56,8 +56,7 @@ fn may_hold_secret(bytes: &[u8]) -> bool {
             | (word & 0x8080_8080_8080_8080)
     };
     let mut chunks = bytes.chunks_exact(8);
-    chunks.any(|chunk| flagged(words::load(chunk)) != 0)
-        || flagged(words::load_padded(chunks.remainder(), b'a')) != 0
+    chunks.any(|chunk| flagged(words::load(chunk)) != 0) || flagged(words::load_padded(chunks.remainder(), b'a')) != 0
 }
 
 /// True when a key's name says its value is a secret.
