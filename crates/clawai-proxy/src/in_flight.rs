@@ -97,7 +97,8 @@ impl InFlightTable {
         let mut pending: Vec<(Id, InFlight)> = waiting.passed_over.drain().collect();
         pending.extend(waiting.in_order.drain(..));
         pending.append(&mut self.arrived.lock().unwrap_or_else(|p| p.into_inner()));
-        // Stable: requests that arrived together stay in the order they were sent.
+        // Stable: requests that arrived together (one read, one time) keep the order they
+        // were sent in, except those a response passed over, which come first.
         pending.sort_by_key(|(_, flight)| flight.started);
         pending
     }
