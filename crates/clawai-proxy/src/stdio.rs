@@ -481,7 +481,9 @@ fn relay<R: std::io::Read>(
             // this thread sleeps in the next read, the processes the flush just woke get
             // the processor, and the read then finds more lines waiting: fewer sleeps and
             // wake-ups per message on a busy machine (on two cores, 8–10% less CPU per
-            // pipelined call). A lone request, one line per read, does not wait for it.
+            // pipelined call). A lone request, one line per read, does not wait for it. The
+            // cost: on a machine whose other processes keep the processor busy, the first
+            // line after a burst can wait up to a scheduler slice (milliseconds) more.
             std::thread::yield_now();
         }
     }
