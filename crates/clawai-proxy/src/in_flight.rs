@@ -162,4 +162,37 @@ mod tests {
         assert_eq!(ids, ["1", "3", "4"]);
         assert!(table.drain().is_empty());
     }
+
+    proptest::proptest! {
+        /// Requests with distinct ids, inserted and answered in any interleaving and any
+        /// order, with unknown ids among the responses: each response finds its own
+        /// request once, an unknown id finds none, and what is left is what was never
+        /// answered, oldest first.
+        #[test]
+        fn every_request_is_found_once_whatever_the_order(
+            steps in proptest::collection::vec((proptest::bool::ANY, 0usize..40), 0..120),
+        ) {
+            let table = InFlightTable::default();
+            let start = Instant::now();
+            let (mut sent, mut open): (usize, Vec<usize>) = (0, Vec::new());
+            for (insert, pick) in steps {
+                if insert || open.is_empty() {
+                    let at = start + Duration::from_micros(sent as u64);
+                    table.insert(sent.to_string().into(), flight("tools/call", at));
+                    open.push(sent);
+                    sent += 1;
+                } else {
+                    let id = open.remove(pick % open.len());
+                    let found = table.remove(&id.to_string()).map(|(key, _)| key.to_string());
+                    proptest::prop_assert_eq!(found, Some(id.to_string()));
+                    proptest::prop_assert!(table.remove(&id.to_string()).is_none(), "answered twice");
+                    proptest::prop_assert!(table.remove("\"unknown\"").is_none());
+                }
+            }
+            let left: Vec<String> = table.drain().into_iter().map(|(id, _)| id.into()).collect();
+            let mut expected = open.clone();
+            expected.sort_unstable();
+            proptest::prop_assert_eq!(left, expected.iter().map(ToString::to_string).collect::<Vec<_>>());
+        }
+    }
 }
