@@ -427,6 +427,7 @@ impl AuditLog {
     /// every decision, and each hand-over moves the lock between cores.
     pub fn record_all<'e>(&self, events: impl IntoIterator<Item = Event<'e>>) {
         if !self.enabled {
+            // `append_with` would take none of them, and the loop below would not end.
             return;
         }
         let mut events = events.into_iter().peekable();

@@ -486,7 +486,8 @@ impl Guard {
 
     fn track(&self, table: &InFlightTable, id: Option<&RawValue>, method: &str, started: Instant) {
         if let Some(id) = id {
-            // Built before the table is locked: the other direction's thread waits on it.
+            // Built before the table is locked: the other direction's thread takes that
+            // lock when it runs out of requests to match.
             let (key, flight) = (CompactString::new(id.get()), InFlight { method: method_name(method), started });
             table.insert(key, flight);
         }
