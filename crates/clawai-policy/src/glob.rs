@@ -29,6 +29,9 @@ pub struct Glob {
     /// The glob with its patterns case-folded, for [`Glob::matches_only_ignoring_case`];
     /// `None` when folding changes no pattern (then the glob itself serves).
     folded: Option<Box<Glob>>,
+    /// True when a pattern starts with `file:`: such a glob is also tried on the
+    /// `file:///x` spelling of an absolute path `/x` (see [`Glob::names_file_urls`]).
+    names_file_urls: bool,
 }
 
 /// How a glob is matched.
@@ -185,14 +188,22 @@ impl Glob {
             });
         }
         let matcher = Matcher::compile(&sources)?;
+        let names_file_urls = sources.iter().any(|s| s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:")));
         let folded = if sources.iter().all(|s| matches!(fold_case(s), std::borrow::Cow::Borrowed(_))) {
             None
         } else {
             let folded_sources: Vec<String> = sources.iter().map(|s| fold_case(s).into_owned()).collect();
             let matcher = Matcher::compile(&folded_sources)?;
-            Some(Box::new(Glob { sources: folded_sources, matcher, folded: None }))
+            Some(Box::new(Glob { sources: folded_sources, matcher, folded: None, names_file_urls }))
         };
-        Ok(Glob { sources, matcher, folded })
+        Ok(Glob { sources, matcher, folded, names_file_urls })
+    }
+
+    /// True when one of the patterns is a `file:` URL (`file:///etc/**`). A server that
+    /// takes a path where a URI goes opens `/etc/shadow` as `file:///etc/shadow`, so
+    /// conditions that deny try such a glob on that spelling too.
+    pub(crate) fn names_file_urls(&self) -> bool {
+        self.names_file_urls
     }
 
     /// For a `text` that does not match exactly: true when it matches once both are

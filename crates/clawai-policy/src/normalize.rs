@@ -41,6 +41,9 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
             push(normalize(url));
         }
         if let Some(file) = canonical_file_url(cleaned.as_deref().unwrap_or(text)) {
+            if let Some(local) = without_host(&file) {
+                push(local);
+            }
             push(file);
         }
     }
@@ -79,6 +82,62 @@ fn canonical_file_url(value: &str) -> Option<String> {
     };
     let host = if host.eq_ignore_ascii_case("localhost") { "" } else { host };
     Some(format!("file://{}{}", host.to_ascii_lowercase(), normalize_path(&format!("/{path}"))))
+}
+
+/// A canonical `file://host/path` URL without its host, `file:///path`: the file a
+/// server opens when it takes the URL's path and ignores the host, as Python's
+/// `urlparse(uri).path` and Node's `new URL(uri).pathname` do (`file://127.0.0.1/etc/x`,
+/// `file://user@localhost/etc/x`). `None` when there is no host to drop.
+fn without_host(file_url: &str) -> Option<String> {
+    let after = file_url.strip_prefix("file://")?;
+    let slash = after.find('/')?;
+    (slash > 0).then(|| format!("file://{}", &after[slash..]))
+}
+
+/// Tests the names a server may open for `reading` that are not spellings of it, and
+/// returns true when `test` holds for one: `~` and `~/x` in the home directory (servers
+/// expand them, as server-filesystem does), the path `/x` of a `file:///x` URL (a
+/// server that takes a URL where a path goes), and, when `as_file_url`, an absolute path
+/// `/x` (or `~/x`) as `file:///x` (a server that takes a path where a URI goes). Only
+/// conditions that deny look at these: an allow must never match on a name the text
+/// does not spell. The home directory is the proxy's `$HOME`: a stdio server runs as
+/// the same user.
+pub(crate) fn other_names_match(reading: &str, as_file_url: bool, test: impl Fn(&str) -> bool) -> bool {
+    let bytes = reading.as_bytes();
+    let expanded = match bytes.first() {
+        Some(b'~') => expand_home(reading, home_dir()),
+        Some(b'f' | b'F') => return file_url_path(reading).is_some_and(&test),
+        Some(b'/') => None,
+        _ => return false,
+    };
+    if expanded.as_deref().is_some_and(&test) {
+        return true;
+    }
+    let path = expanded.as_deref().unwrap_or(reading);
+    as_file_url && path.starts_with('/') && test(&format!("file://{path}"))
+}
+
+/// The path of a `file:///path` URL as the readings spell it (no host).
+fn file_url_path(reading: &str) -> Option<&str> {
+    let prefix = reading.get(..7)?;
+    let path = &reading[7..];
+    (prefix.eq_ignore_ascii_case("file://") && path.starts_with('/')).then_some(path)
+}
+
+/// `~` or `~/x` with the home directory in place of `~`, normalised; `None` for other
+/// text (`~user/x` included: clawai does not read the user database) or without a home.
+fn expand_home(path: &str, home: Option<&str>) -> Option<String> {
+    let rest = path.strip_prefix('~')?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    Some(normalize_path(&format!("{}{rest}", home?)))
+}
+
+/// `$HOME` when it is an absolute path, read once.
+fn home_dir() -> Option<&'static str> {
+    static HOME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| std::env::var("HOME").ok().filter(|h| h.starts_with('/'))).as_deref()
 }
 
 /// Whether `text`, its tabs and line breaks removed, starts with `scheme:` (what
@@ -396,9 +455,13 @@ mod tests {
             assert!(has(spelled, "file:///etc/shadow"), "{spelled:?}: {:?}", readings(spelled));
             assert!(!is_plain(spelled), "{spelled:?}");
         }
-        // Another host is another machine's file (a UNC share on Windows).
-        assert!(!has("file://server/etc/shadow", "file:///etc/shadow"));
+        // Another host is kept (a UNC share on Windows), and also dropped: servers that
+        // take the URL's path open the local file whatever the host says.
+        for spelled in ["file://127.0.0.1/etc/shadow", "file://[::1]/etc/shadow", "file://user@localhost/etc/shadow"] {
+            assert!(has(spelled, "file:///etc/shadow"), "{spelled:?}: {:?}", readings(spelled));
+        }
         assert!(has("file://Server/share/../x", "file://server/x"));
+        assert!(has("file://Server/share/../x", "file:///x"));
         // Other schemes are trimmed the way URL parsers trim them, not rewritten.
         assert!(has(" https://h/a\tb ", "https://h/ab"));
         // Paths are opened as spelled: a blank around one is part of the name.
@@ -407,6 +470,38 @@ mod tests {
         assert!(is_plain("the end of a file\n") && is_plain(" indented") && is_plain("a b\nc: d"));
         // Inside a URL too: `https:/\t/h/x` is `https://h/x`.
         assert!(has("https:/\t/evil.example/x", "https://evil.example/x"));
+    }
+
+    #[test]
+    fn other_names_are_the_home_directory_and_the_other_side_of_file_urls() {
+        let names = |reading: &str, as_file_url: bool| {
+            let seen = std::cell::RefCell::new(Vec::new());
+            other_names_match(reading, as_file_url, |name| {
+                seen.borrow_mut().push(name.to_owned());
+                false
+            });
+            seen.into_inner()
+        };
+        let home = home_dir().map(str::to_owned);
+        let in_home = |rest: &str| home.as_ref().map(|h| normalize_path(&format!("{h}/{rest}")));
+        assert_eq!(names("~/.ssh/id_rsa", false), in_home(".ssh/id_rsa").into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            names("~/.ssh/id_rsa", true),
+            in_home(".ssh/id_rsa").into_iter().flat_map(|p| [p.clone(), format!("file://{p}")]).collect::<Vec<_>>()
+        );
+        assert_eq!(names("file:///etc/shadow", false), ["/etc/shadow"]);
+        assert_eq!(names("FILE:///etc/shadow", true), ["/etc/shadow"]);
+        assert_eq!(names("/etc/shadow", true), ["file:///etc/shadow"]);
+        assert!(names("/etc/shadow", false).is_empty());
+        // A host is not a path, other schemes and relative paths have no other name, and
+        // `~user` is left alone.
+        for text in ["file://server/x", "https://h/x", "etc/shadow", "~root/.ssh", "~x"] {
+            assert!(names(text, true).is_empty(), "{text:?}");
+        }
+        assert_eq!(expand_home("~", Some("/home/u")).as_deref(), Some("/home/u"));
+        assert_eq!(expand_home("~/", Some("/home/u/")).as_deref(), Some("/home/u/"));
+        assert_eq!(expand_home("~/a/../.ssh", Some("/home/u")).as_deref(), Some("/home/u/.ssh"));
+        assert_eq!(expand_home("~/x", None), None);
     }
 
     #[test]

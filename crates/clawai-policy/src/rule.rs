@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::call::Call;
 use crate::glob::{Glob, fold_case};
-use crate::normalize::{is_plain, readings};
+use crate::normalize::{is_plain, other_names_match, readings};
 use crate::operation::{Operation, detect};
 
 /// What a rule (or the default) decides.
@@ -374,15 +374,19 @@ fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
     // A deny-like condition also holds when a reading matches ignoring case: on macOS
     // and Windows `~/.SSH/id_rsa` opens `~/.ssh/id_rsa`. (Elsewhere that only denies a
     // differently spelled name too.) An allow keeps exact case: folding would widen it.
+    // It also holds on the other names a server may open for a reading (`~/x` in the
+    // home directory, the path of a `file:` URL and the reverse).
     let deny_like = q == Quantifier::Any;
+    let by_case = |r: &str| glob.matches_only_ignoring_case(r);
+    let by_other_name =
+        |r: &str| other_names_match(r, glob.names_file_urls(), |name| glob.is_match(name) || by_case(name));
     if is_plain(s) {
         // The only reading is the text itself (most arguments): no list to build.
-        return glob.is_match(s) || (deny_like && glob.matches_only_ignoring_case(s));
+        return glob.is_match(s) || (deny_like && (by_case(s) || by_other_name(s)));
     }
     // Each reading is folded, not the text: `%53` reads as `S`.
     let readings = readings(s);
-    q.over(&readings, |r| glob.is_match(r))
-        || (deny_like && readings.iter().any(|r| glob.matches_only_ignoring_case(r)))
+    q.over(&readings, |r| glob.is_match(r)) || (deny_like && readings.iter().any(|r| by_case(r) || by_other_name(r)))
 }
 
 /// `q` over every string in `value`, depth first: what `q.over` gives for the list of

@@ -353,6 +353,78 @@ fn relative_and_tilde_paths_never_match_an_absolute_allow() {
 }
 
 #[test]
+fn deny_like_conditions_see_the_names_a_server_opens() {
+    let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/') && !h.contains(['*', '?']));
+    let p = policy(&format!(
+        r#"
+        [[rule]]
+        id = "keys"
+        action = "deny"
+        tool = "read_file"
+        args.path = ["/root/.ssh/**", "{}/.ssh/**"]
+        [[rule]]
+        id = "etc"
+        action = "deny"
+        resource = "file:///etc/**"
+        [[rule]]
+        action = "allow"
+        tool = "read_file"
+        [[rule]]
+        action = "allow"
+        resource = "**"
+    "#,
+        home.as_deref().unwrap_or("/nowhere")
+    ));
+    let read_file = |path: &str| tool_id(&p, "read_file", json!({"path": path}));
+    let read = |uri: &str| {
+        let params = json!({"uri": uri});
+        p.decide(&Call::from_params("resources/read", Some(&Json::from(&params)))).rule_id().map(str::to_owned)
+    };
+    let keys = Some("keys".to_owned());
+    let etc = Some("etc".to_owned());
+    // A file URL where a path goes, and a path where a URI goes.
+    assert_eq!(read_file("file:///root/.ssh/id_rsa"), keys);
+    assert_eq!(read_file("file://localhost/root/.ssh/../.ssh/id_rsa"), keys);
+    assert_eq!(read("/etc/shadow"), etc);
+    assert_eq!(read("/tmp/../etc/shadow"), etc);
+    // A file URL whose host a server ignores.
+    for uri in ["file://127.0.0.1/etc/shadow", "file://[::1]/etc/passwd", "file://user@localhost/etc/shadow"] {
+        assert_eq!(read(uri), etc, "{uri}");
+    }
+    // `~` as the server expands it.
+    if home.is_some() {
+        assert_eq!(read_file("~/.ssh/id_rsa"), keys);
+        assert_eq!(read_file("~/projects/../.ssh/id_rsa"), keys);
+        assert_eq!(read_file("~/.SSH/id_rsa"), keys);
+    }
+    // What none of those name stays allowed.
+    for path in ["~/notes.txt", "file:///tmp/x", "/tmp/x", "~root/.ssh/id_rsa", "~"] {
+        assert_eq!(tool(&p, "read_file", json!({"path": path})), Action::Allow, "{path}");
+    }
+    assert_eq!(read("/srv/x"), None);
+    assert_eq!(read("file://127.0.0.1/srv/x"), None);
+}
+
+#[test]
+fn allow_conditions_never_match_on_another_name() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let p = policy(&format!(
+        "[[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = [\"/srv/**\", \"{home}/**\"]\n\
+         [[rule]]\naction = \"allow\"\nresource = \"file:///srv/**\"\n"
+    ));
+    assert_eq!(tool(&p, "read_file", json!({"path": "/srv/a"})), Action::Allow);
+    assert_eq!(tool(&p, "read_file", json!({"path": "file:///srv/a"})), Action::Deny);
+    assert_eq!(tool(&p, "read_file", json!({"path": "~/a"})), Action::Deny);
+    let read = |uri: &str| {
+        let params = json!({"uri": uri});
+        p.decide(&Call::from_params("resources/read", Some(&Json::from(&params)))).action
+    };
+    assert_eq!(read("file:///srv/a"), Action::Allow);
+    assert_eq!(read("/srv/a"), Action::Deny);
+    assert_eq!(read("file://127.0.0.1/srv/a"), Action::Deny);
+}
+
+#[test]
 fn arrays_any_for_deny_every_for_allow() {
     let p = policy(
         r#"
