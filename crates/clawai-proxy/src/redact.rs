@@ -26,14 +26,24 @@ const SECRET_PATTERN: &str = concat!(
     r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
     r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
+    // A password in a URL (`https://user:PASSWORD@host`): only the password goes.
+    r"|(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?P<url_password>[^/\s@]+)@",
+    // A value assigned to a secret-named key in text (`DB_PASSWORD=…`, `token: …`,
+    // `"api_key": "…"`, `Authorization: Basic …`): only the value goes.
+    r#"|(?i:(?-u:\b)[A-Za-z0-9_\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|authorization|pwd)["']?\s*[=:]\s*["']?)"#,
+    r#"(?P<assigned>(?:(?i:basic|bearer|token)\s+)?[^\s"'&;,]+)"#,
 );
 
 static SECRET_VALUE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(SECRET_PATTERN).expect("the secret patterns compile"));
 
-/// No secret shape matches fewer bytes (`xoxb-` and ten more); shorter strings, most
-/// arguments, skip the search. A test checks it against the pattern.
-const SHORTEST_SECRET: usize = 15;
+/// No secret shape matches fewer bytes (`pwd=x`); shorter strings skip the search. A
+/// test checks it against the pattern.
+const SHORTEST_SECRET: usize = 5;
+
+/// The capture groups that hold the secret part of a match; without one, the whole match
+/// is the secret.
+const SECRET_PARTS: [&str; 2] = ["url_password", "assigned"];
 
 /// True when `text` contains something shaped like a credential.
 fn has_secret_value(text: &str) -> bool {
@@ -42,16 +52,19 @@ fn has_secret_value(text: &str) -> bool {
 
 /// False when `bytes` has none of the bytes every secret shape needs one of: `-`
 /// (`-----BEGIN`, `sk-`, `xoxb-`), `_` (`ghp_`, `github_pat_`), `A` (`AKIA`, `ASIA`,
-/// `AIza`), `J` (`eyJ`), or what can follow `bearer` (a blank, a control character,
-/// or a byte of a non-ASCII character, which may be a Unicode space). Plain paths and
-/// names, most arguments, then skip the regex, which costs ten times as much; a test
-/// checks the claim against the pattern.
+/// `AIza`), `J` (`eyJ`), `:` or `=` (a URL's password, a secret assigned to a key), or
+/// what can follow `bearer` (a blank, a control character, or a byte of a non-ASCII
+/// character, which may be a Unicode space). Plain paths and names, most arguments, then
+/// skip the regex, which costs ten times as much; a test checks the claim against the
+/// pattern.
 fn may_hold_secret(bytes: &[u8]) -> bool {
     let flagged = |word: u64| {
         words::bytes_equal(word, b'-')
             | words::bytes_equal(word, b'_')
             | words::bytes_equal(word, b'A')
             | words::bytes_equal(word, b'J')
+            | words::bytes_equal(word, b':')
+            | words::bytes_equal(word, b'=')
             | words::bytes_below(word, b' ' + 1)
             | (word & 0x8080_8080_8080_8080)
     };
@@ -146,7 +159,16 @@ impl Redacted<'_> {
 
 /// A copy of `s` with credential-shaped substrings replaced.
 pub fn redact_str(s: &str) -> String {
-    SECRET_VALUE.replace_all(s, REDACTED).into_owned()
+    SECRET_VALUE
+        .replace_all(s, |found: &regex::Captures<'_>| {
+            let whole = found.get(0).expect("a match has its group 0");
+            match SECRET_PARTS.iter().find_map(|name| found.name(name)) {
+                // Keep what names the secret (the key, the URL around the password).
+                Some(part) => format!("{}{REDACTED}{}", &s[whole.start()..part.start()], &s[part.end()..whole.end()]),
+                None => REDACTED.to_owned(),
+            }
+        })
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -180,6 +202,7 @@ mod tests {
         assert!(has_secret_value("xoxb-0123456789"));
         assert_eq!(redact_str("key xoxb-0123456789"), "key [REDACTED]");
         assert!(!has_secret_value("xoxb-012345678"));
+        assert_eq!(redact_str("pwd=x"), "pwd=[REDACTED]");
     }
 
     // Strings that skip the regex cannot hold a secret: each text starts one of the
@@ -189,7 +212,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         #[test]
         fn strings_that_skip_the_regex_hold_no_secret(
-            text in "[a-z/.]{0,4}(ghp_|github_pat_|sk-|sk-ant-|AKIA|ASIA|xoxb-|AIza|eyJ|[bB]earer[ \t\u{a0}\u{3000}\u{85}]|-----BEGIN )([a-z0-9B-IK-Z]{6,24}[.]?){1,4}(PRIVATE KEY-----)?[ /]?"
+            text in "[a-z/.]{0,4}(ghp_|github_pat_|sk-|sk-ant-|AKIA|ASIA|xoxb-|AIza|eyJ|[bB]earer[ \t\u{a0}\u{3000}\u{85}]|-----BEGIN |https://u:[a-z]{1,4}@|(pwd|token|password|apikey)[=:] ?)([a-z0-9B-IK-Z]{6,24}[.]?){1,4}(PRIVATE KEY-----)?[ /]?"
         ) {
             if !may_hold_secret(text.as_bytes()) {
                 proptest::prop_assert!(!SECRET_VALUE.is_match(&text), "{:?}", text);
@@ -212,13 +235,16 @@ mod tests {
             "bearer abcdefghijklmnop",
             "bearer\u{3000}abcdefghijklmnop",
             "bearer\u{85}abcdefghijklmnop",
+            "https://u:p@h",
+            "pwd=x",
+            "token:x",
         ] {
             assert!(SECRET_VALUE.is_match(sample), "{sample:?} is not a secret shape");
             assert!(may_hold_secret(sample.as_bytes()), "{sample:?} would skip the regex");
         }
         // What the shortcut is for.
         assert!(!may_hold_secret(b"/home/u/projects/app/src/main.rs"));
-        assert!(!may_hold_secret(b"https://example.org/docs/index.html?page=2"));
+        assert!(!may_hold_secret(b"docs/index.html"));
     }
 
     #[test]
@@ -292,5 +318,40 @@ mod tests {
             }
         }
         assert_eq!(redact_str("an ordinary sentence about tokens"), "an ordinary sentence about tokens");
+    }
+
+    #[test]
+    fn secrets_in_urls_and_assignments_lose_only_the_secret() {
+        let cases = [
+            ("https://user:hunter2@example.com/x", "https://user:[REDACTED]@example.com/x"),
+            (
+                "git clone https://x-access:abc123@github.com/o/r",
+                "git clone https://x-access:[REDACTED]@github.com/o/r",
+            ),
+            ("postgres://app:s3cr%40t@db:5432/prod", "postgres://app:[REDACTED]@db:5432/prod"),
+            ("PASSWORD=hunter2", "PASSWORD=[REDACTED]"),
+            ("export DB_PASSWORD='hunter2'; run", "export DB_PASSWORD='[REDACTED]'; run"),
+            ("GITHUB_TOKEN=abc echo", "GITHUB_TOKEN=[REDACTED] echo"),
+            (r#"{"api_key": "abc", "n": 1}"#, r#"{"api_key": "[REDACTED]", "n": 1}"#),
+            ("client-secret: abc", "client-secret: [REDACTED]"),
+            ("Authorization: Basic dXNlcjpwYXNz", "Authorization: [REDACTED]"),
+            ("curl -H 'Authorization: token abc' x", "curl -H 'Authorization: [REDACTED]' x"),
+            ("?access_key=abc&page=2", "?access_key=[REDACTED]&page=2"),
+        ];
+        for (text, expected) in cases {
+            assert!(has_secret_value(text), "{text}");
+            assert_eq!(redact_str(text), expected);
+        }
+        // Ordinary text with the same words, and URLs without a password, stay.
+        for text in [
+            "max_tokens=100",
+            "https://user@example.com/x",
+            "https://example.com:8443/x",
+            "the secret garden",
+            "tokenizer: bpe",
+            "C:/Users/u/secrets.txt",
+        ] {
+            assert_eq!(redact_str(text), text);
+        }
     }
 }
