@@ -96,3 +96,35 @@ async def test_reads_inside_are_allowed_and_outside_denied(tmp_path, tree):
     assert decisions[0] == ("project-reads", "allow")
     assert ("no-ssh", "deny") in decisions
     assert (None, "deny") in decisions, "the default denies what no rule allows"
+
+
+@pytest.mark.parametrize("follow_links", [True, False])
+async def test_a_link_to_the_keys_is_denied_when_the_policy_follows_links(tmp_path, tree, follow_links):
+    # server-filesystem resolves `docs` to `.ssh`, inside its allowed directory, and
+    # reads the key: only clawai can refuse, and only when it looks where links lead.
+    (tree / "docs").symlink_to(tree / ".ssh", target_is_directory=True)
+    policy = write_policy(tmp_path, f"""
+[defaults]
+follow_links = {str(follow_links).lower()}
+
+[[rule]]
+id = "no-ssh"
+action = "deny"
+tool = "**"
+any_arg = "**/.ssh/**"
+
+[[rule]]
+id = "reads"
+action = "allow"
+tools = ["read_text_file"]
+""")
+    audit = tmp_path / "audit.jsonl"
+    with anyio.fail_after(60):
+        async with Client(proxied(policy, audit, tree), mode="legacy") as client:
+            result = await client.call_tool("read_text_file", {"path": str(tree / "docs" / "id_rsa")})
+    if follow_links:
+        assert result.is_error and "rule `no-ssh`" in result.content[0].text
+        assert SECRET not in str(result.model_dump())
+    else:
+        # Matched as spelled, `…/docs/id_rsa` is not under `.ssh`: the key crosses.
+        assert not result.is_error and SECRET in result.content[0].text

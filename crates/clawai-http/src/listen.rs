@@ -92,6 +92,10 @@ impl Front {
     /// An endpoint relaying to `upstream` under `policy`, recording to `audit`.
     pub fn new(options: ListenOptions, upstream: Upstream, policy: PolicyHandle, audit: AuditLog) -> Arc<Front> {
         let sessionless = Guard::new(policy.clone(), audit.clone(), options.server.clone());
+        let sessionless = match &upstream {
+            Upstream::Command(_) => sessionless,
+            Upstream::Remote(_) => sessionless.for_remote_server(),
+        };
         Arc::new(Front {
             options,
             upstream,
@@ -187,6 +191,10 @@ impl Front {
 
     async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Box<Response>> {
         let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone());
+        let guard = match &self.upstream {
+            Upstream::Command(_) => guard,
+            Upstream::Remote(_) => guard.for_remote_server(),
+        };
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {

@@ -50,7 +50,16 @@ pub struct Call<'a> {
     /// The tool's annotations as recorded from `tools/list`; `None` when the tool was
     /// never listed (then the specification's defaults apply: destructive, not read-only).
     pub annotations: Option<ToolAnnotations>,
+    /// Where an absolute path leads on the server's machine once symbolic links are
+    /// followed; `None` (the default, and in CI) matches paths as spelled.
+    pub follow_links: Option<FollowLinks>,
 }
+
+/// Where the absolute path it is given leads once symbolic links are followed, when
+/// that differs from the path (`None` when it does not, or when it cannot be known).
+/// The proxy plugs one in for servers on its own machine, so that deny-like conditions
+/// see `/allowed/link/id_rsa`, with `link` pointing at `~/.ssh`, as the key it opens.
+pub type FollowLinks = fn(&str) -> Option<String>;
 
 impl<'a> Call<'a> {
     /// Builds a call from a method and its `params`, picking name and arguments the way
@@ -62,7 +71,7 @@ impl<'a> Call<'a> {
             "resources/read" => (field("uri").and_then(Json::as_str), params),
             _ => (None, params),
         };
-        Call { method, name, arguments, server: None, annotations: None }
+        Call { method, name, arguments, server: None, annotations: None, follow_links: None }
     }
 
     /// The same call, from the named server.
@@ -74,6 +83,12 @@ impl<'a> Call<'a> {
     /// The same call, with the tool's recorded annotations.
     pub fn with_annotations(mut self, annotations: Option<ToolAnnotations>) -> Self {
         self.annotations = annotations;
+        self
+    }
+
+    /// The same call, with symbolic links followed by `follow` for deny-like conditions.
+    pub fn with_links_followed(mut self, follow: Option<FollowLinks>) -> Self {
+        self.follow_links = follow;
         self
     }
 

@@ -34,6 +34,9 @@ pub struct Policy {
     /// every decision is recorded with its reason.
     reasons: Vec<String>,
     default_reason: String,
+    /// `[defaults] follow_links`: deny-like conditions also look at where a path leads
+    /// once symbolic links are followed, when the caller can follow them.
+    follow_links: bool,
 }
 
 /// Finds the rules whose tool name pattern matches a tool name without trying them one
@@ -263,7 +266,22 @@ impl Policy {
             method_rules,
             reasons,
             default_reason,
+            follow_links: false,
         })
+    }
+
+    /// The same policy, following symbolic links or not (`[defaults] follow_links`).
+    pub(crate) fn with_links_followed(mut self, follow: bool) -> Self {
+        self.follow_links = follow;
+        self
+    }
+
+    /// True when the policy asks for symbolic links to be followed (`[defaults]
+    /// follow_links = true`): callers that decide for a server on this machine pass a
+    /// [`crate::FollowLinks`] with [`Call::with_links_followed`]; the engine itself never
+    /// touches the filesystem.
+    pub fn follows_links(&self) -> bool {
+        self.follow_links
     }
 
     /// The rules, in order.

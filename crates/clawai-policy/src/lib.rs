@@ -46,7 +46,7 @@ pub mod operation;
 mod rule;
 pub mod starter;
 
-pub use call::{Call, ToolAnnotations};
+pub use call::{Call, FollowLinks, ToolAnnotations};
 pub use engine::{Decision, Explanation, Policy, Step};
 pub use load::{Diagnostic, Format, PolicyError, load_file, load_str, to_toml};
 pub use rule::{Action, Miss, Rule, loose_name};

@@ -128,7 +128,9 @@ struct RawPolicy {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDefaults {
-    action: Spanned<String>,
+    action: Option<Spanned<String>>,
+    #[serde(default)]
+    follow_links: bool,
 }
 
 #[derive(Deserialize)]
@@ -223,16 +225,17 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         PolicyError::one(name, line, column, explain_toml_error(e.message()))
     })?;
     let mut c = Collector { lines: Lines::new(text), diagnostics: Vec::new() };
-    let default_action = match &raw.defaults {
-        Some(d) => match d.action.get_ref().parse::<Action>() {
+    let default_action = match raw.defaults.as_ref().and_then(|d| d.action.as_ref()) {
+        Some(action) => match action.get_ref().parse::<Action>() {
             Ok(a) => a,
             Err(e) => {
-                c.error(d.action.span().start, format!("[defaults] {e}"));
+                c.error(action.span().start, format!("[defaults] {e}"));
                 Action::Deny
             }
         },
         None => Action::Deny,
     };
+    let follow_links = raw.defaults.as_ref().is_some_and(|d| d.follow_links);
     let mut rules = Vec::new();
     for spanned in raw.rule {
         let start = spanned.span().start;
@@ -247,7 +250,9 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
     if !c.diagnostics.is_empty() {
         return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
     }
-    Policy::new(rules, default_action).map_err(|e| PolicyError::one(name, None, None, e.to_string()))
+    Policy::new(rules, default_action)
+        .map(|policy| policy.with_links_followed(follow_links))
+        .map_err(|e| PolicyError::one(name, None, None, e.to_string()))
 }
 
 /// Adds what to do to serde's messages for the mistakes people make most.

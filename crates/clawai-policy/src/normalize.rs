@@ -11,6 +11,8 @@
 use std::borrow::Cow;
 
 use clawai_protocol::words;
+
+use crate::call::FollowLinks;
 use percent_encoding::percent_decode_str;
 
 /// Rounds of percent-decoding before giving up (`%252e` needs two).
@@ -97,24 +99,42 @@ fn without_host(file_url: &str) -> Option<String> {
 /// Tests the names a server may open for `reading` that are not spellings of it, and
 /// returns true when `test` holds for one: `~` and `~/x` in the home directory (servers
 /// expand them, as server-filesystem does), the path `/x` of a `file:///x` URL (a
-/// server that takes a URL where a path goes), and, when `as_file_url`, an absolute path
-/// `/x` (or `~/x`) as `file:///x` (a server that takes a path where a URI goes). Only
+/// server that takes a URL where a path goes), when `as_file_url`, an absolute path
+/// `/x` (or `~/x`) as `file:///x` (a server that takes a path where a URI goes), and,
+/// with `follow_links`, where the path leads once symbolic links are followed. Only
 /// conditions that deny look at these: an allow must never match on a name the text
 /// does not spell. The home directory is the proxy's `$HOME`: a stdio server runs as
 /// the same user.
-pub(crate) fn other_names_match(reading: &str, as_file_url: bool, test: impl Fn(&str) -> bool) -> bool {
-    let bytes = reading.as_bytes();
-    let expanded = match bytes.first() {
-        Some(b'~') => expand_home(reading, home_dir()),
-        Some(b'f' | b'F') => return file_url_path(reading).is_some_and(&test),
-        Some(b'/') => None,
+pub(crate) fn other_names_match(
+    reading: &str,
+    as_file_url: bool,
+    follow_links: Option<FollowLinks>,
+    test: impl Fn(&str) -> bool,
+) -> bool {
+    let expanded;
+    // The local path the reading names, and whether the reading is its `file:` URL.
+    let (path, reading_is_url) = match reading.as_bytes().first() {
+        Some(b'~') => {
+            expanded = expand_home(reading, home_dir());
+            match expanded.as_deref() {
+                Some(path) if test(path) => return true,
+                Some(path) => (path, false),
+                None => return false,
+            }
+        }
+        Some(b'f' | b'F') => match file_url_path(reading) {
+            Some(path) if test(path) => return true,
+            Some(path) => (path, true),
+            None => return false,
+        },
+        Some(b'/') => (reading, false),
         _ => return false,
     };
-    if expanded.as_deref().is_some_and(&test) {
+    let as_url = |path: &str| as_file_url && test(&format!("file://{path}"));
+    if !reading_is_url && as_url(path) {
         return true;
     }
-    let path = expanded.as_deref().unwrap_or(reading);
-    as_file_url && path.starts_with('/') && test(&format!("file://{path}"))
+    follow_links.and_then(|follow| follow(path)).is_some_and(|real| test(&real) || as_url(&real))
 }
 
 /// The path of a `file:///path` URL as the readings spell it (no host).
@@ -476,7 +496,7 @@ mod tests {
     fn other_names_are_the_home_directory_and_the_other_side_of_file_urls() {
         let names = |reading: &str, as_file_url: bool| {
             let seen = std::cell::RefCell::new(Vec::new());
-            other_names_match(reading, as_file_url, |name| {
+            other_names_match(reading, as_file_url, None, |name| {
                 seen.borrow_mut().push(name.to_owned());
                 false
             });

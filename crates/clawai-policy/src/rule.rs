@@ -7,7 +7,7 @@ use std::str::FromStr;
 use clawai_protocol::Json;
 use regex::Regex;
 
-use crate::call::Call;
+use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
 use crate::normalize::{is_plain, other_names_match, readings};
 use crate::operation::{Operation, detect};
@@ -247,7 +247,9 @@ impl Rule {
                     (_, None) => false,
                     (Target::Tool(ToolNames::Globs(g)), Some(n)) => name_matches(g, n, self.action),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
-                    (Target::Resource(g), Some(uri)) => string_matches(uri, g, self.action.quantifier()),
+                    (Target::Resource(g), Some(uri)) => {
+                        string_matches(uri, g, self.action.quantifier(), call.follow_links)
+                    }
                     (Target::Prompt(g), Some(n)) => name_matches(g, n, self.action),
                     (Target::Method(_), _) => unreachable!("handled above"),
                 }
@@ -292,13 +294,13 @@ impl Rule {
                 return Err(Miss::ArgsNotObject);
             };
             for cond in &self.args {
-                if !path_matches(object, &cond.path, &cond.glob, q) {
+                if !path_matches(object, &cond.path, &cond.glob, q, call.follow_links) {
                     return Err(Miss::Arg(cond.path.join(".")));
                 }
             }
         }
         if let Some(g) = &self.any_arg
-            && !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q)))
+            && !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q, call.follow_links)))
         {
             return Err(Miss::AnyArg);
         }
@@ -340,29 +342,29 @@ pub fn loose_name(name: &str) -> &str {
 
 /// Follows a dotted path into the arguments. Arrays on the way (and at the end) are
 /// crossed with the action's quantifier; a missing key never matches.
-fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier) -> bool {
+fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
     match value {
-        Json::Array(items) => q.over(items, |item| path_matches(item, path, glob, q)),
+        Json::Array(items) => q.over(items, |item| path_matches(item, path, glob, q, follow)),
         Json::Object(members) if !path.is_empty() => {
             let (key, rest) = (&path[0], &path[1..]);
             match q {
-                Quantifier::Every => value.get(key).is_some_and(|v| path_matches(v, rest, glob, q)),
+                Quantifier::Every => value.get(key).is_some_and(|v| path_matches(v, rest, glob, q, follow)),
                 // A deny-like condition also looks under the keys a lenient server might
                 // take for this one (`Path`, ` path`); an allow needs the key as written.
                 Quantifier::Any => members
                     .iter()
                     .filter(|(k, _)| k == key || fold_case(loose_name(k)) == fold_case(key))
-                    .any(|(_, v)| path_matches(v, rest, glob, q)),
+                    .any(|(_, v)| path_matches(v, rest, glob, q, follow)),
             }
         }
         _ if !path.is_empty() => false,
-        leaf => leaf_matches(leaf, glob, q),
+        leaf => leaf_matches(leaf, glob, q, follow),
     }
 }
 
-fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier) -> bool {
+fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
     match value {
-        Json::String(s) => string_matches(s, glob, q),
+        Json::String(s) => string_matches(s, glob, q, follow),
         Json::Number(n) => glob.is_match(&n.to_string()),
         Json::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
         Json::Null => glob.is_match("null"),
@@ -370,16 +372,17 @@ fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier) -> bool {
     }
 }
 
-fn string_matches(s: &str, glob: &Glob, q: Quantifier) -> bool {
+fn string_matches(s: &str, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
     // A deny-like condition also holds when a reading matches ignoring case: on macOS
     // and Windows `~/.SSH/id_rsa` opens `~/.ssh/id_rsa`. (Elsewhere that only denies a
     // differently spelled name too.) An allow keeps exact case: folding would widen it.
     // It also holds on the other names a server may open for a reading (`~/x` in the
-    // home directory, the path of a `file:` URL and the reverse).
+    // home directory, the path of a `file:` URL and the reverse, where symbolic links
+    // lead when the caller follows them).
     let deny_like = q == Quantifier::Any;
     let by_case = |r: &str| glob.matches_only_ignoring_case(r);
     let by_other_name =
-        |r: &str| other_names_match(r, glob.names_file_urls(), |name| glob.is_match(name) || by_case(name));
+        |r: &str| other_names_match(r, glob.names_file_urls(), follow, |name| glob.is_match(name) || by_case(name));
     if is_plain(s) {
         // The only reading is the text itself (most arguments): no list to build.
         return glob.is_match(s) || (deny_like && (by_case(s) || by_other_name(s)));

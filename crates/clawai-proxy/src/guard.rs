@@ -14,7 +14,7 @@ use std::time::Instant;
 use compact_str::CompactString;
 
 use clawai_policy::glob::fold_case;
-use clawai_policy::{Action, Call, Decision, Policy, ToolAnnotations, loose_name};
+use clawai_policy::{Action, Call, Decision, FollowLinks, Policy, ToolAnnotations, loose_name};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, member, members_named, skim};
@@ -137,6 +137,9 @@ pub struct Guard {
     from_client: InFlightTable,
     /// Server requests forwarded to the client, by id as written.
     from_server: InFlightTable,
+    /// How deny-like conditions learn where a path leads: on for a server on this
+    /// machine, off for a remote one, whose files are not ours to look at.
+    follow_links: Option<FollowLinks>,
 }
 
 impl Guard {
@@ -151,7 +154,15 @@ impl Guard {
             tools: RwLock::default(),
             from_client: InFlightTable::default(),
             from_server: InFlightTable::default(),
+            follow_links: Some(crate::links::follow),
         }
+    }
+
+    /// The same guard for a server on another machine (`--upstream`): paths are matched
+    /// as spelled, without following the symbolic links of this machine.
+    pub fn for_remote_server(mut self) -> Guard {
+        self.follow_links = None;
+        self
     }
 
     /// Writes every audit event recorded so far (transports call it before exiting).
@@ -579,7 +590,9 @@ impl Guard {
             if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
                 continue;
             }
-            let call = Call::from_params(method, request.get("params")).with_server(self.server.as_deref());
+            let call = Call::from_params(method, request.get("params"))
+                .with_server(self.server.as_deref())
+                .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
             let decision = policy.decide(&call);
             let mut event = self.event(Direction::ServerToClient, "request");
             event.method = Some(method);
@@ -656,7 +669,9 @@ impl Guard {
         if let Err(why) = check_params(method, params) {
             return refuse(reply::INVALID_PARAMS, why);
         }
-        let call = Call::from_params(method, params).with_server(self.server.as_deref());
+        let call = Call::from_params(method, params)
+            .with_server(self.server.as_deref())
+            .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
         let call = match (method, call.name) {
             ("tools/call", Some(tool)) => call.with_annotations(self.annotations(tool)),
             _ => call,
@@ -849,5 +864,42 @@ mod tests {
         assert!(matches!(guard.from_client(request("custom/Run").as_bytes()), Verdict::Reply(_)));
         assert_eq!(guard.from_server(request("sampling/createMessage").as_bytes()), Verdict::Forward);
         assert_eq!(guard.from_server(notification("notifications/message").as_bytes()), Verdict::Forward);
+    }
+
+    #[test]
+    fn deny_rules_see_where_a_link_leads_when_the_policy_asks_and_the_server_is_local() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let root = root.to_str().unwrap();
+        std::fs::create_dir_all(format!("{root}/keys")).unwrap();
+        std::fs::write(format!("{root}/keys/id_rsa"), "k").unwrap();
+        std::fs::create_dir_all(format!("{root}/site")).unwrap();
+        std::os::unix::fs::symlink(format!("{root}/keys"), format!("{root}/site/docs")).unwrap();
+        let policy = |follow: bool| {
+            let text = format!(
+                "[defaults]\nfollow_links = {follow}\n[[rule]]\nid = \"keys\"\naction = \"deny\"\ntool = \"**\"\n\
+                 any_arg = \"{root}/keys/**\"\n[[rule]]\naction = \"allow\"\ntool = \"**\"\n"
+            );
+            PolicyHandle::new(load_str(&text, Format::Toml, "test").expect("the policy loads"))
+        };
+        let read = |path: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"read","arguments":{{"p":"{path}"}}}}}}"#
+            )
+        };
+        let through_link = read(&format!("{root}/site/docs/id_rsa"));
+        let denied = |verdict: Verdict| match verdict {
+            Verdict::Reply(bytes) => String::from_utf8(bytes).unwrap().contains("rule `keys`"),
+            _ => false,
+        };
+        let local = Guard::new(policy(true), AuditLog::disabled(), None);
+        assert!(denied(local.from_client(through_link.as_bytes())));
+        assert!(denied(local.from_client(read(&format!("{root}/keys/id_rsa")).as_bytes())));
+        assert_eq!(local.from_client(read(&format!("{root}/site/index.html")).as_bytes()), Verdict::Forward);
+        // The policy did not ask, or the server's files are on another machine.
+        let unasked = Guard::new(policy(false), AuditLog::disabled(), None);
+        assert_eq!(unasked.from_client(through_link.as_bytes()), Verdict::Forward);
+        let remote = Guard::new(policy(true), AuditLog::disabled(), None).for_remote_server();
+        assert_eq!(remote.from_client(through_link.as_bytes()), Verdict::Forward);
     }
 }

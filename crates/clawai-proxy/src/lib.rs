@@ -12,6 +12,7 @@
 pub mod audit;
 pub mod guard;
 mod in_flight;
+pub mod links;
 pub mod pipe;
 pub mod redact;
 pub mod reload;

@@ -82,8 +82,8 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             Ok(ExitCode::Code(0))
         });
     }
-    let guard = Arc::new(Guard::new(handle, audit, args.server));
     if let Some(remote) = remote {
+        let guard = Arc::new(Guard::new(handle, audit, args.server).for_remote_server());
         let max = args.max_message_size;
         let rt = runtime()?;
         let code = rt.block_on(async move {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::{
-    Action, Call, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, to_toml,
+    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, to_toml,
 };
 use serde_json::{Map, Value, json};
 
@@ -288,7 +288,9 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     let params_json = clawai_protocol::Json::from(&params);
     let call = Call::from_params(&method, Some(&params_json))
         .with_server(args.server.as_deref())
-        .with_annotations(annotations);
+        .with_annotations(annotations)
+        // As the proxy decides for a server on this machine.
+        .with_links_followed(policy.follows_links().then_some(clawai_proxy::links::follow as FollowLinks));
     let explanation = policy.explain(&call);
     println!(
         "Policy {} ({} rules), call: {method} {}",

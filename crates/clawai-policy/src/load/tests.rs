@@ -405,6 +405,60 @@ fn deny_like_conditions_see_the_names_a_server_opens() {
     assert_eq!(read("file://127.0.0.1/srv/x"), None);
 }
 
+/// A stand-in for the proxy's link resolver: `/srv/site/docs` is a link to `/keys`.
+fn docs_is_a_link_to_keys(path: &str) -> Option<String> {
+    path.strip_prefix("/srv/site/docs").map(|rest| format!("/keys{rest}"))
+}
+
+#[test]
+fn with_links_followed_deny_like_conditions_see_where_a_path_leads() {
+    let p = policy(
+        r#"
+        [defaults]
+        follow_links = true
+        [[rule]]
+        id = "keys"
+        action = "deny"
+        tool = "read_file"
+        args.path = "/keys/**"
+        [[rule]]
+        id = "keys-as-resources"
+        action = "deny"
+        resource = "file:///keys/**"
+        [[rule]]
+        action = "allow"
+        tool = "read_file"
+        args.path = "/srv/**"
+        [[rule]]
+        action = "allow"
+        resource = "file:///srv/**"
+    "#,
+    );
+    assert!(p.follows_links());
+    assert_eq!(p.default_action(), Action::Deny, "[defaults] without `action` still denies");
+    let decide = |method: &str, params: Value, follow: bool| {
+        let params = Json::from(&params);
+        let call = Call::from_params(method, Some(&params))
+            .with_links_followed(follow.then_some(docs_is_a_link_to_keys as crate::FollowLinks));
+        p.decide(&call).rule_id().map(str::to_owned)
+    };
+    let read_file =
+        |path: &str, follow| decide("tools/call", json!({"name": "read_file", "arguments": {"path": path}}), follow);
+    let read = |uri: &str, follow| decide("resources/read", json!({"uri": uri}), follow);
+    for path in ["/srv/site/docs/id_rsa", "/srv/site/x/../docs/id_rsa", "file:///srv/site/docs/id_rsa"] {
+        assert_eq!(read_file(path, true).as_deref(), Some("keys"), "{path}");
+    }
+    assert_eq!(read("file:///srv/site/docs/id_rsa", true).as_deref(), Some("keys-as-resources"));
+    assert_eq!(read("/srv/site/docs/id_rsa", true).as_deref(), Some("keys-as-resources"));
+    // Without a resolver (CI, `policy test`, a remote server) paths are matched as spelled.
+    assert_eq!(read_file("/srv/site/docs/id_rsa", false), None);
+    assert_eq!(read("file:///srv/site/docs/id_rsa", false), None);
+    // A path no link is on stays allowed.
+    assert_eq!(read_file("/srv/site/index.html", true), None);
+    assert!(!policy("[[rule]]\naction = \"allow\"\ntool = \"x\"\n").follows_links());
+    assert!(error("[defaults]\nfollow_links = \"yes\"\n").to_string().contains("expected a boolean"));
+}
+
 #[test]
 fn allow_conditions_never_match_on_another_name() {
     let home = std::env::var("HOME").unwrap_or_default();
