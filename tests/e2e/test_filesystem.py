@@ -99,10 +99,11 @@ async def test_reads_inside_are_allowed_and_outside_denied(tmp_path, tree):
 
 
 @pytest.mark.parametrize("follow_links", [True, False])
-async def test_a_link_to_the_keys_is_denied_when_the_policy_follows_links(tmp_path, tree, follow_links):
-    # server-filesystem resolves `docs` to `.ssh`, inside its allowed directory, and
-    # reads the key: only clawai can refuse, and only when it looks where links lead.
-    (tree / "docs").symlink_to(tree / ".ssh", target_is_directory=True)
+async def test_links_out_of_the_allowed_directory_are_denied_when_the_policy_follows_links(tmp_path, tree, follow_links):
+    # server-filesystem resolves both links to files inside the directory it serves and
+    # reads them: only clawai can refuse, and only when it looks where links lead.
+    (tree / "allowed" / "docs").symlink_to(tree / ".ssh", target_is_directory=True)
+    (tree / "allowed" / "escape.txt").symlink_to(tree / "secret.txt")
     policy = write_policy(tmp_path, f"""
 [defaults]
 follow_links = {str(follow_links).lower()}
@@ -114,17 +115,25 @@ tool = "**"
 any_arg = "**/.ssh/**"
 
 [[rule]]
-id = "reads"
+id = "project-reads"
 action = "allow"
 tools = ["read_text_file"]
+args.path = "{tree}/allowed/**"
 """)
     audit = tmp_path / "audit.jsonl"
     with anyio.fail_after(60):
         async with Client(proxied(policy, audit, tree), mode="legacy") as client:
-            result = await client.call_tool("read_text_file", {"path": str(tree / "docs" / "id_rsa")})
+            notes = await client.call_tool("read_text_file", {"path": str(tree / "allowed" / "notes.txt")})
+            key = await client.call_tool("read_text_file", {"path": str(tree / "allowed" / "docs" / "id_rsa")})
+            escape = await client.call_tool("read_text_file", {"path": str(tree / "allowed" / "escape.txt")})
+    assert not notes.is_error and "public notes" in notes.content[0].text
     if follow_links:
-        assert result.is_error and "rule `no-ssh`" in result.content[0].text
-        assert SECRET not in str(result.model_dump())
+        assert key.is_error and "rule `no-ssh`" in key.content[0].text
+        # No rule denies secret.txt: the allow no longer holds, so the default denies.
+        assert escape.is_error and "clawai denied" in escape.content[0].text
+        for result in (key, escape):
+            assert SECRET not in str(result.model_dump())
     else:
-        # Matched as spelled, `…/docs/id_rsa` is not under `.ssh`: the key crosses.
-        assert not result.is_error and SECRET in result.content[0].text
+        # Matched as spelled, both paths are under `allowed/` and not under `.ssh`.
+        assert not key.is_error and SECRET in key.content[0].text
+        assert not escape.is_error and SECRET in escape.content[0].text

@@ -57,8 +57,9 @@ pub struct Call<'a> {
 
 /// Where the absolute path it is given leads once symbolic links are followed, when
 /// that differs from the path (`None` when it does not, or when it cannot be known).
-/// The proxy plugs one in for servers on its own machine, so that deny-like conditions
-/// see `/allowed/link/id_rsa`, with `link` pointing at `~/.ssh`, as the key it opens.
+/// The proxy plugs one in for servers on its own machine, so that conditions see
+/// `/allowed/link/id_rsa`, with `link` pointing at `~/.ssh`, as the key it opens: a
+/// deny-like condition holds on either path, an allow only on both.
 pub type FollowLinks = fn(&str) -> Option<String>;
 
 impl<'a> Call<'a> {
@@ -86,7 +87,7 @@ impl<'a> Call<'a> {
         self
     }
 
-    /// The same call, with symbolic links followed by `follow` for deny-like conditions.
+    /// The same call, with symbolic links followed by `follow` (see [`FollowLinks`]).
     pub fn with_links_followed(mut self, follow: Option<FollowLinks>) -> Self {
         self.follow_links = follow;
         self

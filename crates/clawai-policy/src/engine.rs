@@ -34,8 +34,8 @@ pub struct Policy {
     /// every decision is recorded with its reason.
     reasons: Vec<String>,
     default_reason: String,
-    /// `[defaults] follow_links`: deny-like conditions also look at where a path leads
-    /// once symbolic links are followed, when the caller can follow them.
+    /// `[defaults] follow_links`: conditions also look at where a path leads once
+    /// symbolic links are followed, when the caller can follow them.
     follow_links: bool,
 }
 

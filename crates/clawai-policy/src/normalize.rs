@@ -137,6 +137,17 @@ pub(crate) fn other_names_match(
     follow_links.and_then(|follow| follow(path)).is_some_and(|real| test(&real) || as_url(&real))
 }
 
+/// The local path `reading` names as spelled, and whether it is spelled as a `file:`
+/// URL: `/x` and `file:///x`; `None` for anything else (`~` is not expanded: an allow
+/// matches what is written).
+pub(crate) fn spelled_path(reading: &str) -> Option<(&str, bool)> {
+    match reading.as_bytes().first() {
+        Some(b'/') => Some((reading, false)),
+        Some(b'f' | b'F') => file_url_path(reading).map(|path| (path, true)),
+        _ => None,
+    }
+}
+
 /// The path of a `file:///path` URL as the readings spell it (no host).
 fn file_url_path(reading: &str) -> Option<&str> {
     let prefix = reading.get(..7)?;

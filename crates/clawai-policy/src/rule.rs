@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
-use crate::normalize::{is_plain, other_names_match, readings};
+use crate::normalize::{is_plain, other_names_match, readings, spelled_path};
 use crate::operation::{Operation, detect};
 
 /// What a rule (or the default) decides.
@@ -379,17 +379,32 @@ fn string_matches(s: &str, glob: &Glob, q: Quantifier, follow: Option<FollowLink
     // It also holds on the other names a server may open for a reading (`~/x` in the
     // home directory, the path of a `file:` URL and the reverse, where symbolic links
     // lead when the caller follows them).
+    // An allow, when links are followed, also needs where a path leads to match, so
+    // that a link inside an allowed directory does not let a call out of it.
     let deny_like = q == Quantifier::Any;
     let by_case = |r: &str| glob.matches_only_ignoring_case(r);
     let by_other_name =
         |r: &str| other_names_match(r, glob.names_file_urls(), follow, |name| glob.is_match(name) || by_case(name));
+    let matches = |r: &str| glob.is_match(r) && (deny_like || linked_matches(r, glob, follow));
     if is_plain(s) {
         // The only reading is the text itself (most arguments): no list to build.
-        return glob.is_match(s) || (deny_like && (by_case(s) || by_other_name(s)));
+        return matches(s) || (deny_like && (by_case(s) || by_other_name(s)));
     }
     // Each reading is folded, not the text: `%53` reads as `S`.
     let readings = readings(s);
-    q.over(&readings, |r| glob.is_match(r)) || (deny_like && readings.iter().any(|r| by_case(r) || by_other_name(r)))
+    q.over(&readings, |r| matches(r)) || (deny_like && readings.iter().any(|r| by_case(r) || by_other_name(r)))
+}
+
+/// For an allow: true unless `reading` is an absolute path or `file:` URL that leads,
+/// through symbolic links, somewhere `glob` does not match (spelled the same way: a
+/// path as a path, a URL as a URL). Always true when links are not followed.
+fn linked_matches(reading: &str, glob: &Glob, follow: Option<FollowLinks>) -> bool {
+    let Some(follow) = follow else { return true };
+    match spelled_path(reading) {
+        Some((path, true)) => follow(path).is_none_or(|real| glob.is_match(&format!("file://{real}"))),
+        Some((path, false)) => follow(path).is_none_or(|real| glob.is_match(&real)),
+        None => true,
+    }
 }
 
 /// `q` over every string in `value`, depth first: what `q.over` gives for the list of

@@ -8,7 +8,7 @@ pub const STARTER_POLICY: &str = r#"# clawai policy: the first rule that matches
 
 [defaults]
 action = "deny"                     # when no rule matches
-follow_links = true                 # deny rules also see where symbolic links lead
+follow_links = true                 # rules also see where symbolic links lead
 
 # --- Credentials never leave the machine -------------------------------------------
 # any_arg is tried on every string in the arguments, at any depth, after paths are

@@ -137,8 +137,8 @@ pub struct Guard {
     from_client: InFlightTable,
     /// Server requests forwarded to the client, by id as written.
     from_server: InFlightTable,
-    /// How deny-like conditions learn where a path leads: on for a server on this
-    /// machine, off for a remote one, whose files are not ours to look at.
+    /// How conditions learn where a path leads, when the policy asks: on for a server
+    /// on this machine, off for a remote one, whose files are not ours to look at.
     follow_links: Option<FollowLinks>,
 }
 

@@ -1,12 +1,11 @@
-//! Where a path leads once symbolic links are followed, for deny-like conditions.
+//! Where a path leads once symbolic links are followed (`[defaults] follow_links`).
 //!
 //! The policy matches paths as spelled; a server opens them through the filesystem, so
 //! `/srv/site/docs/id_rsa`, with `docs` a link to `~/.ssh`, is the SSH key. For servers
-//! on this machine the guard hands [`follow`] to the engine, which tries deny-like
-//! conditions on where the path leads as well (never allow conditions: a link must
-//! not widen what is allowed). The answer holds when the call is decided: a link made
-//! or changed between the decision and the server's `open` is not seen, so deny the
-//! tools that create links, and prefer allow rules.
+//! on this machine the guard hands [`follow`] to the engine: a deny-like condition then
+//! holds when the path or where it leads matches, an allow only when both do. The
+//! answer holds when the call is decided: a link made or changed between the decision
+//! and the server's `open` is not seen, so deny the tools that create links.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -405,9 +405,11 @@ fn deny_like_conditions_see_the_names_a_server_opens() {
     assert_eq!(read("file://127.0.0.1/srv/x"), None);
 }
 
-/// A stand-in for the proxy's link resolver: `/srv/site/docs` is a link to `/keys`.
+/// A stand-in for the proxy's link resolver: `/srv/site/docs` is a link to `/keys`,
+/// `/srv/site/out` one to `/etc`.
 fn docs_is_a_link_to_keys(path: &str) -> Option<String> {
-    path.strip_prefix("/srv/site/docs").map(|rest| format!("/keys{rest}"))
+    let to = |link: &str, target: &str| path.strip_prefix(link).map(|rest| format!("{target}{rest}"));
+    to("/srv/site/docs", "/keys").or_else(|| to("/srv/site/out", "/etc"))
 }
 
 #[test]
@@ -453,8 +455,23 @@ fn with_links_followed_deny_like_conditions_see_where_a_path_leads() {
     // Without a resolver (CI, `policy test`, a remote server) paths are matched as spelled.
     assert_eq!(read_file("/srv/site/docs/id_rsa", false), None);
     assert_eq!(read("file:///srv/site/docs/id_rsa", false), None);
-    // A path no link is on stays allowed.
-    assert_eq!(read_file("/srv/site/index.html", true), None);
+    // A path no link is on stays allowed; one that a link leads out of the allowed
+    // directory is not (the default denies it), unless links are not followed.
+    let allowed = |method: &str, params: Value, follow: bool| {
+        let params = Json::from(&params);
+        let call = Call::from_params(method, Some(&params))
+            .with_links_followed(follow.then_some(docs_is_a_link_to_keys as crate::FollowLinks));
+        p.decide(&call).action == Action::Allow
+    };
+    let allowed_file =
+        |path: &str, follow| allowed("tools/call", json!({"name": "read_file", "arguments": {"path": path}}), follow);
+    assert!(allowed_file("/srv/site/index.html", true));
+    assert!(!allowed_file("/srv/site/out/passwd", true));
+    assert!(!allowed_file("/srv/site/x/../out/passwd", true));
+    assert!(allowed_file("/srv/site/out/passwd", false));
+    assert!(!allowed("resources/read", json!({"uri": "file:///srv/site/out/passwd"}), true));
+    assert!(allowed("resources/read", json!({"uri": "file:///srv/site/index.html"}), true));
+    assert!(allowed("resources/read", json!({"uri": "file:///srv/site/out/passwd"}), false));
     assert!(!policy("[[rule]]\naction = \"allow\"\ntool = \"x\"\n").follows_links());
     assert!(error("[defaults]\nfollow_links = \"yes\"\n").to_string().contains("expected a boolean"));
 }
