@@ -33,6 +33,13 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
     push(normalize(value));
     let decoded = decode_fully(value);
     push(normalize(&decoded));
+    for text in [value, decoded.as_str()] {
+        if let Some(nul) = text.find('\0') {
+            // A server written in C opens the path up to its first NUL (`key.pem\0.txt`
+            // opens `key.pem`); Node and Python refuse such a path.
+            push(normalize(&text[..nul]));
+        }
+    }
     if decoded.contains('\\') {
         // Windows-style separators, as a server on Windows would read them.
         push(normalize(&decoded.replace('\\', "/")));
@@ -192,7 +199,7 @@ fn cleaned_scheme_is_file(text: &str) -> Option<bool> {
 }
 
 /// True when no other reading of `value` can differ from it: no percent-escape, no
-/// backslash, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
+/// backslash, no NUL, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
 /// fine), not a URL with blanks around or breaks inside, not a `file:` URL. Most argument
 /// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
@@ -211,12 +218,12 @@ pub(crate) fn is_plain(value: &str) -> bool {
     // be there. That is the usual path, and it is checked eight bytes at a time; anything
     // suspect gets the exact test.
     if bytes.first() == Some(&b'.') || bytes == b"/" || may_need_reading(bytes) {
-        return !bytes.contains(&b'%') && !bytes.contains(&b'\\') && segments_are_plain(bytes);
+        return !bytes.contains(&b'%') && !bytes.contains(&b'\\') && !bytes.contains(&0) && segments_are_plain(bytes);
     }
     true
 }
 
-/// False only when `bytes` has no `%`, no `\\` and no `/` followed by `/` or `.`; true
+/// False only when `bytes` has no `%`, no `\\`, no NUL and no `/` followed by `/` or `.`; true
 /// when it may have one (the word trick below can flag a byte that is not one, never
 /// miss one).
 fn may_need_reading(bytes: &[u8]) -> bool {
@@ -224,7 +231,10 @@ fn may_need_reading(bytes: &[u8]) -> bool {
     let pair_or_escape = |here: u64, next: u64| {
         // `here` holds bytes i..i+8 and `next` bytes i+1..i+9: a `/` in `here` lines up
         // with the byte after it in `next`.
-        equal(here, b'%') | equal(here, b'\\') | (equal(here, b'/') & (equal(next, b'/') | equal(next, b'.')))
+        equal(here, b'%')
+            | equal(here, b'\\')
+            | equal(here, 0)
+            | (equal(here, b'/') & (equal(next, b'/') | equal(next, b'.')))
     };
     let word = |at: usize| words::load(&bytes[at..at + 8]);
     let mut i = 0;
@@ -234,9 +244,9 @@ fn may_need_reading(bytes: &[u8]) -> bool {
         }
         i += 8;
     }
-    // The last bytes (at most eight) the same way, padded with NULs, which no test
+    // The last bytes (at most eight) the same way, padded with `a`, which no test
     // flags: a loop over them byte by byte cost more than all the words before.
-    let padded = |from: usize| words::load_padded(bytes.get(from..).unwrap_or_default(), 0);
+    let padded = |from: usize| words::load_padded(bytes.get(from..).unwrap_or_default(), b'a');
     pair_or_escape(padded(i), padded(i + 1)) != 0
 }
 
@@ -398,7 +408,7 @@ mod tests {
         // What a URL parser reads: blanks around dropped, tabs and line breaks removed.
         let cleaned: String =
             value.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-        if value.contains(['%', '\\'])
+        if value.contains(['%', '\\', '\0'])
             || (cleaned != value && split_scheme(&cleaned).is_some())
             || cleaned.to_ascii_lowercase().starts_with("file:")
         {
@@ -458,7 +468,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
         #[test]
-        fn is_plain_agrees_with_the_reference(value in "[ \n]?(file:|FiLe:|fi\tle:|fil|ab:|a\nb:|ht/\tt:)?[/.a%\\\\é \t\n:+]{0,40}") {
+        fn is_plain_agrees_with_the_reference(value in "[ \n]?(file:|FiLe:|fi\tle:|fil|ab:|a\nb:|ht/\tt:)?[/.a%\\\\é \t\n:+\\x00]{0,40}") {
             proptest::prop_assert_eq!(is_plain(&value), is_plain_reference(&value), "{:?}", value);
         }
     }
@@ -533,6 +543,15 @@ mod tests {
         assert_eq!(expand_home("~/", Some("/home/u/")).as_deref(), Some("/home/u/"));
         assert_eq!(expand_home("~/a/../.ssh", Some("/home/u")).as_deref(), Some("/home/u/.ssh"));
         assert_eq!(expand_home("~/x", None), None);
+    }
+
+    #[test]
+    fn a_nul_ends_the_path_a_c_server_opens() {
+        let has = |value: &str, reading: &str| readings(value).iter().any(|r| r == reading);
+        assert!(!is_plain("/x/key.pem\0.txt") && !is_plain("/x/a\0") && !is_plain("\0"));
+        assert!(has("/x/key.pem\0.txt", "/x/key.pem"));
+        assert!(has("/x/key.pem%00.txt", "/x/key.pem"));
+        assert!(has("/srv/x\0/../../etc/passwd", "/etc/passwd"), "the rest is read too");
     }
 
     #[test]

@@ -477,6 +477,16 @@ fn with_links_followed_deny_like_conditions_see_where_a_path_leads() {
 }
 
 #[test]
+fn a_nul_in_a_path_is_read_as_a_c_server_reads_it() {
+    let p = policy(
+        "[[rule]]\nid = \"keys\"\naction = \"deny\"\ntool = \"**\"\nany_arg = \"**/*.pem\"\n[[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"/srv/**\"\n",
+    );
+    assert_eq!(tool_id(&p, "read_file", json!({"path": "/srv/key.pem\u{0}.txt"})).as_deref(), Some("keys"));
+    assert_eq!(tool(&p, "read_file", json!({"path": "/srv/x\u{0}/../../etc/passwd"})), Action::Deny);
+    assert_eq!(tool(&p, "read_file", json!({"path": "/srv/notes.txt"})), Action::Allow);
+}
+
+#[test]
 fn allow_conditions_never_match_on_another_name() {
     let home = std::env::var("HOME").unwrap_or_default();
     let p = policy(&format!(
