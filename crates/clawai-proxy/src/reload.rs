@@ -1,13 +1,14 @@
 //! The policy in force, swapped atomically when its file changes.
 //!
-//! The file's directory is watched (editors and tools replace files by rename). A new
+//! The file's directory is watched (editors and tools replace files by rename), and so is
+//! the directory of the file it leads to when it is a symbolic link. A new
 //! version is read once the file has been quiet for a moment (on Linux, once its writer
 //! has closed it), and used only if it was not written while being read, is not empty,
 //! and loads completely; otherwise the old policy stays and the reason is logged.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
@@ -60,8 +61,8 @@ impl PolicyHandle {
         std::thread::Builder::new().name("policy-reload".into()).spawn(move || {
             std::thread::sleep(WATCH_AFTER);
             let (tx, rx) = mpsc::channel();
-            // The watcher lives as long as this thread, which is the life of the process.
-            let _watcher = match watch(&path, tx) {
+            // The watch lives as long as this thread, which is the life of the process.
+            let mut watch = match PolicyWatch::new(&path, tx) {
                 Ok(watcher) => watcher,
                 Err(e) => {
                     tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", path.display());
@@ -85,6 +86,9 @@ impl PolicyHandle {
                     }
                 }
                 changed = handle.reload(&path) == Reload::Unsettled;
+                if let Err(e) = watch.follow(&path) {
+                    tracing::warn!("cannot watch where {} leads now ({e}); its edits need a restart", path.display());
+                }
             }
         })?;
         Ok(())
@@ -145,25 +149,71 @@ enum Reload {
 /// Quiet time, without any event about the policy file, before it is read.
 const SETTLE: Duration = Duration::from_millis(100);
 
-/// Watches the directory of `path` and sends on `changed` whenever the file itself may
-/// have new contents (editors and tools replace files by rename, so the file alone
-/// cannot be watched).
-fn watch(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<notify::RecommendedWatcher> {
-    let dir = path.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from("."));
-    let file_name = path.file_name().map(|n| n.to_owned());
-    // Events about other files of the directory (an audit trail written beside the
-    // policy: one per write) are dropped here, without waking the reload thread.
-    let concerns = move |e: &notify::Event| e.paths.iter().any(|p| p.file_name() == file_name.as_deref());
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event
-            && may_change_contents(&event.kind)
-            && concerns(&event)
+/// The watch on a policy file: the directory of `path` and, when `path` is a symbolic
+/// link (dotfile managers link policies into place), the directory of the file it leads
+/// to, where the edits happen. Sends on `changed` whenever one of those files may have
+/// new contents; directories are watched because editors and tools replace files by
+/// rename, so a file alone cannot be.
+struct PolicyWatch {
+    watcher: notify::RecommendedWatcher,
+    /// The files whose events count, shared with the watcher's callback.
+    files: Arc<Mutex<Vec<PathBuf>>>,
+    /// The directories watched now.
+    dirs: Vec<PathBuf>,
+}
+
+impl PolicyWatch {
+    fn new(path: &Path, changed: mpsc::Sender<()>) -> notify::Result<PolicyWatch> {
+        let files = Arc::new(Mutex::new(Vec::new()));
+        let concerned = Arc::clone(&files);
+        // Events about other files of a directory (an audit trail written beside the
+        // policy: one per write) are dropped here, without waking the reload thread.
+        let concerns = move |e: &notify::Event| {
+            let files = concerned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            e.paths.iter().any(|p| files.contains(p))
+        };
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event
+                && may_change_contents(&event.kind)
+                && concerns(&event)
+            {
+                let _ = changed.send(());
+            }
+        })?;
+        let mut watch = PolicyWatch { watcher, files, dirs: Vec::new() };
+        watch.follow(path)?;
+        Ok(watch)
+    }
+
+    /// Watches what `path` is now: itself and, if it is a link, where it leads (a link
+    /// may be pointed elsewhere; the reload after that calls this again).
+    fn follow(&mut self, path: &Path) -> notify::Result<()> {
+        let mut files = vec![path.to_owned()];
+        if let Ok(target) = std::fs::canonicalize(path)
+            && target != path
         {
-            let _ = changed.send(());
+            files.push(target);
         }
-    })?;
-    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
-    Ok(watcher)
+        let dirs: Vec<PathBuf> = files
+            .iter()
+            .map(|f| f.parent().map(Path::to_owned).unwrap_or_else(|| PathBuf::from(".")))
+            .fold(Vec::new(), |mut dirs, dir| {
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+                dirs
+            });
+        for dir in dirs.iter().filter(|d| !self.dirs.contains(d)) {
+            self.watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        }
+        for dir in self.dirs.iter().filter(|d| !dirs.contains(d)) {
+            // Gone or already unwatched: nothing more to stop.
+            let _ = self.watcher.unwatch(dir);
+        }
+        self.dirs = dirs;
+        *self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = files;
+        Ok(())
+    }
 }
 
 /// True for the events after which the file may read differently. Opening and reading
@@ -294,6 +344,32 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         (seen, replaced)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_policy_is_reloaded_when_the_file_it_leads_to_is_edited() {
+        let (linked, kept, moved) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // A dotfile manager's layout: the policy lives elsewhere, linked into place.
+        let (target, read, handle) = loaded(kept.path());
+        let path = linked.path().join("policy.toml");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        handle.watch_in_background(&path, read).unwrap();
+        std::thread::sleep(WATCH_AFTER + Duration::from_millis(300));
+        // Edited where it lives, by rename as editors do: no event in the link's directory.
+        std::fs::write(kept.path().join("new.toml"), ALLOW).unwrap();
+        std::fs::rename(kept.path().join("new.toml"), &target).unwrap();
+        assert!(wait_for(&handle, "yes"), "an edit of the linked file was missed: {:?}", rule_ids(&handle));
+        // The link pointed at another file: that file's edits count from then on.
+        let other = moved.path().join("policy.toml");
+        std::fs::write(&other, DENY).unwrap();
+        std::os::unix::fs::symlink(&other, linked.path().join("link.tmp")).unwrap();
+        std::fs::rename(linked.path().join("link.tmp"), &path).unwrap();
+        assert!(wait_for(&handle, "no"), "the repointed link was not read: {:?}", rule_ids(&handle));
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(&other, ALLOW).unwrap();
+        assert!(wait_for(&handle, "yes"), "an edit of the new target was missed: {:?}", rule_ids(&handle));
     }
 
     #[test]
