@@ -53,6 +53,11 @@ pub enum EnvelopeError {
     /// Not one JSON value (JSON-RPC "Parse error", -32700).
     #[error("parse error: {0}")]
     Parse(String),
+    /// JSON, but `jsonrpc` is missing or not `"2.0"`: a message of another protocol (or
+    /// none), answered like a parse error (-32700, id null): nothing in it, its id
+    /// included, is taken at its word.
+    #[error("not a JSON-RPC 2.0 message: `jsonrpc` must be \"2.0\"")]
+    NotJsonRpc,
     /// A JSON array: a batch, which MCP removed in 2025-06-18 ("Invalid Request", -32600).
     #[error("batches are not accepted: send one message per line")]
     Batch,
@@ -71,7 +76,7 @@ impl EnvelopeError {
     /// The JSON-RPC error code for this refusal.
     pub fn code(&self) -> i64 {
         match self {
-            EnvelopeError::Parse(_) => crate::reply::PARSE_ERROR,
+            EnvelopeError::Parse(_) | EnvelopeError::NotJsonRpc => crate::reply::PARSE_ERROR,
             EnvelopeError::Batch | EnvelopeError::Invalid { .. } => crate::reply::INVALID_REQUEST,
         }
     }
@@ -212,7 +217,8 @@ fn strip_position(e: &serde_json::Error) -> String {
 }
 
 struct Members<'a, P> {
-    jsonrpc: Option<Cow<'a, str>>,
+    /// As written: a `jsonrpc` that is not even a string is as foreign as a wrong one.
+    jsonrpc: Option<&'a RawValue>,
     id: Option<&'a RawValue>,
     method: Option<Cow<'a, str>>,
     params: Option<P>,
@@ -228,8 +234,8 @@ impl<'a, P> Members<'a, P> {
             id: usable_id.map(|i| i.get().to_owned()),
             reason: reason.to_owned(),
         };
-        if self.jsonrpc.as_deref() != Some("2.0") {
-            return Err(invalid("`jsonrpc` must be \"2.0\""));
+        if !self.jsonrpc.is_some_and(is_version_2) {
+            return Err(EnvelopeError::NotJsonRpc);
         }
         if let Some(id) = self.id {
             let ok = usable_id.is_some() || (id.get() == "null" && self.method.is_none() && self.error.is_some());
@@ -264,6 +270,11 @@ impl<'a, P> Members<'a, P> {
             error: self.error,
         })
     }
+}
+
+/// True for the JSON string `"2.0"`, however it is escaped.
+fn is_version_2(raw: &RawValue) -> bool {
+    raw.get() == r#""2.0""# || serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0")
 }
 
 /// A string that borrows from the input when it can.
@@ -317,7 +328,7 @@ impl<'de, R: ReadParams<'de>> Visitor<'de> for MembersSeed<R> {
         }
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             match key.as_ref() {
-                "jsonrpc" => once(&mut m.jsonrpc, map.next_value::<Text<'de>>()?.0, "jsonrpc")?,
+                "jsonrpc" => once(&mut m.jsonrpc, map.next_value::<&'de RawValue>()?, "jsonrpc")?,
                 "id" => once(&mut m.id, map.next_value::<&'de RawValue>()?, "id")?,
                 "method" => once(&mut m.method, map.next_value::<Text<'de>>()?.0, "method")?,
                 "params" => {
@@ -389,8 +400,6 @@ mod tests {
     fn batches_and_invalid_requests() {
         assert_eq!(kind(r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]"#), Err(EnvelopeError::Batch));
         for bad in [
-            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
-            r#"{"id":1,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"s"}"#,
@@ -401,10 +410,28 @@ mod tests {
         ] {
             assert!(matches!(kind(bad), Err(EnvelopeError::Invalid { .. })), "{bad}: {:?}", kind(bad));
         }
-        match Envelope::parse(br#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#) {
+        match Envelope::parse(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":"s"}"#) {
             Err(EnvelopeError::Invalid { id, .. }) => assert_eq!(id.as_deref(), Some("7")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_missing_or_wrong_jsonrpc_is_not_json_rpc_at_all() {
+        for bad in [
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0 ","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":null,"id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+        ] {
+            let refusal = kind(bad).unwrap_err();
+            assert_eq!(refusal, EnvelopeError::NotJsonRpc, "{bad}");
+            assert_eq!(refusal.code(), crate::reply::PARSE_ERROR);
+        }
+        // The version is a JSON string like any other: escapes read as what they stand for.
+        assert_eq!(kind(r#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#), Ok(Kind::Request));
     }
 
     #[test]
