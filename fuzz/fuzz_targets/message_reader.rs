@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
             Frame::Line(line) => line,
             Frame::Oversize { prefix, length } => {
                 assert!(length > 512 && prefix.len() <= length);
-                let _ = skim::leading_id(&prefix);
+                // A reply carries the id as written: it must be one JSON string or number.
+                if let Some(id) = skim::leading_id(&prefix) {
+                    assert!(serde_json::from_slice::<serde::de::IgnoredAny>(id).is_ok());
+                }
                 cut = true;
                 continue;
             }
@@ -81,6 +84,20 @@ fuzz_target!(|data: &[u8]| {
             // The result's members read during the skim are those a second pass reads.
             let [is_error, result_type] = skim::members_named(result, [&b"isError"[..], b"resultType"]);
             assert_eq!((s.result_is_error, s.result_type), (is_error, result_type));
+        }
+        // What a refused message still says of itself: an id a reply can carry, and the
+        // id and shape the envelope reads when it accepts the message.
+        let salvaged = skim::salvage(&line);
+        if let Some(id) = salvaged.id {
+            assert!(serde_json::from_slice::<serde::de::IgnoredAny>(id).is_ok());
+        }
+        if let Ok(e) = &envelope {
+            // The salvage also reads names with blanks around them, so it may see more
+            // members (and then withhold the id), never fewer.
+            if salvaged.id.is_some() {
+                assert_eq!(salvaged.id, e.id.map(|i| i.get().as_bytes()));
+            }
+            assert!(if e.method.is_some() { salvaged.request } else { salvaged.response });
         }
         if let (Ok(value), Ok(e)) = (&strictly, &envelope) {
             assert_eq!(value.get("method").and_then(|m| m.as_str()), e.method.as_deref());

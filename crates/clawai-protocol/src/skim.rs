@@ -89,7 +89,81 @@ pub fn leading_id(prefix: &[u8]) -> Option<&[u8]> {
             id = Some(value);
         }
     });
-    id.filter(|v| matches!(v.first(), Some(b'"' | b'-' | b'0'..=b'9')))
+    id.filter(|v| usable_id(v))
+}
+
+/// True for an id a reply can carry as written: one well-formed JSON string or number
+/// (`01`, `1e` or a cut string would make the reply itself invalid JSON).
+fn usable_id(value: &[u8]) -> bool {
+    matches!(value.first(), Some(b'"' | b'-' | b'0'..=b'9'))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
+}
+
+/// What a refused message still says of itself, so that it can be answered instead of
+/// leaving its sender (or the request it answers) waiting: read leniently, member by
+/// member, as far as the message makes sense (a broken or cut line is read up to the
+/// break), member names compared ignoring case and the blanks around them, as a lenient
+/// receiver might read them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Salvage<'a> {
+    /// The id, as written, when every member named like `id` has that same value and
+    /// it is a string or a number.
+    pub id: Option<&'a [u8]>,
+    /// A member is named like `method`.
+    pub request: bool,
+    /// A member is named like `result` or `error`.
+    pub response: bool,
+}
+
+/// Reads what a refused message still says of itself (see [`Salvage`]).
+pub fn salvage(bytes: &[u8]) -> Salvage<'_> {
+    let mut found = Salvage::default();
+    let (mut id, mut ids_disagree) = (None::<&[u8]>, false);
+    let mut c = Cursor::new(bytes);
+    c.ws();
+    if c.expect(b'{').is_some() {
+        loop {
+            c.ws();
+            if c.expect(b'"').is_none() {
+                break;
+            }
+            let key_start = c.i - 1;
+            let Some(escaped) = c.string() else { break };
+            let key = &c.b[key_start..c.i];
+            let name = if escaped {
+                serde_json::from_slice::<String>(key).unwrap_or_default()
+            } else {
+                String::from_utf8_lossy(&key[1..key.len() - 1]).into_owned()
+            };
+            let name = name.trim().to_ascii_lowercase();
+            match name.as_str() {
+                "method" => found.request = true,
+                "result" | "error" => found.response = true,
+                _ => {}
+            }
+            c.ws();
+            if c.expect(b':').is_none() {
+                break;
+            }
+            c.ws();
+            let value_start = c.i;
+            let complete = c.value().is_some();
+            if name == "id" {
+                // A value that did not end may have left the cursor past the input.
+                match (complete.then(|| &c.b[value_start..c.i]), id) {
+                    (None, _) => ids_disagree = true,
+                    (Some(value), None) => id = Some(value),
+                    (Some(value), Some(earlier)) => ids_disagree |= earlier != value,
+                }
+            }
+            c.ws();
+            if !complete || c.expect(b',').is_none() {
+                break;
+            }
+        }
+    }
+    found.id = id.filter(|v| !ids_disagree && usable_id(v));
+    found
 }
 
 /// The value of one top-level member of an object, as written; `None` when absent or
@@ -403,6 +477,50 @@ mod tests {
             None
         );
         assert_eq!(leading_id(br#"{"jsonrpc":"2.0","id":null,"#), None);
+        // An id a reply could not carry as written is no id.
+        for bad in ["01", "1e", "-", "0x1", r#""\q""#] {
+            let prefix = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"tools/call","params":{{"#);
+            assert_eq!(leading_id(prefix.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(leading_id(br#"{"id":1e400,"method":"x","params":"#), Some(&b"1e400"[..]));
+    }
+
+    #[test]
+    fn salvage_reads_refused_messages_as_far_as_they_go() {
+        let request = |id: &'static [u8]| Salvage { id: Some(id), request: true, response: false };
+        let response = |id: &'static [u8]| Salvage { id: Some(id), request: false, response: true };
+        for (line, expected) in [
+            (&br#"{"jsonrpc":"2.0","id":3,"Method":"sampling/createMessage","method":"ping"}"#[..], request(b"3")),
+            (br#"{"jsonrpc":"2.0","id":"a","method":"x","method":"y"}"#, request(br#""a""#)),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"x":1},"result":{"x":2}}"#, response(b"1")),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{},"Result":{}}"#, response(b"1")),
+            (br#"{"jsonrpc":"2.0","id":1,"\u0065rror":{}}"#, response(b"1")),
+            (br#"{"jsonrpc":"1.0","id":-4,"result":{}}"#, response(b"-4")),
+            // Cut or broken after the members that matter.
+            (br#"{"jsonrpc":"2.0","id":7,"result":{"x":1"#, response(b"7")),
+            (br#"{"jsonrpc":"2.0","id":7,"method":"a" "oops"}"#, request(b"7")),
+            // The same id twice is still that id.
+            (br#"{"id":2,"ID":2,"error":{}}"#, response(b"2")),
+            // Both shapes: the caller cannot tell which it is.
+            (br#"{"id":1,"method":"m","result":{}}"#, Salvage { id: Some(b"1"), request: true, response: true }),
+        ] {
+            assert_eq!(salvage(line), expected, "{}", String::from_utf8_lossy(line));
+        }
+        for (line, request, response) in [
+            // Ids that disagree, are cut, or are not a string or a number: no id to answer.
+            (&br#"{"id":1,"id":2,"result":{}}"#[..], false, true),
+            (br#"{"id":1," Id ":2,"method":"m"}"#, true, false),
+            (br#"{"method":"m","id":"cut"#, true, false),
+            (br#"{"method":"m","id":"cut\"#, true, false),
+            (br#"{"id":null,"error":{}}"#, false, true),
+            (br#"{"id":{},"method":"m"}"#, true, false),
+            (br#"{"id":01,"method":"m","method":"n"}"#, true, false),
+            // Not an object.
+            (br#"[{"id":1,"method":"m"}]"#, false, false),
+            (b"not json", false, false),
+        ] {
+            assert_eq!(salvage(line), Salvage { id: None, request, response }, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     proptest! {

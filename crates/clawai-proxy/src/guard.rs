@@ -17,7 +17,7 @@ use clawai_policy::glob::fold_case;
 use clawai_policy::{Action, Call, Decision, FollowLinks, Policy, ToolAnnotations, loose_name};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
-use clawai_protocol::skim::{leading_id, member, members_named, skim};
+use clawai_protocol::skim::{leading_id, member, members_named, salvage, skim};
 use clawai_protocol::{Json, strict};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -296,7 +296,7 @@ impl Guard {
         if let Some(s) = skim(line) {
             let id = s.id.and_then(|i| raw(i));
             if s.id.is_some() && id.is_none() {
-                return self.refuse_from_server(line.len(), "unusable id");
+                return self.refuse_from_server(line, reply::INVALID_REQUEST, "unusable id");
             }
             return match s.method {
                 Some(method) => self.server_message(method, id, s.params, line.len(), at),
@@ -310,7 +310,11 @@ impl Guard {
                     at,
                     deferred,
                 ),
-                None => self.refuse_from_server(line.len(), "neither a request, a notification nor a response"),
+                None => self.refuse_from_server(
+                    line,
+                    reply::INVALID_REQUEST,
+                    "neither a request, a notification nor a response",
+                ),
             };
         }
         match Envelope::parse(line) {
@@ -327,7 +331,7 @@ impl Guard {
                     deferred,
                 ),
             },
-            Err(e) => self.refuse_from_server(line.len(), &e.to_string()),
+            Err(e) => self.refuse_from_server(line, e.code(), &e.to_string()),
         }
     }
 
@@ -471,10 +475,32 @@ impl Guard {
         }
     }
 
-    fn refuse_from_server(&self, size: usize, why: &str) -> Verdict {
-        self.record_refusal(Direction::ServerToClient, None, None, why.to_owned(), size);
-        tracing::warn!("dropped a message from the server: {why}");
-        Verdict::Drop
+    /// A message from the server that is not forwarded. So that nobody waits for an
+    /// answer that will not come, a request is answered to the server with an error
+    /// (`code`), and a response to a client request still waiting becomes an error for
+    /// that request; a message that reads as neither, or has no usable id, is dropped.
+    fn refuse_from_server(&self, line: &[u8], code: i64, why: &str) -> Verdict {
+        self.record_refusal(Direction::ServerToClient, None, None, why.to_owned(), line.len());
+        let salvage = salvage(line);
+        match (salvage.request, salvage.response, salvage.id.and_then(utf8)) {
+            (true, false, Some(id)) => {
+                tracing::warn!("refused a request from the server: {why}");
+                Verdict::Reply(reply::error(Some(id), code, &format!("clawai refused the request: {why}"), None))
+            }
+            (false, true, Some(id)) if self.from_client.remove(id).is_some() => {
+                tracing::warn!("dropped the server's response to request {id}: {why}");
+                Verdict::Replace(reply::error(
+                    Some(id),
+                    reply::SERVER_UNAVAILABLE,
+                    &format!("clawai dropped the server's response: {why}"),
+                    None,
+                ))
+            }
+            _ => {
+                tracing::warn!("dropped a message from the server: {why}");
+                Verdict::Drop
+            }
+        }
     }
 
     /// Records a message no rule decides.
@@ -817,6 +843,64 @@ mod tests {
             assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{id}");
         }
         assert_eq!(guard.from_server(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Verdict::Forward);
+    }
+
+    #[test]
+    fn a_refused_server_message_is_answered_so_that_nobody_waits() {
+        let guard = guard(AuditLog::disabled());
+        let error = |verdict: Verdict| -> (&'static str, serde_json::Value) {
+            match verdict {
+                Verdict::Reply(bytes) => ("to the server", serde_json::from_slice(&bytes).unwrap()),
+                Verdict::Replace(bytes) => ("to the client", serde_json::from_slice(&bytes).unwrap()),
+                other => panic!("{other:?}"),
+            }
+        };
+        // Ambiguous requests of the server: refused to the server, for their id.
+        for (line, id) in [
+            (
+                &br#"{"jsonrpc":"2.0","id":3,"Method":"sampling/createMessage","method":"ping"}"#[..],
+                serde_json::json!(3),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"s7","method":"sampling/createMessage","params":{},"method":"ping"}"#,
+                "s7".into(),
+            ),
+        ] {
+            let (to, answer) = error(guard.from_server(line));
+            assert_eq!(
+                (to, &answer["id"], &answer["error"]["code"]),
+                ("to the server", &id, &reply::INVALID_REQUEST.into())
+            );
+        }
+        // A response the client's request waits for, but refused: an error for that request.
+        for (n, bad) in
+            [r#""result":{"x":1},"result":{"x":2}"#, r#""result":{"x":1},"Result":{"x":2}"#, r#""result":{"x":1"#]
+                .into_iter()
+                .enumerate()
+        {
+            let call = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"t"}}}}"#);
+            assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+            let response = format!(r#"{{"jsonrpc":"2.0","id":{n},{bad}}}"#);
+            let (to, answer) = error(guard.from_server(response.as_bytes()));
+            assert_eq!(
+                (to, &answer["id"], &answer["error"]["code"]),
+                ("to the client", &n.into(), &reply::SERVER_UNAVAILABLE.into())
+            );
+            // Answered once: the same refused response again has nobody waiting for it.
+            assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{response}");
+        }
+        // Neither clearly a request nor a response, or no usable id: dropped.
+        assert_eq!(
+            guard.from_client(br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t"}}"#),
+            Verdict::Forward
+        );
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":9,"method":"x","result":{},"result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":9,"id":10,"result":{},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":09,"method":"x","method":"y"}"#,
+        ] {
+            assert_eq!(guard.from_server(line), Verdict::Drop, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]
