@@ -93,6 +93,17 @@ def main():
                 with open(LOG, "ab") as f:
                     f.write(json.dumps(answer).encode() + b"\n")
             result(rid, {"client_answered": answer})
+        elif method == "test/raw-ask":
+            # A server-to-client request written as given (malformed on purpose), then
+            # whatever comes back is reported to the client.
+            out.write(params["line"].encode() + b"\n")
+            out.flush()
+            answer = json.loads(stdin.readline())
+            result(rid, {"client_answered": answer})
+        elif method == "test/raw-answer":
+            # The response to this request, written as given with {id} replaced.
+            out.write(params["line"].replace("{id}", json.dumps(rid)).encode() + b"\n")
+            out.flush()
         else:
             result(rid, {"method": method})
     if os.environ.get("SCRIPTED_IGNORE_EOF"):

@@ -416,3 +416,35 @@ fn requests_inside_input_required_results_are_decided() {
         p.call(&json!({"jsonrpc":"2.0","id":3,"method":"test/input-required","params":{"inputRequests": smuggled}}));
     assert_eq!(r["error"]["code"], -32003, "{r}");
 }
+
+#[test]
+fn a_refused_server_message_leaves_nobody_waiting() {
+    let mut p = Setup::new(ALLOW_ALL).start();
+    p.initialize();
+    // An ambiguous request of the server: it never reaches the client; the server is
+    // answered with an error for its own id.
+    for line in [
+        r#"{"jsonrpc":"2.0","id":"s1","Method":"sampling/createMessage","method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{},"method":"ping"}"#,
+    ] {
+        let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"test/raw-ask","params":{"line": line}}));
+        assert_eq!(r["id"], 1, "the client's own request came back, and nothing before it: {r}");
+        let answer = &r["result"]["client_answered"];
+        assert_eq!((&answer["id"], &answer["error"]["code"]), (&json!("s1"), &json!(-32600)), "{line}: {r}");
+    }
+    // A refused response: the client's request gets an error instead of waiting.
+    for (n, line) in [
+        r#"{"jsonrpc":"2.0","id":{id},"result":{"x":1},"result":{"x":2}}"#,
+        r#"{"jsonrpc":"2.0","id":{id},"result":{"x":1},"Result":{"x":2}}"#,
+        r#"{"jsonrpc":"2.0","id":{id},"result":{"x":1"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = p.call(&json!({"jsonrpc":"2.0","id":10 + n,"method":"test/raw-answer","params":{"line": line}}));
+        assert_eq!((&r["id"], &r["error"]["code"]), (&json!(10 + n), &json!(-32005)), "{line}: {r}");
+        assert!(r.get("result").is_none(), "{r}");
+    }
+    let r = p.call(&json!({"jsonrpc":"2.0","id":20,"method":"test/echo"}));
+    assert_eq!(r["id"], 20, "still serving");
+}
