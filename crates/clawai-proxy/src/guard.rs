@@ -480,9 +480,10 @@ impl Guard {
     /// (`code`), and a response to a client request still waiting becomes an error for
     /// that request; a message that reads as neither, or has no usable id, is dropped.
     fn refuse_from_server(&self, line: &[u8], code: i64, why: &str) -> Verdict {
-        self.record_refusal(Direction::ServerToClient, None, None, why.to_owned(), line.len());
         let salvage = salvage(line);
-        match (salvage.request, salvage.response, salvage.id.and_then(utf8)) {
+        let id = salvage.id.and_then(raw);
+        self.record_refusal(Direction::ServerToClient, None, id, why.to_owned(), line.len());
+        match (salvage.request, salvage.response, id.map(RawValue::get)) {
             (true, false, Some(id)) => {
                 tracing::warn!("refused a request from the server: {why}");
                 Verdict::Reply(reply::error(Some(id), code, &format!("clawai refused the request: {why}"), None))

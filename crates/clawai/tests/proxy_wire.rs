@@ -447,4 +447,12 @@ fn a_refused_server_message_leaves_nobody_waiting() {
     }
     let r = p.call(&json!({"jsonrpc":"2.0","id":20,"method":"test/echo"}));
     assert_eq!(r["id"], 20, "still serving");
+    // Each refusal is in the audit trail with the id it was answered for.
+    let refused: Vec<serde_json::Value> = p
+        .audit()
+        .into_iter()
+        .filter(|e| e["decision"] == "refused" && e["direction"] == "server->client")
+        .map(|e| e["id"].clone())
+        .collect();
+    assert_eq!(refused, [json!("s1"), json!("s1"), json!(10), json!(11), json!(12)]);
 }
