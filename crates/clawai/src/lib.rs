@@ -54,6 +54,17 @@ pub enum ExitCode {
     Code(i32),
 }
 
+/// For commands whose output is for a person: end quietly when the reader of stdout goes
+/// away (`clawai audit query | head`), as other command-line tools do. Rust ignores
+/// SIGPIPE, so a print to the closed pipe would otherwise panic. The proxy keeps it
+/// ignored: its stdout is the protocol, and when the client goes away the server must
+/// still be shut down.
+fn stop_quietly_when_the_reader_goes() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: the default action, set before any other thread of this process exists.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
 /// Parses the command line, runs the command and exits with its code.
 pub fn main(http: HttpTransport) -> ! {
     let cli = Cli::parse();
@@ -70,6 +81,9 @@ pub fn main(http: HttpTransport) -> ! {
         .with_max_level(level)
         .with_target(false)
         .init();
+    if matches!(cli.command, Command::Policy(_) | Command::Audit(_) | Command::Status(_)) {
+        stop_quietly_when_the_reader_goes();
+    }
     let result = match cli.command {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => proxy_cmd::run(args, http),

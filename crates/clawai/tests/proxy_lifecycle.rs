@@ -184,6 +184,32 @@ fn audit_tail_and_query_read_what_the_proxy_wrote() {
 }
 
 #[test]
+fn audit_query_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    // More events than a pipe holds, so the query is still printing when `head` goes.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let event = r#"{"time":"2026-11-24T10:00:00Z","session":"s","direction":"client->server","kind":"request","method":"ping","id":1,"decision":"pass","size":40}"#;
+    std::fs::write(&audit, format!("{event}\n").repeat(20_000)).unwrap();
+    let mut child = Command::new(clawai())
+        .args(["audit", "query", "--audit"])
+        .arg(&audit)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("ping"), "{first}");
+    // The reader is gone (dropped with the BufReader).
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success() || out.status.signal() == Some(13), "{:?}: {stderr}", out.status);
+}
+
+#[test]
 fn a_slow_client_does_not_make_the_proxy_buffer_without_bound() {
     use std::io::{BufRead, BufReader, Write};
     let dir = tempfile::tempdir().unwrap();
