@@ -233,7 +233,7 @@ impl Guard {
         // The params of a decided method are read strictly in the same pass.
         let envelope = match Envelope::parse_deciding(line, decided) {
             Ok(e) => e,
-            Err(e) => return self.refuse(Direction::ClientToServer, line.len(), &e),
+            Err(e) => return self.refuse_from_client(line, &e),
         };
         let id = envelope.id;
         match (envelope.kind, envelope.method.as_deref()) {
@@ -431,14 +431,26 @@ impl Guard {
             .collect()
     }
 
-    fn refuse(&self, direction: Direction, size: usize, error: &EnvelopeError) -> Verdict {
-        self.record_refusal(direction, None, None, error.to_string(), size);
-        tracing::warn!("refused a message from the client: {error}");
+    /// A client message that is not forwarded: the client gets an error. A line that is
+    /// not JSON-RPC 2.0 at all is answered with id null; a request that is not valid (a
+    /// member twice, a bad `params`) for its id, read leniently when the strict reading
+    /// stopped before it, so that the client does not wait for an answer.
+    fn refuse_from_client(&self, line: &[u8], error: &EnvelopeError) -> Verdict {
         let id = match error {
-            EnvelopeError::Invalid { id, .. } => id.as_deref(),
+            EnvelopeError::Invalid { id: Some(id), .. } => raw(id.as_bytes()),
+            EnvelopeError::Invalid { id: None, .. } => {
+                Some(salvage(line)).filter(|s| s.request && !s.response).and_then(|s| s.id).and_then(raw)
+            }
             _ => None,
         };
-        Verdict::Reply(reply::error(id, error.code(), &format!("clawai refused the message: {error}"), None))
+        self.record_refusal(Direction::ClientToServer, None, id, error.to_string(), line.len());
+        tracing::warn!("refused a message from the client: {error}");
+        Verdict::Reply(reply::error(
+            id.map(RawValue::get),
+            error.code(),
+            &format!("clawai refused the message: {error}"),
+            None,
+        ))
     }
 
     /// A method that reads as a decided one (see [`reads_as_decided`]): refused with an

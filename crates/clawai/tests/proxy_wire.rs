@@ -199,6 +199,9 @@ fn ambiguous_calls_are_refused() {
         let r = p.recv();
         assert!(r["error"]["code"] == -32003 || r["error"]["code"] == -32600, "{line}: {r}");
         assert!(r["error"]["message"].as_str().unwrap().contains("clawai refused"), "{r}");
+        // Answered for its id, so the client does not wait (serde_json reads the one id).
+        let sent: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["id"], sent["id"], "{line}: {r}");
     }
     let r = p.call(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{}}}));
     assert_eq!(r["error"]["code"], -32602, "a tools/call without a name is refused");
