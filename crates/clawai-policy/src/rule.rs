@@ -365,11 +365,25 @@ fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier, follo
 fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
     match value {
         Json::String(s) => string_matches(s, glob, q, follow),
-        Json::Number(n) => glob.is_match(&n.to_string()),
+        Json::Number(n) => {
+            let text = n.to_string();
+            glob.is_match(&text)
+                || (q == Quantifier::Any && integer_text(n).is_some_and(|whole| whole != text && glob.is_match(&whole)))
+        }
         Json::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
         Json::Null => glob.is_match("null"),
         Json::Array(_) | Json::Object(_) => false,
     }
+}
+
+/// A number written with a fraction or an exponent (`22.0`, `2.2e1`) whose value is a
+/// whole number, as that number's integer text (`22`): a server reads it as 22, so a
+/// deny-like `args.port = "22"` must see it too. An allow keeps the text as written.
+fn integer_text(n: &serde_json::Number) -> Option<String> {
+    // Integers (i64/u64) are already written as their integer text.
+    let value = n.as_f64().filter(|_| n.is_f64())?;
+    // Beyond 2^63 the integer text would not be exact; such values are no port or count.
+    (value.is_finite() && value.fract() == 0.0 && value.abs() < 9.2e18).then(|| format!("{}", value as i64))
 }
 
 fn string_matches(s: &str, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {

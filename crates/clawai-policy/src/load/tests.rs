@@ -487,6 +487,24 @@ fn a_nul_in_a_path_is_read_as_a_c_server_reads_it() {
 }
 
 #[test]
+fn deny_conditions_on_a_number_see_its_value_however_it_is_written() {
+    let p = policy(
+        "[[rule]]\nid = \"no-ssh-port\"\naction = \"deny\"\ntool = \"connect\"\nargs.port = \"22\"\n\
+         [[rule]]\naction = \"allow\"\ntool = \"connect\"\nargs.port = \"8080\"\n\
+         [[rule]]\naction = \"allow\"\ntool = \"open\"\n",
+    );
+    // A server reads each of these as 22.
+    for port in [json!(22), json!(22.0), json!(2.2e1), json!(220e-1), json!("22"), json!([80, 22.0])] {
+        assert_eq!(tool_id(&p, "connect", json!({"port": port})).as_deref(), Some("no-ssh-port"), "{port}");
+    }
+    assert_eq!(tool(&p, "connect", json!({"port": 8080})), Action::Allow);
+    // An allow matches the text as written: 8080.0 is not "8080".
+    assert_eq!(tool(&p, "connect", json!({"port": 8080.0})), Action::Deny);
+    assert_eq!(tool(&p, "connect", json!({"port": 22.5})), Action::Deny, "no rule: the default");
+    assert_eq!(tool(&p, "open", json!({"port": 22.5})), Action::Allow);
+}
+
+#[test]
 fn allow_conditions_never_match_on_another_name() {
     let home = std::env::var("HOME").unwrap_or_default();
     let p = policy(&format!(
