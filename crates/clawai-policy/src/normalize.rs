@@ -108,10 +108,11 @@ fn without_host(file_url: &str) -> Option<String> {
 /// expand them, as server-filesystem does), the path `/x` of a `file:///x` URL (a
 /// server that takes a URL where a path goes), when `as_file_url`, an absolute path
 /// `/x` (or `~/x`) as `file:///x` (a server that takes a path where a URI goes), and,
-/// with `follow_links`, where the path leads once symbolic links are followed. Only
+/// with `follow_links`, where the path leads once symbolic links are followed, and a
+/// relative path (`../../etc/x`, `.ssh/id_rsa`) in the working directory. Only
 /// conditions that deny look at these: an allow must never match on a name the text
-/// does not spell. The home directory is the proxy's `$HOME`: a stdio server runs as
-/// the same user.
+/// does not spell. The home and working directories are the proxy's: a stdio server
+/// runs as the same user, in the directory it was started in.
 pub(crate) fn other_names_match(
     reading: &str,
     as_file_url: bool,
@@ -129,13 +130,19 @@ pub(crate) fn other_names_match(
                 None => return false,
             }
         }
-        Some(b'f' | b'F') => match file_url_path(reading) {
+        Some(b'/') => (reading, false),
+        _ => match file_url_path(reading) {
             Some(path) if test(path) => return true,
             Some(path) => (path, true),
-            None => return false,
+            None => {
+                expanded = in_working_dir(reading, working_dir());
+                match expanded.as_deref() {
+                    Some(path) if test(path) => return true,
+                    Some(path) => (path, false),
+                    None => return false,
+                }
+            }
         },
-        Some(b'/') => (reading, false),
-        _ => return false,
     };
     let as_url = |path: &str| as_file_url && test(&format!("file://{path}"));
     if !reading_is_url && as_url(path) {
@@ -170,6 +177,30 @@ fn expand_home(path: &str, home: Option<&str>) -> Option<String> {
         return None;
     }
     Some(normalize_path(&format!("{}{rest}", home?)))
+}
+
+/// A relative path in `dir`, normalised (`../../etc/x` in `/home/me/p` is `/etc/x`):
+/// what a server opens for it when it resolves paths against its working directory.
+/// `None` for text that does not read as a relative path: it must contain a `/` or
+/// start with `.` (a bare word is rarely a path, and prose such as a message would
+/// otherwise be read as one), and have neither a URL scheme or drive before its first
+/// `/` (`https://…`, `C:/…`) nor control characters (multi-line text is not a path).
+fn in_working_dir(text: &str, dir: Option<&str>) -> Option<String> {
+    let first_component = text.split('/').next().unwrap_or_default();
+    let path_like = (text.contains('/') || text.starts_with('.'))
+        && !matches!(text.as_bytes().first(), None | Some(b'/' | b'~' | b'\\'))
+        && !first_component.contains(':')
+        && !text.chars().any(char::is_control);
+    path_like.then(|| dir.map(|dir| normalize_path(&format!("{dir}/{text}")))).flatten()
+}
+
+/// The working directory when it is an absolute path in UTF-8, read once (the proxy
+/// never changes it, and the server it starts inherits it).
+fn working_dir() -> Option<&'static str> {
+    static DIR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| std::env::current_dir().ok().and_then(|d| d.into_os_string().into_string().ok()))
+        .as_deref()
+        .filter(|d| d.starts_with('/'))
 }
 
 /// `$HOME` when it is an absolute path, read once.
@@ -534,15 +565,42 @@ mod tests {
         assert_eq!(names("FILE:///etc/shadow", true), ["/etc/shadow"]);
         assert_eq!(names("/etc/shadow", true), ["file:///etc/shadow"]);
         assert!(names("/etc/shadow", false).is_empty());
-        // A host is not a path, other schemes and relative paths have no other name, and
+        // A host is not a path, other schemes and bare words have no other name, and
         // `~user` is left alone.
-        for text in ["file://server/x", "https://h/x", "etc/shadow", "~root/.ssh", "~x"] {
+        for text in ["file://server/x", "https://h/x", "shadow", "~root/.ssh", "~x"] {
             assert!(names(text, true).is_empty(), "{text:?}");
         }
+        // A relative path is also the path in the working directory.
+        let in_cwd = working_dir().map(|d| normalize_path(&format!("{d}/../etc/shadow")));
+        assert_eq!(names("../etc/shadow", false), in_cwd.into_iter().collect::<Vec<_>>());
         assert_eq!(expand_home("~", Some("/home/u")).as_deref(), Some("/home/u"));
         assert_eq!(expand_home("~/", Some("/home/u/")).as_deref(), Some("/home/u/"));
         assert_eq!(expand_home("~/a/../.ssh", Some("/home/u")).as_deref(), Some("/home/u/.ssh"));
         assert_eq!(expand_home("~/x", None), None);
+    }
+
+    #[test]
+    fn relative_paths_are_read_in_the_working_directory() {
+        let dir = Some("/home/me/p");
+        for (text, path) in [
+            ("../../etc/passwd", "/home/etc/passwd"),
+            ("../../../etc/passwd", "/etc/passwd"),
+            ("../../../../../../etc/passwd", "/etc/passwd"),
+            ("../.ssh/id_rsa", "/home/me/.ssh/id_rsa"),
+            ("./src/../.env", "/home/me/p/.env"),
+            (".env", "/home/me/p/.env"),
+            ("..", "/home/me"),
+            ("docs/a b.md", "/home/me/p/docs/a b.md"),
+        ] {
+            assert_eq!(in_working_dir(text, dir).as_deref(), Some(path), "{text:?}");
+        }
+        // Not read as relative paths: absolute ones, `~`, URLs and drives, bare words,
+        // prose over several lines, and without a working directory.
+        for text in ["/etc/passwd", "~/x", "https://h/x", "C:/Windows", "c:\\x/y", "word", "a b", "line 1/\nline 2", ""]
+        {
+            assert_eq!(in_working_dir(text, dir), None, "{text:?}");
+        }
+        assert_eq!(in_working_dir("../x", None), None);
     }
 
     #[test]

@@ -487,6 +487,24 @@ fn a_nul_in_a_path_is_read_as_a_c_server_reads_it() {
 }
 
 #[test]
+fn deny_conditions_see_relative_paths_where_the_server_opens_them() {
+    // The tests run in the crate's directory; the server would too.
+    let cwd = std::env::current_dir().unwrap().to_str().unwrap().to_owned();
+    let depth = cwd.matches('/').count();
+    let to_root = "../".repeat(depth);
+    let p = policy(&format!(
+        "[[rule]]\nid = \"no-etc\"\naction = \"deny\"\ntool = \"**\"\nargs.path = \"/etc/**\"\n\
+         [[rule]]\nid = \"here\"\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"{cwd}/**\"\n"
+    ));
+    let path = format!("{to_root}etc/passwd");
+    assert_eq!(tool_id(&p, "read_file", json!({"path": path})).as_deref(), Some("no-etc"), "{path}");
+    assert_eq!(tool_id(&p, "read_file", json!({"path": format!("./{path}")})).as_deref(), Some("no-etc"));
+    // An allow matches only what is written: a relative path is not under an absolute glob.
+    assert_eq!(tool(&p, "read_file", json!({"path": "src/lib.rs"})), Action::Deny);
+    assert_eq!(tool(&p, "read_file", json!({"path": format!("{cwd}/src/lib.rs")})), Action::Allow);
+}
+
+#[test]
 fn deny_conditions_on_a_number_see_its_value_however_it_is_written() {
     let p = policy(
         "[[rule]]\nid = \"no-ssh-port\"\naction = \"deny\"\ntool = \"connect\"\nargs.port = \"22\"\n\
