@@ -40,6 +40,12 @@ pub fn readings(value: &str) -> Vec<Cow<'_, str>> {
             push(normalize(&text[..nul]));
         }
     }
+    if let Some(trimmed) = trimmed_path(value) {
+        // Servers often trim what the model sends (`.trim()`, `.strip()`, zod's `trim`).
+        for reading in readings(trimmed) {
+            push(reading.into_owned());
+        }
+    }
     if decoded.contains('\\') {
         // Windows-style separators, as a server on Windows would read them.
         push(normalize(&decoded.replace('\\', "/")));
@@ -229,12 +235,29 @@ fn cleaned_scheme_is_file(text: &str) -> Option<bool> {
     None
 }
 
+/// `value` without the blanks and control characters around it, when it has some and is
+/// one line of text: what a server that trims its arguments opens. `None` otherwise
+/// (multi-line text, such as a file's contents, is not a path).
+fn trimmed_path(value: &str) -> Option<&str> {
+    let blank = |c: char| c.is_whitespace() || c.is_control() || c == '\u{FEFF}';
+    let edges = [value.chars().next(), value.chars().next_back()];
+    if !edges.into_iter().flatten().any(blank) {
+        return None;
+    }
+    let trimmed = value.trim_matches(blank);
+    (!trimmed.is_empty() && !trimmed.contains(['\n', '\r'])).then_some(trimmed)
+}
+
 /// True when no other reading of `value` can differ from it: no percent-escape, no
 /// backslash, no NUL, no empty, `.` or `..` path segment (a leading `/` and a trailing `/` are
-/// fine), not a URL with blanks around or breaks inside, not a `file:` URL. Most argument
+/// fine), not a URL with blanks around or breaks inside, not a `file:` URL, no blanks
+/// around one line of text. Most argument
 /// values are like this, and need no copies.
 pub(crate) fn is_plain(value: &str) -> bool {
     let bytes = value.as_bytes();
+    if trimmed_path(value).is_some() {
+        return false;
+    }
     let trimmed = value.trim_matches(|c: char| c <= ' ');
     if let Some(is_file) = cleaned_scheme_is_file(trimmed) {
         // A URL: a `file:` one has its canonical reading, any other one the reading a
@@ -436,6 +459,11 @@ mod tests {
 
     /// `is_plain` as first written: the meaning the one-pass version must keep.
     fn is_plain_reference(value: &str) -> bool {
+        let around = |c: char| c.is_whitespace() || c.is_control() || c == '\u{FEFF}';
+        let trimmed = value.trim_matches(around);
+        if trimmed != value && !trimmed.is_empty() && !trimmed.contains(['\n', '\r']) {
+            return false;
+        }
         // What a URL parser reads: blanks around dropped, tabs and line breaks removed.
         let cleaned: String =
             value.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
@@ -472,6 +500,11 @@ mod tests {
             ("/home/u/file.txt", true),
             ("/a/%2e", false),
             ("C:\\x", false),
+            (" /etc/passwd", false),
+            ("/etc/passwd\t", false),
+            ("\u{a0}/etc", false),
+            (" ", true),
+            ("a\nb\n", true),
         ] {
             assert_eq!(is_plain(value), plain, "{value:?}");
             assert_eq!(is_plain_reference(value), plain, "{value:?}");
@@ -536,10 +569,16 @@ mod tests {
         assert!(has("file://Server/share/../x", "file:///x"));
         // Other schemes are trimmed the way URL parsers trim them, not rewritten.
         assert!(has(" https://h/a\tb ", "https://h/ab"));
-        // Paths are opened as spelled: a blank around one is part of the name.
-        assert_eq!(readings(" /etc/shadow"), [" /etc/shadow"]);
-        assert_eq!(readings("/etc/shadow\n"), ["/etc/shadow\n"]);
-        assert!(is_plain("the end of a file\n") && is_plain(" indented") && is_plain("a b\nc: d"));
+        // A blank around a path is part of its name to the system, but servers often
+        // trim what they are sent: one line of text is also read without them.
+        assert_eq!(readings(" /etc/shadow"), [" /etc/shadow", "/etc/shadow"]);
+        assert_eq!(readings("/etc/shadow\n"), ["/etc/shadow\n", "/etc/shadow"]);
+        assert_eq!(
+            readings("\u{feff}/etc/%73hadow\t"),
+            ["\u{feff}/etc/%73hadow\t", "\u{feff}/etc/shadow\t", "/etc/%73hadow", "/etc/shadow"]
+        );
+        // Text over several lines is no path.
+        assert!(is_plain("a b\nc: d") && is_plain("line 1\nline 2\n") && !is_plain(" indented"));
         // Inside a URL too: `https:/\t/h/x` is `https://h/x`.
         assert!(has("https:/\t/evil.example/x", "https://evil.example/x"));
     }

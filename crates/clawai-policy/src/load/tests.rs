@@ -505,6 +505,22 @@ fn deny_conditions_see_relative_paths_where_the_server_opens_them() {
 }
 
 #[test]
+fn deny_conditions_see_a_path_without_the_blanks_a_server_trims() {
+    let p = policy(
+        "[[rule]]\nid = \"no-etc\"\naction = \"deny\"\ntool = \"**\"\nargs.path = \"/etc/**\"\n\
+         [[rule]]\naction = \"allow\"\ntool = \"read_file\"\nargs.path = \"/srv/**\"\n",
+    );
+    for path in
+        [" /etc/passwd", "\t/etc/passwd", "\u{a0}/etc/passwd", "\u{feff}/etc/passwd\r\n", " /tmp/../etc/passwd "]
+    {
+        assert_eq!(tool_id(&p, "read_file", json!({"path": path})).as_deref(), Some("no-etc"), "{path:?}");
+    }
+    assert_eq!(tool(&p, "read_file", json!({"path": "/srv/a"})), Action::Allow);
+    // An allow needs the text as written to match too.
+    assert_eq!(tool(&p, "read_file", json!({"path": " /srv/a"})), Action::Deny);
+}
+
+#[test]
 fn deny_conditions_on_a_number_see_its_value_however_it_is_written() {
     let p = policy(
         "[[rule]]\nid = \"no-ssh-port\"\naction = \"deny\"\ntool = \"connect\"\nargs.port = \"22\"\n\
