@@ -1,9 +1,9 @@
 //! Secrets out of the audit trail.
 //!
 //! Values under secret-looking keys (password, token, secret, api_key, authorization…)
-//! are replaced whole; strings shaped like well-known credentials (GitHub and OpenAI/
-//! Anthropic keys, AWS access keys, Slack tokens, JWTs, bearer tokens, private key
-//! blocks) are replaced wherever they appear. Only the audit copy is redacted: the
+//! are replaced whole; strings shaped like well-known credentials (GitHub, GitLab,
+//! OpenAI/Anthropic, Stripe, npm and Hugging Face keys, AWS access keys, Slack tokens,
+//! JWTs, bearer tokens, private key blocks) are replaced wherever they appear. Only the audit copy is redacted: the
 //! message forwarded is untouched.
 
 use std::sync::LazyLock;
@@ -24,6 +24,10 @@ const SECRET_PATTERN: &str = concat!(
     r"|(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
     r"|(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}",
     r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
+    r"|(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}",
+    r"|(?-u:\b)[rs]k_(live|test)_[A-Za-z0-9]{16,}",
+    r"|(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+    r"|(?-u:\b)hf_[A-Za-z0-9]{30,}",
     r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
     // A password in a URL (`https://user:PASSWORD@host`): only the password goes.
@@ -51,7 +55,8 @@ fn has_secret_value(text: &str) -> bool {
 }
 
 /// False when `bytes` has none of the bytes every secret shape needs one of: `-`
-/// (`-----BEGIN`, `sk-`, `xoxb-`), `_` (`ghp_`, `github_pat_`), `A` (`AKIA`, `ASIA`,
+/// (`-----BEGIN`, `sk-`, `xoxb-`, `glpat-`), `_` (`ghp_`, `github_pat_`, `sk_live_`,
+/// `npm_`, `hf_`), `A` (`AKIA`, `ASIA`,
 /// `AIza`), `J` (`eyJ`), `:` or `=` (a URL's password, a secret assigned to a key), or
 /// what can follow `bearer` (a blank, a control character, or a byte of a non-ASCII
 /// character, which may be a Unicode space). Plain paths and names, most arguments, then
@@ -212,7 +217,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         #[test]
         fn strings_that_skip_the_regex_hold_no_secret(
-            text in "[a-z/.]{0,4}(ghp_|github_pat_|sk-|sk-ant-|AKIA|ASIA|xoxb-|AIza|eyJ|[bB]earer[ \t\u{a0}\u{3000}\u{85}]|-----BEGIN |https://u:[a-z]{1,4}@|(pwd|token|password|apikey)[=:] ?)([a-z0-9B-IK-Z]{6,24}[.]?){1,4}(PRIVATE KEY-----)?[ /]?"
+            text in "[a-z/.]{0,4}(ghp_|github_pat_|glpat-|sk_live_|rk_test_|npm_|hf_|sk-|sk-ant-|AKIA|ASIA|xoxb-|AIza|eyJ|[bB]earer[ \t\u{a0}\u{3000}\u{85}]|-----BEGIN |https://u:[a-z]{1,4}@|(pwd|token|password|apikey)[=:] ?)([a-z0-9B-IK-Z]{6,24}[.]?){1,4}(PRIVATE KEY-----)?[ /]?"
         ) {
             if !may_hold_secret(text.as_bytes()) {
                 proptest::prop_assert!(!SECRET_VALUE.is_match(&text), "{:?}", text);
@@ -231,6 +236,11 @@ mod tests {
             "ASIAIOSFODNN7EXAMPLE",
             "xoxb-0123456789",
             "AIzaabcdefghijklmnopqrstuvwxyz0123456789",
+            "glpat-abcdefghij0123456789",
+            "sk_live_abcdefghij012345",
+            "rk_test_abcdefghij012345",
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "hf_abcdefghijklmnopqrstuvwxyz0123",
             "eyJabcdefgh.abcdefgh.abcdefgh",
             "bearer abcdefghijklmnop",
             "bearer\u{3000}abcdefghijklmnop",
@@ -304,6 +314,10 @@ mod tests {
             "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
             "AKIAIOSFODNN7EXAMPLE",
             "xoxb-123456789012-abcdefghij",
+            "clone with glpat-xyzabcdefghij0123456789",
+            "STRIPE=sk_live_51Habcdefghij0123456789",
+            "//registry.npmjs.org/:_authToken npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "hf_abcdefghijklmnopqrstuvwxyzABCDEF",
             "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
             "Authorization: Bearer abcdefghijklmnop.qrstuv",
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -311,9 +325,20 @@ mod tests {
         for c in cases {
             let out = redact_str(c);
             assert!(out.contains(REDACTED), "{c} -> {out}");
-            for secret in
-                ["ghp_abc", "sk-proj", "sk-ant", "AKIAIOSF", "xoxb-", "b3BlbnNzaC1", "abcdefghijklmnop", "eyJhbGci"]
-            {
+            for secret in [
+                "ghp_abc",
+                "sk-proj",
+                "sk-ant",
+                "AKIAIOSF",
+                "xoxb-",
+                "b3BlbnNzaC1",
+                "abcdefghijklmnop",
+                "eyJhbGci",
+                "glpat-",
+                "sk_live",
+                "npm_",
+                "hf_",
+            ] {
                 assert!(!out.contains(secret), "{c} -> {out}");
             }
         }
