@@ -398,9 +398,9 @@ impl Guard {
         let why = format!("message of {length} bytes is over the {limit}-byte limit");
         self.record_refusal(Direction::ServerToClient, None, None, why, length);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
-        let id = id.filter(|i| self.from_client.remove(i).is_some())?;
+        let (key, request) = self.from_client.remove(id?)?;
         Some(reply::error(
-            Some(id),
+            Some(request.id(&key)),
             reply::TOO_LARGE,
             &format!(
                 "the server's response of {length} bytes was dropped by clawai: the limit is {limit} bytes (--max-message-size)"
@@ -414,15 +414,16 @@ impl Guard {
         self.from_client
             .drain()
             .into_iter()
-            .map(|(id, flight)| {
+            .map(|(key, flight)| {
+                let id = flight.id(&key);
                 let mut event = self.event(Direction::ServerToClient, "response");
                 event.method = Some(&flight.method);
-                event.id = Some(&id);
+                event.id = Some(id);
                 event.is_error = Some(true);
                 event.reason = Some(why.into());
                 self.audit.record_decision(&event);
                 reply::error(
-                    Some(&id),
+                    Some(id),
                     reply::SERVER_UNAVAILABLE,
                     &format!("clawai: {why}; the request got no answer"),
                     None,
@@ -500,7 +501,8 @@ impl Guard {
                 tracing::warn!("refused a request from the server: {why}");
                 Verdict::Reply(reply::error(Some(id), code, &format!("clawai refused the request: {why}"), None))
             }
-            (false, true, Some(id)) if self.from_client.remove(id).is_some() => {
+            (false, true, Some(id)) if let Some((key, request)) = self.from_client.remove(id) => {
+                let id = request.id(&key);
                 tracing::warn!("dropped the server's response to request {id}: {why}");
                 Verdict::Replace(reply::error(
                     Some(id),
@@ -538,7 +540,14 @@ impl Guard {
         if let Some(id) = id {
             // Built before the table is locked: the other direction's thread takes that
             // lock when it runs out of requests to match.
-            let (key, flight) = (CompactString::new(id.get()), InFlight { method: method_name(method), started });
+            let mut flight = InFlight::new(method_name(method), started);
+            let key = match crate::in_flight::match_key(id.get()) {
+                Cow::Borrowed(key) => CompactString::new(key),
+                Cow::Owned(key) => {
+                    flight.written_id = Some(CompactString::new(id.get()));
+                    CompactString::from(key)
+                }
+            };
             table.insert(key, flight);
         }
     }
@@ -568,10 +577,15 @@ impl Guard {
             self.record_tools(result);
         }
         let (key, flight) = flight.unzip();
+        // The response's id as it wrote it (the key saves a copy when that is the same).
+        let record_id = match (key, id) {
+            (Some(key), Some(written)) if key == written.get() => Some(key),
+            (_, written) => written.map(|w| CompactString::new(w.get())),
+        };
         deferred.responses.push(ResponseRecord {
             time,
             direction,
-            id: key.or_else(|| id.map(|i| CompactString::new(i.get()))),
+            id: record_id,
             duration_ms: flight.as_ref().map(|f| now.saturating_duration_since(f.started).as_secs_f64() * 1000.0),
             method: flight.map(|f| f.method),
             is_error,
@@ -845,6 +859,45 @@ mod tests {
         for event in responses {
             assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
             assert!(event["duration_ms"].is_number(), "{event}");
+        }
+    }
+
+    #[test]
+    fn a_response_is_matched_to_its_request_when_the_server_rewrote_the_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let guard = guard(AuditLog::open(&path, u64::MAX, 0).unwrap());
+        // As the client wrote them, and as a server that decodes and re-encodes ids
+        // (Python's json, JavaScript's JSON) answers them.
+        let pairs = [("-0", "0"), (r#""\u0061""#, r#""a""#), ("1.0", "1"), ("1e2", "100")];
+        for (sent, answered) in pairs {
+            let call = format!(r#"{{"jsonrpc":"2.0","id":{sent},"method":"tools/call","params":{{"name":"t"}}}}"#);
+            assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+            let response = format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{"content":[]}}}}"#);
+            assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
+        }
+        // Nothing is left waiting, so the client gets no second answer when the server goes.
+        assert!(guard.server_gone("the MCP server exited").is_empty());
+        // One left unanswered is failed with its id as the client wrote it.
+        assert_eq!(
+            guard.from_client(br#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"t"}}"#),
+            Verdict::Forward
+        );
+        let gone = guard.server_gone("the MCP server exited");
+        assert_eq!(gone.len(), 1);
+        assert!(gone[0].starts_with(br#"{"jsonrpc":"2.0","id":-0,"#), "{}", String::from_utf8_lossy(&gone[0]));
+        guard.flush_audit();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let responses: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["kind"] == "response")
+            .collect();
+        assert_eq!(responses.len(), 5);
+        for (event, (_, answered)) in responses.iter().zip(pairs) {
+            assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
+            assert!(event["duration_ms"].is_number(), "{event}");
+            assert_eq!(event["id"], serde_json::from_str::<serde_json::Value>(answered).unwrap(), "the id it carried");
         }
     }
 

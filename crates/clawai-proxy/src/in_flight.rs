@@ -7,6 +7,9 @@
 //! server mostly answers in the order it was asked, so requests are kept in that order
 //! and a response usually finds its request first in line; the ones it passes over
 //! wait in a map for their out-of-order responses.
+//!
+//! Ids are matched by [`match_key`]: a peer that decodes ids and writes them back (most
+//! SDKs do) answers `-0` with `0` and `"\u0061"` with `"a"`, and that is still the answer.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
@@ -22,6 +25,64 @@ pub(crate) struct InFlight {
     pub(crate) method: Cow<'static, str>,
     /// When the request arrived.
     pub(crate) started: Instant,
+    /// The id as the request wrote it, when that differs from the key it is kept under
+    /// ([`match_key`]): what a reply on the answerer's behalf must carry.
+    pub(crate) written_id: Option<Id>,
+}
+
+impl InFlight {
+    /// A request with an id that is its own key (no escapes, an integer as written).
+    pub(crate) fn new(method: Cow<'static, str>, started: Instant) -> InFlight {
+        InFlight { method, started, written_id: None }
+    }
+
+    /// The request's id as it wrote it, given the key it was kept under.
+    pub(crate) fn id<'a>(&'a self, key: &'a str) -> &'a str {
+        self.written_id.as_deref().unwrap_or(key)
+    }
+}
+
+/// The form of an id (valid JSON, as written) that a request and its response are
+/// matched by: the id as written, except that a string with escapes is read as the text
+/// it stands for (`"\u0061"` is `"a"`) and a whole number written otherwise than as
+/// an integer (`-0`, `1.0`, `1e2`) as that integer, which is what a peer that decodes
+/// the id and writes it back answers with. A string never matches a number.
+#[inline]
+pub(crate) fn match_key(written: &str) -> Cow<'_, str> {
+    let bytes = written.as_bytes();
+    let own_key = match bytes.first() {
+        Some(b'"') => !bytes.contains(&b'\\'),
+        _ => is_integer_text(bytes),
+    };
+    if own_key { Cow::Borrowed(written) } else { rewritten_key(written) }
+}
+
+/// [`match_key`] for the ids that are not their own key: escaped strings and numbers
+/// not written as integers, which peers rarely send.
+#[cold]
+#[inline(never)]
+fn rewritten_key(written: &str) -> Cow<'_, str> {
+    if written.starts_with('"') {
+        return match serde_json::from_str::<String>(written) {
+            Ok(text) => {
+                let mut key = Vec::with_capacity(written.len());
+                crate::audit::json_str(&mut key, &text);
+                String::from_utf8(key).map_or(Cow::Borrowed(written), Cow::Owned)
+            }
+            Err(_) => Cow::Borrowed(written),
+        };
+    }
+    match serde_json::from_str::<f64>(written) {
+        // Beyond 2^63 the integer would not be exact: kept as written.
+        Ok(n) if n.is_finite() && n.fract() == 0.0 && n.abs() < 9.2e18 => Cow::Owned(format!("{}", n as i64)),
+        _ => Cow::Borrowed(written),
+    }
+}
+
+/// An integer as JSON writes it, other than `-0`.
+fn is_integer_text(bytes: &[u8]) -> bool {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && bytes != b"-0"
 }
 
 /// An id as written (`7`, `"a"`): ids up to 24 bytes (numbers, short strings) are kept
@@ -49,15 +110,19 @@ struct Waiting {
 }
 
 impl InFlightTable {
-    /// Records a request; done before it is forwarded, so that its response finds it.
+    /// Records a request under its key ([`match_key`]); done before it is forwarded, so
+    /// that its response finds it.
     pub(crate) fn insert(&self, id: Id, flight: InFlight) {
         self.arrived.lock().unwrap_or_else(|p| p.into_inner()).push((id, flight));
     }
 
-    /// Takes the request answered by a response with `id` (as written). Requests that
-    /// reuse an id still waiting are answered in the order they were sent, unless a
-    /// response passed them over, in which case the later one is kept.
+    /// Takes the request answered by a response with `id` (as written; matched by
+    /// [`match_key`]). Requests that reuse an id still waiting are answered in the order
+    /// they were sent, unless a response passed them over, in which case the later one
+    /// is kept.
     pub(crate) fn remove(&self, id: &str) -> Option<(Id, InFlight)> {
+        let key = match_key(id);
+        let id = &*key;
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let waiting = &mut *waiting;
         if !waiting.passed_over.is_empty()
@@ -111,7 +176,7 @@ mod tests {
     use super::*;
 
     fn flight(method: &'static str, started: Instant) -> InFlight {
-        InFlight { method: Cow::Borrowed(method), started }
+        InFlight::new(Cow::Borrowed(method), started)
     }
 
     #[test]
@@ -133,6 +198,42 @@ mod tests {
         assert_eq!(table.remove("1").map(|(_, f)| f.method), Some("tools/call".into()));
         assert_eq!(table.remove("0").map(|(_, f)| f.method), Some("prompts/get".into()));
         assert!(table.remove("1").is_none(), "a request is answered once");
+        assert!(table.drain().is_empty());
+    }
+
+    #[test]
+    fn ids_are_matched_as_a_peer_that_decodes_them_writes_them_back() {
+        for (written, key) in [
+            ("7", "7"),
+            ("-3", "-3"),
+            ("123456789012345678901234567890", "123456789012345678901234567890"),
+            ("-0", "0"),
+            ("1.0", "1"),
+            ("1e2", "100"),
+            ("-2.0E0", "-2"),
+            ("1.5", "1.5"),
+            ("1e30", "1e30"),
+            (r#""a""#, r#""a""#),
+            (r#""\u0061\/b""#, r#""a/b""#),
+            (r#""\u0031""#, r#""1""#),
+            (r#""q\"""#, r#""q\"""#),
+        ] {
+            assert_eq!(match_key(written), key, "{written}");
+        }
+        let table = InFlightTable::default();
+        let start = Instant::now();
+        for written in ["-0", r#""\u0061""#, "1e2"] {
+            let mut request = flight("tools/call", start);
+            request.written_id = Some(written.into());
+            table.insert(match_key(written).as_ref().into(), request);
+        }
+        // Answered as re-encoded, out of order; a string is still not a number.
+        assert!(table.remove("\"100\"").is_none());
+        let (key, request) = table.remove("100").expect("1e2 answered as 100");
+        assert_eq!(request.id(&key), "1e2", "the id as the request wrote it");
+        let (key, request) = table.remove(r#""a""#).expect("\"\\u0061\" answered as \"a\"");
+        assert_eq!(request.id(&key), r#""\u0061""#);
+        assert_eq!(table.remove("0").map(|(key, r)| r.id(&key).to_owned()), Some("-0".to_owned()));
         assert!(table.drain().is_empty());
     }
 
