@@ -65,8 +65,21 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
+/// An empty `CLAWAI_POLICY` or `CLAWAI_AUDIT` (`"env": {"CLAWAI_AUDIT": ""}` in a client
+/// configuration) means the default, as an unset one does; clap would read it as the
+/// flag given without a value and stop with an error about a flag nobody typed.
+fn forget_empty_settings() {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT"] {
+        if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
+            // SAFETY: called before any other thread of this process exists.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+}
+
 /// Parses the command line, runs the command and exits with its code.
 pub fn main(http: HttpTransport) -> ! {
+    forget_empty_settings();
     let cli = Cli::parse();
     // CLAWAI_LOG=error|warn|info|debug|trace; logs go to stderr, stdout is the protocol.
     // A plain level, not an EnvFilter: EnvFilter turns on regex-automata's full DFA

@@ -29,6 +29,47 @@ fn missing_policy_refuses_to_start_and_says_what_to_do() {
 }
 
 #[test]
+fn empty_policy_and_audit_variables_mean_the_defaults() {
+    // As a client configuration may set them: `"env": {"CLAWAI_POLICY": ""}`.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(clawai())
+        .args(["proxy", "--", "python3"])
+        .arg(scripted_server())
+        .env("CLAWAI_POLICY", "")
+        .env("CLAWAI_AUDIT", "")
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("SCRIPTED_LOG", dir.path().join("server.log"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let default_policy = dir.path().join("config/clawai/policy.toml");
+    assert!(err.contains(&format!("no policy at {}", default_policy.display())), "{err}");
+    assert!(err.contains("clawai policy init"), "{err}");
+    assert!(!dir.path().join("server.log").exists(), "the server was never started");
+
+    // With a policy in the default place, the proxy starts and the trail is the default.
+    std::fs::create_dir_all(dir.path().join("config/clawai")).unwrap();
+    std::fs::write(&default_policy, ALLOW_ALL).unwrap();
+    let out = Command::new(clawai())
+        .args(["proxy", "--", "python3"])
+        .arg(scripted_server())
+        .env("CLAWAI_POLICY", "")
+        .env("CLAWAI_AUDIT", "")
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("SCRIPTED_LOG", dir.path().join("server.log"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.path().join("state/clawai/audit.jsonl").exists());
+}
+
+#[test]
 fn invalid_policy_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.toml"), "[[rule]]\naction = \"allow\"\ntol = \"*\"\n").unwrap();
