@@ -6,7 +6,9 @@
 //! Environment: `CLAWAI_BENCH_POLICY=FILE` replaces the 100-rule policy,
 //! `CLAWAI_BENCH_AUDIT=FILE` moves the audit trail (e.g. `/dev/null` to leave it out of
 //! the figures), `CLAWAI_BENCH_PROFILE=1` runs clawai's measurements only, once, for a
-//! profiler attached to the run.
+//! profiler attached to the run, `CLAWAI_BENCH_SELF=1` puts a second `clawai proxy` (its
+//! own trail beside the first) in the bare relay's place: the ratios then compare
+//! clawai with itself, and show how far this machine's noise moves them.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -42,27 +44,34 @@ struct Bins {
     clawai: PathBuf,
     policy: PathBuf,
     audit: PathBuf,
+    /// `CLAWAI_BENCH_SELF`: the relay's place goes to a second clawai writing this trail.
+    self_check: Option<PathBuf>,
+}
+
+fn clawai_command(bins: &Bins, audit: &std::path::Path) -> Command {
+    let mut c = Command::new(&bins.clawai);
+    c.args(["proxy", "--server", "bench", "--policy"])
+        .arg(&bins.policy)
+        .arg("--audit")
+        .arg(audit)
+        .arg("--")
+        .arg(&bins.echo);
+    c.env("CLAWAI_LOG", "error");
+    c
 }
 
 fn command(bins: &Bins, mode: Mode) -> Command {
     let mut c = match mode {
         Mode::Direct => Command::new(&bins.echo),
-        Mode::Relay => {
-            let mut c = Command::new(&bins.relay);
-            c.arg("--").arg(&bins.echo);
-            c
-        }
-        Mode::Clawai => {
-            let mut c = Command::new(&bins.clawai);
-            c.args(["proxy", "--server", "bench", "--policy"])
-                .arg(&bins.policy)
-                .arg("--audit")
-                .arg(&bins.audit)
-                .arg("--")
-                .arg(&bins.echo);
-            c.env("CLAWAI_LOG", "error");
-            c
-        }
+        Mode::Relay => match &bins.self_check {
+            Some(audit) => clawai_command(bins, audit),
+            None => {
+                let mut c = Command::new(&bins.relay);
+                c.arg("--").arg(&bins.echo);
+                c
+            }
+        },
+        Mode::Clawai => clawai_command(bins, &bins.audit),
     };
     c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     c
@@ -311,7 +320,19 @@ fn main() -> Result<()> {
     let audit = std::env::var_os("CLAWAI_BENCH_AUDIT")
         .map(PathBuf::from)
         .unwrap_or_else(|| work.join("state").join("audit.jsonl"));
-    let bins = Bins { echo: find("mcp-echo")?, relay: find("byte-relay")?, clawai: find("clawai")?, policy, audit };
+    // Beside the first trail; a device such as /dev/null serves both.
+    let self_check = std::env::var_os("CLAWAI_BENCH_SELF").map(|_| match audit.exists() && !audit.is_file() {
+        true => audit.clone(),
+        false => audit.with_extension("self.jsonl"),
+    });
+    let bins = Bins {
+        echo: find("mcp-echo")?,
+        relay: find("byte-relay")?,
+        clawai: find("clawai")?,
+        policy,
+        audit,
+        self_check,
+    };
     let status =
         Command::new(&bins.clawai).args(["policy", "check"]).arg(&bins.policy).stdout(Stdio::null()).status()?;
     anyhow::ensure!(status.success(), "the benchmark policy does not load");
@@ -342,6 +363,11 @@ fn main() -> Result<()> {
     println!(
         "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written); each figure is the median of {rounds_wanted} interleaved rounds\n"
     );
+    if bins.self_check.is_some() {
+        println!(
+            "CLAWAI_BENCH_SELF: the \"bare relay\" column is a second clawai proxy, so each ratio compares clawai with itself\n"
+        );
+    }
     println!("| measure | direct | bare relay | clawai | clawai vs relay | target |");
     println!("|---|---|---|---|---|---|");
     let ratio = |a: f64, b: f64| if b.abs() < 1e-9 { f64::NAN } else { a / b };
