@@ -321,10 +321,8 @@ fn main() -> Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| work.join("state").join("audit.jsonl"));
     // Beside the first trail; a device such as /dev/null serves both.
-    let self_check = std::env::var_os("CLAWAI_BENCH_SELF").map(|_| match audit.exists() && !audit.is_file() {
-        true => audit.clone(),
-        false => audit.with_extension("self.jsonl"),
-    });
+    let self_check = std::env::var_os("CLAWAI_BENCH_SELF")
+        .map(|_| if audit.exists() && !audit.is_file() { audit.clone() } else { audit.with_extension("self.jsonl") });
     let bins = Bins {
         echo: find("mcp-echo")?,
         relay: find("byte-relay")?,
