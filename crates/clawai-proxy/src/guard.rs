@@ -836,6 +836,16 @@ mod tests {
         Guard::new(PolicyHandle::new(policy), audit, Some("s".into()))
     }
 
+    /// The response events in the trail at `path`, once the guard has written it.
+    fn response_events(guard: &Guard, path: &std::path::Path) -> Vec<serde_json::Value> {
+        guard.flush_audit();
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["kind"] == "response")
+            .collect()
+    }
+
     #[test]
     fn a_response_is_matched_to_its_request_by_the_id_as_written() {
         let dir = tempfile::tempdir().unwrap();
@@ -848,13 +858,7 @@ mod tests {
             let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
             assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
         }
-        guard.flush_audit();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let responses: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|e| e["kind"] == "response")
-            .collect();
+        let responses = response_events(&guard, &path);
         assert_eq!(responses.len(), 5);
         for event in responses {
             assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
@@ -886,13 +890,7 @@ mod tests {
         let gone = guard.server_gone("the MCP server exited");
         assert_eq!(gone.len(), 1);
         assert!(gone[0].starts_with(br#"{"jsonrpc":"2.0","id":-0,"#), "{}", String::from_utf8_lossy(&gone[0]));
-        guard.flush_audit();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let responses: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|e| e["kind"] == "response")
-            .collect();
+        let responses = response_events(&guard, &path);
         assert_eq!(responses.len(), 5);
         for (event, (_, answered)) in responses.iter().zip(pairs) {
             assert_eq!(event["method"], "tools/call", "matched to its request: {event}");

@@ -32,17 +32,20 @@ fn missing_policy_refuses_to_start_and_says_what_to_do() {
 fn empty_policy_and_audit_variables_mean_the_defaults() {
     // As a client configuration may set them: `"env": {"CLAWAI_POLICY": ""}`.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(clawai())
-        .args(["proxy", "--", "python3"])
-        .arg(scripted_server())
-        .env("CLAWAI_POLICY", "")
-        .env("CLAWAI_AUDIT", "")
-        .env("HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("SCRIPTED_LOG", dir.path().join("server.log"))
-        .output()
-        .unwrap();
+    let proxy = || {
+        let mut command = Command::new(clawai());
+        command
+            .args(["proxy", "--", "python3"])
+            .arg(scripted_server())
+            .env("CLAWAI_POLICY", "")
+            .env("CLAWAI_AUDIT", "")
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("SCRIPTED_LOG", dir.path().join("server.log"));
+        command
+    };
+    let out = proxy().output().unwrap();
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     let default_policy = dir.path().join("config/clawai/policy.toml");
@@ -53,18 +56,7 @@ fn empty_policy_and_audit_variables_mean_the_defaults() {
     // With a policy in the default place, the proxy starts and the trail is the default.
     std::fs::create_dir_all(dir.path().join("config/clawai")).unwrap();
     std::fs::write(&default_policy, ALLOW_ALL).unwrap();
-    let out = Command::new(clawai())
-        .args(["proxy", "--", "python3"])
-        .arg(scripted_server())
-        .env("CLAWAI_POLICY", "")
-        .env("CLAWAI_AUDIT", "")
-        .env("HOME", dir.path())
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("SCRIPTED_LOG", dir.path().join("server.log"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = proxy().stdin(std::process::Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(dir.path().join("state/clawai/audit.jsonl").exists());
 }
