@@ -3,8 +3,8 @@
 //! Values under secret-looking keys (password, token, secret, api_key, authorization…)
 //! are replaced whole; strings shaped like well-known credentials (GitHub, GitLab,
 //! OpenAI/Anthropic, Stripe, npm and Hugging Face keys, AWS access keys, Slack tokens,
-//! JWTs, bearer tokens, private key blocks) are replaced wherever they appear. Only the audit copy is redacted: the
-//! message forwarded is untouched.
+//! JWTs, bearer tokens, private key blocks) are replaced wherever they appear. Only the
+//! audit copy is redacted: the message forwarded is untouched.
 
 use std::sync::LazyLock;
 
