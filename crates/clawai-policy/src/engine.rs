@@ -12,6 +12,7 @@ use regex::bytes::RegexSet;
 use crate::call::Call;
 use crate::glob::{Glob, Simple, fold_case};
 use crate::rule::{Action, Miss, Quantifier, Rule, Target, ToolNames, loose_name};
+use crate::wire::{LOOK_ALIKE_REASON, PASSED_THROUGH_REASON, Treatment};
 
 /// A loaded, validated policy: ordered rules and a default action.
 #[derive(Debug, Clone)]
@@ -313,13 +314,29 @@ impl Policy {
     }
 
     /// Decides a call: the first rule that matches, else the default.
+    /// A method the proxy does not decide is allowed (it passes through), and a
+    /// look-alike of one it decides is denied (the proxy refuses it), as on the wire.
     pub fn decide(&self, call: &Call) -> Decision<'_> {
         let first = if call.method == "tools/call" {
             self.first_tool_rule(call)
         } else {
+            if let Some(undecided) = self.undecided(call.method) {
+                return undecided;
+            }
             self.other_rules.iter().copied().find(|&i| self.rules[i].check(call).is_ok())
         };
         self.decision_for(first)
+    }
+
+    /// The decision for a method the policy does not decide on the wire, if it is one.
+    fn undecided(&self, method: &str) -> Option<Decision<'_>> {
+        match self.treatment(method) {
+            Treatment::Decided => None,
+            Treatment::LookAlike => Some(Decision { action: Action::Deny, rule: None, reason: LOOK_ALIKE_REASON }),
+            Treatment::PassedThrough => {
+                Some(Decision { action: Action::Allow, rule: None, reason: PASSED_THROUGH_REASON })
+            }
+        }
     }
 
     fn first_tool_rule(&self, call: &Call) -> Option<usize> {
@@ -365,6 +382,11 @@ impl Policy {
     /// or not. Slower than [`Policy::decide`]; meant for `clawai policy explain`.
     pub fn explain(&self, call: &Call) -> Explanation<'_> {
         let mut steps = Vec::new();
+        if call.method != "tools/call"
+            && let Some(decision) = self.undecided(call.method)
+        {
+            return Explanation { steps, decision };
+        }
         let mut decided = None;
         for (i, rule) in self.rules.iter().enumerate() {
             let outcome = rule.check(call);

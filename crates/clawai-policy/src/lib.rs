@@ -45,6 +45,9 @@ pub mod normalize;
 pub mod operation;
 mod rule;
 pub mod starter;
+mod urls;
+mod value;
+pub mod wire;
 
 pub use call::{Call, FollowLinks, ToolAnnotations};
 pub use engine::{Decision, Explanation, Policy, Step};

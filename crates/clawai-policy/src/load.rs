@@ -14,7 +14,9 @@ use crate::engine::Policy;
 use crate::formats;
 use crate::glob::Glob;
 use crate::operation::Operation;
-use crate::rule::{Action, ArgCondition, Rule, Target, ToolNames};
+use crate::rule::{Action, Rule, Target, ToolNames};
+
+mod args;
 
 /// One problem found in a policy, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +157,12 @@ struct RawRule {
     server: Option<Spanned<OneOrMany>>,
     service: Option<Spanned<OneOrMany>>,
     args: Option<Spanned<toml::Table>>,
+    args_regex: Option<Spanned<toml::Table>>,
+    args_number: Option<Spanned<toml::Table>>,
+    args_host: Option<Spanned<toml::Table>>,
     any_arg: Option<Spanned<OneOrMany>>,
+    any_arg_regex: Option<Spanned<OneOrMany>>,
+    any_arg_host: Option<Spanned<OneOrMany>>,
     operation: Option<Spanned<OneOrMany>>,
     destructive: Option<bool>,
     read_only: Option<bool>,
@@ -296,14 +303,8 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
 
     let server = raw.server.as_ref().and_then(|s| c.glob(s, "server"));
     let service = raw.service.as_ref().and_then(|s| c.glob(s, "service"));
-    let any_arg = raw.any_arg.as_ref().and_then(|s| c.glob(s, "any_arg"));
-    let mut args = Vec::new();
-    if let Some(table) = &raw.args {
-        flatten_args(table.get_ref(), &mut Vec::new(), table.span().start, &mut args, c);
-        if table.get_ref().is_empty() {
-            c.error(table.span().start, format!("{label}: `args` is empty; remove it or add `args.NAME = \"glob\"`"));
-        }
-    }
+    let any_args = args::any_arg_conditions(&raw, c);
+    let args = args::arg_conditions(&raw, &label, c);
     let mut operations = Vec::new();
     if let Some(ops) = &raw.operation {
         let offset = ops.span().start;
@@ -326,7 +327,7 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
         server,
         service,
         args,
-        any_arg,
+        any_args,
         operations,
         destructive: raw.destructive,
         read_only: raw.read_only,
@@ -445,46 +446,6 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
         return None;
     }
     Some(target)
-}
-
-/// `args` may be nested tables (`args.user.name = ..`) or dotted keys (`args."user.name"`);
-/// both become a dotted path.
-fn flatten_args(
-    table: &toml::Table,
-    prefix: &mut Vec<String>,
-    offset: usize,
-    out: &mut Vec<ArgCondition>,
-    c: &mut Collector,
-) {
-    for (key, value) in table {
-        let depth = prefix.len();
-        prefix.extend(key.split('.').map(str::to_owned));
-        let shown = prefix.join(".");
-        let patterns = match value {
-            toml::Value::Table(inner) => {
-                flatten_args(inner, prefix, offset, out, c);
-                prefix.truncate(depth);
-                continue;
-            }
-            toml::Value::String(s) => Some(vec![s.clone()]),
-            toml::Value::Integer(i) => Some(vec![i.to_string()]),
-            toml::Value::Float(f) => {
-                Some(vec![serde_json::Number::from_f64(*f).map_or(f.to_string(), |n| n.to_string())])
-            }
-            toml::Value::Boolean(b) => Some(vec![b.to_string()]),
-            toml::Value::Array(items) => items.iter().map(|v| v.as_str().map(str::to_owned)).collect(),
-            toml::Value::Datetime(_) => None,
-        };
-        match patterns {
-            Some(p) => {
-                if let Some(glob) = c.glob_list(p, offset, &format!("args.{shown}")) {
-                    out.push(ArgCondition { path: prefix.clone(), glob });
-                }
-            }
-            None => c.error(offset, format!("`args.{shown}` must be a glob string (or a list of them)")),
-        }
-        prefix.truncate(depth);
-    }
 }
 
 /// Reports rules that can never match because an earlier rule without conditions

@@ -9,8 +9,8 @@ use regex::Regex;
 
 use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
-use crate::normalize::{is_plain, other_names_match, readings, spelled_path};
 use crate::operation::{Operation, detect};
+use crate::value::ValueTest;
 
 /// What a rule (or the default) decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,7 +75,7 @@ pub(crate) enum Quantifier {
 }
 
 impl Quantifier {
-    fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
+    pub(crate) fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
         let mut seen = false;
         for item in items {
             seen = true;
@@ -138,7 +138,7 @@ impl Target {
 #[derive(Debug, Clone)]
 pub(crate) struct ArgCondition {
     pub(crate) path: Vec<String>,
-    pub(crate) glob: Glob,
+    pub(crate) test: ValueTest,
 }
 
 /// One compiled rule of a policy.
@@ -156,7 +156,9 @@ pub struct Rule {
     pub(crate) server: Option<Glob>,
     pub(crate) service: Option<Glob>,
     pub(crate) args: Vec<ArgCondition>,
-    pub(crate) any_arg: Option<Glob>,
+    /// `any_arg`, `any_arg_regex`, `any_arg_host`: each must hold for some string (an
+    /// allow: every string).
+    pub(crate) any_args: Vec<ValueTest>,
     pub(crate) operations: Vec<Operation>,
     pub(crate) destructive: Option<bool>,
     pub(crate) read_only: Option<bool>,
@@ -171,12 +173,12 @@ pub enum Miss {
     Server,
     /// The `service` condition.
     Service,
-    /// An `args.<path>` condition (its dotted path).
+    /// An argument condition (its key and dotted path: `args.path`, `args_number.amount`).
     Arg(String),
     /// Argument conditions need an object and the arguments are not one.
     ArgsNotObject,
-    /// The `any_arg` condition.
-    AnyArg,
+    /// An `any_arg` condition (its key: `any_arg`, `any_arg_regex`, `any_arg_host`).
+    AnyArg(&'static str),
     /// The `operation` condition (what the detector found).
     Operation(Operation),
     /// The `destructive` condition (the tool's effective value).
@@ -200,7 +202,7 @@ impl Rule {
         self.server.is_none()
             && self.service.is_none()
             && self.args.is_empty()
-            && self.any_arg.is_none()
+            && self.any_args.is_empty()
             && self.operations.is_empty()
             && self.destructive.is_none()
             && self.read_only.is_none()
@@ -216,10 +218,10 @@ impl Rule {
             parts.push(format!("service {s}"));
         }
         for a in &self.args {
-            parts.push(format!("args.{} {}", a.path.join("."), a.glob));
+            parts.push(format!("{}.{} {}", a.test.args_key(), a.path.join("."), a.test));
         }
-        if let Some(g) = &self.any_arg {
-            parts.push(format!("any_arg {g}"));
+        for test in &self.any_args {
+            parts.push(format!("{} {test}", test.any_arg_key()));
         }
         if !self.operations.is_empty() {
             let ops: Vec<&str> = self.operations.iter().map(|o| o.as_str()).collect();
@@ -248,7 +250,7 @@ impl Rule {
                     (Target::Tool(ToolNames::Globs(g)), Some(n)) => name_matches(g, n, self.action),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
                     (Target::Resource(g), Some(uri)) => {
-                        string_matches(uri, g, self.action.quantifier(), call.follow_links)
+                        crate::value::string_matches(uri, g, self.action.quantifier(), call.follow_links)
                     }
                     (Target::Prompt(g), Some(n)) => name_matches(g, n, self.action),
                     (Target::Method(_), _) => unreachable!("handled above"),
@@ -294,15 +296,15 @@ impl Rule {
                 return Err(Miss::ArgsNotObject);
             };
             for cond in &self.args {
-                if !path_matches(object, &cond.path, &cond.glob, q, call.follow_links) {
-                    return Err(Miss::Arg(cond.path.join(".")));
+                if !path_matches(object, &cond.path, &cond.test, q, call.follow_links) {
+                    return Err(Miss::Arg(format!("{}.{}", cond.test.args_key(), cond.path.join("."))));
                 }
             }
         }
-        if let Some(g) = &self.any_arg
-            && !call.arguments.is_some_and(|args| over_strings(args, q, |s| string_matches(s, g, q, call.follow_links)))
-        {
-            return Err(Miss::AnyArg);
+        for test in &self.any_args {
+            if !call.arguments.is_some_and(|args| over_strings(args, q, |s| test.string(s, q, call.follow_links))) {
+                return Err(Miss::AnyArg(test.any_arg_key()));
+            }
         }
         Ok(())
     }
@@ -342,82 +344,23 @@ pub fn loose_name(name: &str) -> &str {
 
 /// Follows a dotted path into the arguments. Arrays on the way (and at the end) are
 /// crossed with the action's quantifier; a missing key never matches.
-fn path_matches(value: &Json, path: &[String], glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
+fn path_matches(value: &Json, path: &[String], test: &ValueTest, q: Quantifier, follow: Option<FollowLinks>) -> bool {
     match value {
-        Json::Array(items) => q.over(items, |item| path_matches(item, path, glob, q, follow)),
+        Json::Array(items) => q.over(items, |item| path_matches(item, path, test, q, follow)),
         Json::Object(members) if !path.is_empty() => {
             let (key, rest) = (&path[0], &path[1..]);
             match q {
-                Quantifier::Every => value.get(key).is_some_and(|v| path_matches(v, rest, glob, q, follow)),
+                Quantifier::Every => value.get(key).is_some_and(|v| path_matches(v, rest, test, q, follow)),
                 // A deny-like condition also looks under the keys a lenient server might
                 // take for this one (`Path`, ` path`); an allow needs the key as written.
                 Quantifier::Any => members
                     .iter()
                     .filter(|(k, _)| k == key || fold_case(loose_name(k)) == fold_case(key))
-                    .any(|(_, v)| path_matches(v, rest, glob, q, follow)),
+                    .any(|(_, v)| path_matches(v, rest, test, q, follow)),
             }
         }
         _ if !path.is_empty() => false,
-        leaf => leaf_matches(leaf, glob, q, follow),
-    }
-}
-
-fn leaf_matches(value: &Json, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
-    match value {
-        Json::String(s) => string_matches(s, glob, q, follow),
-        Json::Number(n) => {
-            let text = n.to_string();
-            glob.is_match(&text)
-                || (q == Quantifier::Any && integer_text(n).is_some_and(|whole| whole != text && glob.is_match(&whole)))
-        }
-        Json::Bool(b) => glob.is_match(if *b { "true" } else { "false" }),
-        Json::Null => glob.is_match("null"),
-        Json::Array(_) | Json::Object(_) => false,
-    }
-}
-
-/// A number written with a fraction or an exponent (`22.0`, `2.2e1`) whose value is a
-/// whole number, as that number's integer text (`22`): a server reads it as 22, so a
-/// deny-like `args.port = "22"` must see it too. An allow keeps the text as written.
-fn integer_text(n: &serde_json::Number) -> Option<String> {
-    // Integers (i64/u64) are already written as their integer text.
-    let value = n.as_f64().filter(|_| n.is_f64())?;
-    // Beyond 2^63 the integer text would not be exact; such values are no port or count.
-    (value.is_finite() && value.fract() == 0.0 && value.abs() < 9.2e18).then(|| format!("{}", value as i64))
-}
-
-fn string_matches(s: &str, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
-    // A deny-like condition also holds when a reading matches ignoring case: on macOS
-    // and Windows `~/.SSH/id_rsa` opens `~/.ssh/id_rsa`. (Elsewhere that only denies a
-    // differently spelled name too.) An allow keeps exact case: folding would widen it.
-    // It also holds on the other names a server may open for a reading (`~/x` in the
-    // home directory, the path of a `file:` URL and the reverse, where symbolic links
-    // lead when the caller follows them).
-    // An allow, when links are followed, also needs where a path leads to match, so
-    // that a link inside an allowed directory does not let a call out of it.
-    let deny_like = q == Quantifier::Any;
-    let by_case = |r: &str| glob.matches_only_ignoring_case(r);
-    let by_other_name =
-        |r: &str| other_names_match(r, glob.names_file_urls(), follow, |name| glob.is_match(name) || by_case(name));
-    let matches = |r: &str| glob.is_match(r) && (deny_like || linked_matches(r, glob, follow));
-    if is_plain(s) {
-        // The only reading is the text itself (most arguments): no list to build.
-        return matches(s) || (deny_like && (by_case(s) || by_other_name(s)));
-    }
-    // Each reading is folded, not the text: `%53` reads as `S`.
-    let readings = readings(s);
-    q.over(&readings, |r| matches(r)) || (deny_like && readings.iter().any(|r| by_case(r) || by_other_name(r)))
-}
-
-/// For an allow: true unless `reading` is an absolute path or `file:` URL that leads,
-/// through symbolic links, somewhere `glob` does not match (spelled the same way: a
-/// path as a path, a URL as a URL). Always true when links are not followed.
-fn linked_matches(reading: &str, glob: &Glob, follow: Option<FollowLinks>) -> bool {
-    let Some(follow) = follow else { return true };
-    match spelled_path(reading) {
-        Some((path, true)) => follow(path).is_none_or(|real| glob.is_match(&format!("file://{real}"))),
-        Some((path, false)) => follow(path).is_none_or(|real| glob.is_match(&real)),
-        None => true,
+        leaf => test.leaf(leaf, q, follow),
     }
 }
 
@@ -455,9 +398,9 @@ impl fmt::Display for Miss {
             Miss::Target => f.write_str("not the same kind of message or name"),
             Miss::Server => f.write_str("server does not match"),
             Miss::Service => f.write_str("service does not match"),
-            Miss::Arg(path) => write!(f, "args.{path} does not match (or is missing)"),
+            Miss::Arg(path) => write!(f, "{path} does not match (or is missing)"),
             Miss::ArgsNotObject => f.write_str("arguments are not an object, so argument conditions cannot hold"),
-            Miss::AnyArg => f.write_str("any_arg does not match the string arguments"),
+            Miss::AnyArg(key) => write!(f, "{key} does not match the string arguments"),
             Miss::Operation(op) => write!(f, "operation is `{op}`"),
             Miss::Destructive(v) => {
                 write!(f, "tool is {}destructive", if *v { "" } else { "not " })

@@ -13,8 +13,7 @@ use std::time::Instant;
 
 use compact_str::CompactString;
 
-use clawai_policy::glob::fold_case;
-use clawai_policy::{Action, Call, Decision, FollowLinks, Policy, ToolAnnotations, loose_name};
+use clawai_policy::{Action, Call, Decision, FollowLinks, Policy, ToolAnnotations};
 use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, member, members_named, salvage, skim};
@@ -42,11 +41,10 @@ pub enum Verdict {
     Replace(Vec<u8>),
 }
 
-/// Methods the client sends that the policy always decides on. Any other method is
-/// decided too when a `method` rule of the policy names it.
-pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
-/// Methods the server sends that the policy decides on.
-pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+/// The methods each side sends that the policy always decides on (any other method is
+/// decided too when a `method` rule names it); defined beside the policy so that `clawai
+/// policy test` decides as the wire does.
+pub use clawai_policy::wire::{CLIENT_DECIDED, SERVER_DECIDED};
 
 /// Audit events of responses that a transport forwards first and records after its
 /// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
@@ -761,13 +759,10 @@ impl Guard {
     }
 }
 
-/// True when `method` is not one the policy decides but reads as one once trimmed of
-/// blanks and case-folded (`Tools/Call`, `tools/call\t`): JSON-RPC methods are
-/// case-sensitive, but a server that dispatches leniently would run it undecided.
+/// True when `method` reads as a decided method without being one (see
+/// [`Policy::reads_as_decided`]).
 fn reads_as_decided(method: &str, fixed: &[&str], policy: &Policy) -> bool {
-    let loose = fold_case(loose_name(method));
-    fixed.iter().any(|decided| *decided != method && decided.eq_ignore_ascii_case(&loose))
-        || policy.names_method_loosely(method)
+    policy.reads_as_decided(method, fixed)
 }
 
 /// The answer to a denied request: a tool result with `isError` for `tools/call` (so the

@@ -1,0 +1,57 @@
+//! Which messages the proxy decides, so that everything that decides a call without a
+//! proxy (`clawai policy test`, `clawai policy explain`) answers as the wire would.
+//!
+//! The proxy decides the methods of [`CLIENT_DECIDED`] and [`SERVER_DECIDED`], and any
+//! method a `method` rule names; it refuses a method that differs from one of those only
+//! in case or in the blanks around it (a lenient server would run it undecided); every
+//! other message (`initialize`, `tools/list`, notifications…) passes through unchanged,
+//! whatever the policy's default.
+
+use crate::engine::Policy;
+use crate::glob::fold_case;
+use crate::rule::loose_name;
+
+/// Methods the client sends that the policy decides on.
+pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
+/// Methods the server sends that the policy decides on.
+pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+
+/// What the proxy does with a message of some method before any rule is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Treatment {
+    /// The policy decides it.
+    Decided,
+    /// Refused: it reads as a decided method once trimmed and case-folded.
+    LookAlike,
+    /// Forwarded unchanged, without asking the policy.
+    PassedThrough,
+}
+
+/// Why a message the policy does not decide was allowed.
+pub const PASSED_THROUGH_REASON: &str =
+    "clawai does not decide this method: the proxy forwards it unchanged (and records it)";
+/// Why a look-alike of a decided method was denied.
+pub const LOOK_ALIKE_REASON: &str = "the method differs from one clawai decides only in case or in the blanks \
+     around it; the proxy refuses it so that a lenient server cannot run it undecided";
+
+impl Policy {
+    /// How the proxy treats `method`, sent by either side.
+    pub fn treatment(&self, method: &str) -> Treatment {
+        if CLIENT_DECIDED.contains(&method) || SERVER_DECIDED.contains(&method) || self.names_method(method) {
+            Treatment::Decided
+        } else if self.reads_as_decided(method, &CLIENT_DECIDED) || self.reads_as_decided(method, &SERVER_DECIDED) {
+            Treatment::LookAlike
+        } else {
+            Treatment::PassedThrough
+        }
+    }
+
+    /// True when `method` is not `fixed`'s or one the policy names but reads as one once
+    /// trimmed of blanks and case-folded (`Tools/Call`, `tools/call\t`): JSON-RPC methods
+    /// are case-sensitive, but a server that dispatches leniently would run it undecided.
+    pub fn reads_as_decided(&self, method: &str, fixed: &[&str]) -> bool {
+        let loose = fold_case(loose_name(method));
+        fixed.iter().any(|decided| *decided != method && decided.eq_ignore_ascii_case(&loose))
+            || self.names_method_loosely(method)
+    }
+}
