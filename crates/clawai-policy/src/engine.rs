@@ -38,6 +38,8 @@ pub struct Policy {
     /// `[defaults] follow_links`: conditions also look at where a path leads once
     /// symbolic links are followed, when the caller can follow them.
     follow_links: bool,
+    /// What a conversion from another format shaped or left out.
+    notes: Vec<String>,
 }
 
 /// Finds the rules whose tool name pattern matches a tool name without trying them one
@@ -268,7 +270,21 @@ impl Policy {
             reasons,
             default_reason,
             follow_links: false,
+            notes: Vec::new(),
         })
+    }
+
+    /// The same policy, with the notes of its conversion from another format.
+    pub(crate) fn with_notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
+    }
+
+    /// What converting the policy from another format (AgentShield, mcp-gov) shaped or
+    /// left out, one sentence each; empty for a TOML policy. Shown by `clawai policy
+    /// check` and logged by the proxy at start.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The same policy, following symbolic links or not (`[defaults] follow_links`).

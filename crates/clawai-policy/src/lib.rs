@@ -51,5 +51,6 @@ pub mod wire;
 
 pub use call::{Call, FollowLinks, ToolAnnotations};
 pub use engine::{Decision, Explanation, Policy, Step};
-pub use load::{Diagnostic, Format, PolicyError, load_file, load_str, to_toml};
+pub use formats::Converted;
+pub use load::{Diagnostic, Format, PolicyError, convert, load_file, load_str, to_toml};
 pub use rule::{Action, Miss, Rule, loose_name};

@@ -11,10 +11,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::engine::Policy;
-use crate::formats;
+use crate::formats::{self, Converted};
 use crate::glob::Glob;
 use crate::operation::Operation;
-use crate::rule::{Action, Rule, Target, ToolNames};
+use crate::rule::{Action, Detector, Rule, Target, ToolNames};
 
 mod args;
 
@@ -101,18 +101,25 @@ pub fn load_str(text: &str, format: Format, name: &str) -> Result<Policy, Policy
     match format {
         Format::Toml => parse_toml(text, name, true),
         Format::AgentShield | Format::McpGov => {
-            let toml_text = to_toml(text, format, name)?;
+            let converted = convert(text, format, name)?;
             // AgentShield's "most restrictive wins" can leave rules that never decide
             // anything; that is legal there, so it is not an error here either.
-            parse_toml(&toml_text, &format!("{name} (converted to TOML)"), false)
+            parse_toml(&converted.toml, &format!("{name} (converted to TOML)"), false)
+                .map(|policy| policy.with_notes(converted.notes))
         }
     }
 }
 
 /// Converts a policy of another format to clawai's TOML text.
 pub fn to_toml(text: &str, format: Format, name: &str) -> Result<String, PolicyError> {
+    convert(text, format, name).map(|c| c.toml)
+}
+
+/// Converts a policy of another format to clawai's TOML, with notes on what the
+/// conversion shaped or left out (TOML comes back as it is, without notes).
+pub fn convert(text: &str, format: Format, name: &str) -> Result<Converted, PolicyError> {
     let converted = match format {
-        Format::Toml => return Ok(text.to_owned()),
+        Format::Toml => return Ok(Converted { toml: text.to_owned(), notes: Vec::new() }),
         Format::AgentShield => formats::agentshield::convert(text),
         Format::McpGov => formats::mcpgov::convert(text),
     };
@@ -160,10 +167,13 @@ struct RawRule {
     args_regex: Option<Spanned<toml::Table>>,
     args_number: Option<Spanned<toml::Table>>,
     args_host: Option<Spanned<toml::Table>>,
+    unless_args: Option<Spanned<toml::Table>>,
+    unless_args_regex: Option<Spanned<toml::Table>>,
     any_arg: Option<Spanned<OneOrMany>>,
     any_arg_regex: Option<Spanned<OneOrMany>>,
     any_arg_host: Option<Spanned<OneOrMany>>,
     operation: Option<Spanned<OneOrMany>>,
+    detector: Option<Spanned<String>>,
     destructive: Option<bool>,
     read_only: Option<bool>,
 }
@@ -315,6 +325,17 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
             }
         }
     }
+    let detector = match raw.detector.as_ref().map(|d| (d.get_ref().as_str(), d.span().start)) {
+        None | Some(("clawai", _)) => Detector::Clawai,
+        Some(("mcp-gov", _)) => Detector::McpGov,
+        Some((other, offset)) => {
+            c.error(offset, format!("{label}: unknown detector `{other}`; write \"clawai\" (the default) or \"mcp-gov\""));
+            Detector::Clawai
+        }
+    };
+    if raw.detector.is_some() && raw.operation.is_none() && raw.service.is_none() {
+        c.error(start, format!("{label}: `detector` only changes `operation` and `service`; add one or remove it"));
+    }
     if c.diagnostics.len() > before {
         return None;
     }
@@ -329,6 +350,7 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
         args,
         any_args,
         operations,
+        detector,
         destructive: raw.destructive,
         read_only: raw.read_only,
     })

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub mod mcpgov;
+
 /// What a tool does, as far as its name tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
@@ -116,9 +118,9 @@ fn verb(word: &str) -> Option<Operation> {
         | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke" | "prune" | "uninstall"
         | "unset" | "shred" | "nuke" => Delete,
         "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke" | "spawn" | "cmd"
-        | "command" | "terminal" | "script" | "launch" | "start" => Execute,
+        | "command" | "terminal" | "script" | "launch" | "start" | "trigger" | "process" | "dispatch" => Execute,
         "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure" | "config" | "sudo"
-        | "role" | "roles" | "invite" | "ban" => Admin,
+        | "role" | "roles" | "invite" | "ban" | "manage" | "provision" => Admin,
         "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store" | "append" | "commit"
         | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => Write,
         "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert" | "close"

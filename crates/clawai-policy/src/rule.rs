@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
-use crate::operation::{Operation, detect};
+use crate::operation::{Operation, detect, mcpgov};
 use crate::value::ValueTest;
 
 /// What a rule (or the default) decides.
@@ -75,6 +75,14 @@ pub(crate) enum Quantifier {
 }
 
 impl Quantifier {
+    /// `Any` for `Every` and the reverse.
+    pub(crate) fn opposite(self) -> Quantifier {
+        match self {
+            Quantifier::Any => Quantifier::Every,
+            Quantifier::Every => Quantifier::Any,
+        }
+    }
+
     pub(crate) fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
         let mut seen = false;
         for item in items {
@@ -134,11 +142,31 @@ impl Target {
     }
 }
 
+/// How `service` and `operation` conditions read a tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Detector {
+    /// clawai's own reading: whole words, the most dangerous verb ([`detect`]).
+    #[default]
+    Clawai,
+    /// mcp-gov's reading, for policies imported from mcp-gov
+    /// ([`crate::operation::mcpgov`]).
+    McpGov,
+}
+
 /// A condition on one argument, by dotted path.
 #[derive(Debug, Clone)]
 pub(crate) struct ArgCondition {
     pub(crate) path: Vec<String>,
     pub(crate) test: ValueTest,
+    /// An exception (`unless_args…`): the rule does not match when the test holds.
+    pub(crate) except: bool,
+}
+
+impl ArgCondition {
+    /// The key and path as written (`args.path`, `unless_args_regex.sql`).
+    fn describe(&self) -> String {
+        format!("{}{}.{}", if self.except { "unless_" } else { "" }, self.test.args_key(), self.path.join("."))
+    }
 }
 
 /// One compiled rule of a policy.
@@ -160,6 +188,7 @@ pub struct Rule {
     /// allow: every string).
     pub(crate) any_args: Vec<ValueTest>,
     pub(crate) operations: Vec<Operation>,
+    pub(crate) detector: Detector,
     pub(crate) destructive: Option<bool>,
     pub(crate) read_only: Option<bool>,
 }
@@ -218,7 +247,7 @@ impl Rule {
             parts.push(format!("service {s}"));
         }
         for a in &self.args {
-            parts.push(format!("{}.{} {}", a.test.args_key(), a.path.join("."), a.test));
+            parts.push(format!("{} {}", a.describe(), a.test));
         }
         for test in &self.any_args {
             parts.push(format!("{} {test}", test.any_arg_key()));
@@ -226,6 +255,9 @@ impl Rule {
         if !self.operations.is_empty() {
             let ops: Vec<&str> = self.operations.iter().map(|o| o.as_str()).collect();
             parts.push(format!("operation {}", ops.join("|")));
+        }
+        if self.detector == Detector::McpGov {
+            parts.push("names read as mcp-gov reads them".into());
         }
         if let Some(d) = self.destructive {
             parts.push(format!("destructive = {d}"));
@@ -268,14 +300,23 @@ impl Rule {
             return Err(Miss::Server);
         }
         if let Some(g) = &self.service {
-            let parsed = call.name.and_then(|n| detect(n).service);
-            let names = call.server.into_iter().chain(parsed.as_deref());
-            if !q.over(names, |s| g.is_match(s)) {
+            let matched = match self.detector {
+                Detector::Clawai => {
+                    let parsed = call.name.and_then(|n| detect(n).service);
+                    q.over(call.server.into_iter().chain(parsed.as_deref()), |s| g.is_match(s))
+                }
+                Detector::McpGov => g.is_match(mcpgov::service(call.server, call.name.unwrap_or_default())),
+            };
+            if !matched {
                 return Err(Miss::Service);
             }
         }
         if !self.operations.is_empty() {
-            let found = call.name.map(|n| detect(n).operation).unwrap_or(Operation::Unknown);
+            let found = match (self.detector, call.name) {
+                (Detector::Clawai, Some(n)) => detect(n).operation,
+                (Detector::McpGov, name) => mcpgov::operation(name.unwrap_or_default()),
+                (Detector::Clawai, None) => Operation::Unknown,
+            };
             if !self.operations.iter().any(|op| op.includes(found)) {
                 return Err(Miss::Operation(found));
             }
@@ -291,14 +332,20 @@ impl Rule {
         {
             return Err(Miss::ReadOnly(annotations.is_read_only()));
         }
-        if !self.args.is_empty() {
-            let Some(object @ Json::Object(_)) = call.arguments else {
+        let object = call.arguments.filter(|a| matches!(a, Json::Object(_)));
+        for cond in &self.args {
+            let Some(object) = object else {
+                if cond.except {
+                    continue;
+                }
                 return Err(Miss::ArgsNotObject);
             };
-            for cond in &self.args {
-                if !path_matches(object, &cond.path, &cond.test, q, call.follow_links) {
-                    return Err(Miss::Arg(format!("{}.{}", cond.test.args_key(), cond.path.join("."))));
-                }
+            // An exception is read the other way round: in a deny-like rule it must
+            // hold on every reading (a spelling of another file never exempts one), in
+            // an allow on any reading.
+            let quantifier = if cond.except { q.opposite() } else { q };
+            if path_matches(object, &cond.path, &cond.test, quantifier, call.follow_links) == cond.except {
+                return Err(Miss::Arg(cond.describe()));
             }
         }
         for test in &self.any_args {
@@ -398,6 +445,7 @@ impl fmt::Display for Miss {
             Miss::Target => f.write_str("not the same kind of message or name"),
             Miss::Server => f.write_str("server does not match"),
             Miss::Service => f.write_str("service does not match"),
+            Miss::Arg(path) if path.starts_with("unless_") => write!(f, "{path} matches, so the rule does not apply"),
             Miss::Arg(path) => write!(f, "{path} does not match (or is missing)"),
             Miss::ArgsNotObject => f.write_str("arguments are not an object, so argument conditions cannot hold"),
             Miss::AnyArg(key) => write!(f, "{key} does not match the string arguments"),

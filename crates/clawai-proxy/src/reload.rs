@@ -123,6 +123,9 @@ impl PolicyHandle {
         match load_str(&text, Format::from_path(path), &path.display().to_string()) {
             Ok(policy) => {
                 let rules = policy.rules().len();
+                for note in policy.notes() {
+                    tracing::warn!("{}: {note}", path.display());
+                }
                 self.replace(policy);
                 tracing::info!("policy {} reloaded ({rules} rules)", path.display());
                 Reload::Replaced

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::{
-    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, to_toml,
+    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, convert,
 };
 use serde_json::{Map, Value, json};
 
@@ -123,8 +123,13 @@ fn parse_action(s: &str) -> Result<Action, String> {
 }
 
 /// Loads a policy for a command, with the error text people need.
+/// What a conversion from another format shaped or left out is logged as a warning.
 pub fn load(path: &Path) -> Result<Policy> {
-    load_file(path).map_err(|e| anyhow::anyhow!("{e}"))
+    let policy = load_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for note in policy.notes() {
+        tracing::warn!("{}: {note}", path.display());
+    }
+    Ok(policy)
 }
 
 pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
@@ -174,6 +179,7 @@ fn check(path: &Path) -> Result<ExitCode> {
                 if policy.rules().len() == 1 { "" } else { "s" },
                 policy.default_action()
             );
+            print_notes(path, policy.notes());
             Ok(ExitCode::Ok)
         }
         Err(e) => {
@@ -327,9 +333,18 @@ fn import(path: &Path, from: Option<ImportFormat>) -> Result<ExitCode> {
     };
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let name = path.display().to_string();
-    let toml_text = to_toml(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let converted = convert(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
     // Prove the result loads before handing it over.
     clawai_policy::load_str(&text, format, &name).map_err(|e| anyhow::anyhow!("{e}"))?;
-    print!("{toml_text}");
+    print!("{}", converted.toml);
+    print_notes(path, &converted.notes);
     Ok(ExitCode::Ok)
+}
+
+/// What a conversion from another format shaped or left out, on stderr (the TOML goes
+/// to stdout, and carries the same notes as comments).
+fn print_notes(path: &Path, notes: &[String]) {
+    for note in notes {
+        eprintln!("{}: note: {note}", path.display());
+    }
 }

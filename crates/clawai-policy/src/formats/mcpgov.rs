@@ -1,93 +1,167 @@
-//! mcp-gov's `rules.json` (seed 003): per service, per operation, allow or deny.
+//! mcp-gov's `rules.json`: per service, per operation, allow or deny.
 //!
-//! Two layouts exist: `{"github": {"delete": "deny", ...}}` and
-//! `{"rules": [{"service": "github", "operations": ["delete"], "permission": "deny"}]}`.
-//! mcp-gov forwards everything it does not deny, so the converted policy's default is
-//! `allow`. The service is the server's name (`--server`) or the tool name's prefix.
+//! The three layouts mcp-gov reads, tried in its order:
+//! - `{"rules": [{"service": "github", "operations": ["delete"], "permission": "deny"}]}`;
+//! - `{"services": {"github": {"operations": {"delete": "deny"}}}}` (its proxy's and
+//!   tests' layout);
+//! - `{"github": {"delete": "deny"}}`.
+//!
+//! Keys starting with `_` (`_comment`, `_location`) and `defaultPolicy` are not services.
+//! `"defaultPolicy": "deny"` denies what no rule names; anything else allows it. A later
+//! entry for the same service and operation replaces an earlier one. mcp-gov skips a
+//! malformed entry and keeps going; so does the import, and it names each one it skips.
+//! Rules read tool names as mcp-gov does (`detector = "mcp-gov"`): its operation
+//! keywords, and the server's name as the service.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{ConvertError, pass_through_rule, quote};
+use super::{ConvertError, Converted, RuleOut, head, pass_through_rule, quote};
 use crate::operation::Operation;
+use crate::operation::mcpgov::MCPGOV_OPERATIONS;
+
+/// One decided pair: service, operation, permission.
+struct Entry {
+    service: String,
+    operation: Operation,
+    permission: &'static str,
+}
+
+/// Reads entries, keeping the last one for each service and operation, and notes what
+/// it skips.
+#[derive(Default)]
+struct Reader {
+    entries: Vec<Entry>,
+    notes: Vec<String>,
+}
+
+impl Reader {
+    fn skip(&mut self, at: &str, why: impl std::fmt::Display) {
+        self.notes.push(format!("{at} skipped: {why} (mcp-gov skips it too)"));
+    }
+
+    fn add(&mut self, at: &str, service: &str, operation: &Value, permission: &Value) {
+        let Some(name) = operation.as_str() else {
+            return self.skip(at, format_args!("the operation {operation} is not a string"));
+        };
+        let Some(op) = MCPGOV_OPERATIONS.into_iter().find(|op| op.as_str() == name) else {
+            return self.skip(
+                at,
+                format_args!("mcp-gov only ever detects read, write, delete, execute and admin, so `{name}` never matches"),
+            );
+        };
+        let permission = match permission.as_str() {
+            Some("allow") => "allow",
+            Some("deny") => "deny",
+            _ => return self.skip(at, format_args!("the permission {permission} is neither \"allow\" nor \"deny\"")),
+        };
+        self.entries.retain(|e| !(e.service == service && e.operation == op));
+        self.entries.push(Entry { service: service.to_owned(), operation: op, permission });
+    }
+
+    fn rules_array(&mut self, rules: &[Value]) {
+        for (n, rule) in rules.iter().enumerate() {
+            let at = format!("rules[{n}]");
+            let Some(rule) = rule.as_object() else { self.skip(&at, "it is not an object"); continue };
+            let Some(service) = rule.get("service").and_then(Value::as_str) else {
+                self.skip(&at, "it has no \"service\" string");
+                continue;
+            };
+            let Some(ops) = rule.get("operations").and_then(Value::as_array) else {
+                self.skip(&at, "it has no \"operations\" list");
+                continue;
+            };
+            let permission = rule.get("permission").unwrap_or(&Value::Null);
+            for (k, op) in ops.iter().enumerate() {
+                self.add(&format!("{at}.operations[{k}]"), service, op, permission);
+            }
+        }
+    }
+
+    /// A service's `{OP: permission}` map; `_` keys are comments.
+    fn operations(&mut self, at: &str, service: &str, ops: &Value) {
+        let Some(ops) = ops.as_object() else {
+            return self.skip(at, "it must map operations to \"allow\" or \"deny\"");
+        };
+        for (name, permission) in ops.iter().filter(|(k, _)| !k.starts_with('_')) {
+            self.add(&format!("{at}.{name}"), service, &Value::String(name.clone()), permission);
+        }
+    }
+}
+
+/// True when `services` is mcp-gov's `{SVC: {"operations": {..}}}` layout.
+fn looks_legacy(services: Option<&Value>) -> bool {
+    services.and_then(Value::as_object).is_some_and(|m| m.values().any(|v| v.get("operations").is_some_and(Value::is_object)))
+}
+
+fn is_reserved(key: &str) -> bool {
+    key.starts_with('_') || key == "defaultPolicy"
+}
 
 /// Converts mcp-gov JSON to clawai TOML.
-pub fn convert(text: &str) -> Result<String, ConvertError> {
+pub fn convert(text: &str) -> Result<Converted, ConvertError> {
     let json: Value = serde_json::from_str(text).map_err(|e| ConvertError {
         line: Some(e.line()),
         column: Some(e.column()),
         message: format!("not valid JSON: {e}"),
     })?;
-    let entries = entries(&json)?;
-    let mut out = String::from("# Converted from an mcp-gov rules.json by `clawai policy import`.\n");
-    out.push_str("# mcp-gov forwards every call it does not deny, hence the default below.\n\n");
-    out.push_str("[defaults]\naction = \"allow\"\n\n");
-    out.push_str(&pass_through_rule("mcp-gov"));
-    for permission in ["deny", "allow"] {
-        for (service, operation, perm) in &entries {
-            if perm != permission {
-                continue;
-            }
-            out.push_str(&format!(
-                "[[rule]]\nid = {}\naction = {}\nservice = {}\noperation = {}\ndescription = {}\n\n",
-                quote(&format!("{service}-{operation}")),
-                quote(perm),
-                quote(service),
-                quote(operation.as_str()),
-                quote(&format!(
-                    "mcp-gov: {operation} on {service} is {perm}{}",
-                    if perm == "deny" { "ied" } else { "ed" }
-                ))
-            ));
+    let Value::Object(map) = &json else {
+        return Err(ConvertError::new("an mcp-gov rules.json is a JSON object"));
+    };
+    let mut reader = Reader::default();
+    let default = match map.get("defaultPolicy") {
+        None => "allow",
+        Some(Value::String(s)) if s == "deny" => "deny",
+        Some(Value::String(s)) if s == "allow" => "allow",
+        Some(other) => {
+            reader.notes.push(format!("defaultPolicy {other} is not \"deny\", so mcp-gov allows what no rule names"));
+            "allow"
         }
+    };
+    read_layout(map, &mut reader);
+    let Reader { entries, notes } = reader;
+
+    let mut out = head(
+        "an mcp-gov rules.json",
+        &[
+            "Rules read tool names as mcp-gov does (detector = \"mcp-gov\"): its operation keywords",
+            "anywhere in the name, and the server's name (else the name's first part) as the service.",
+        ],
+        &notes,
+        default,
+    );
+    pass_through_rule(
+        "mcp-gov",
+        &["resources/read", "prompts/get", "sampling/createMessage", "elicitation/create"],
+        "tools/call",
+    )
+    .write(&mut out);
+    for e in &entries {
+        let mut rule = RuleOut::new(format!("{}-{}", e.service, e.operation), e.permission);
+        rule.set("service", quote(&e.service))
+            .set("operation", quote(e.operation.as_str()))
+            .set("detector", quote("mcp-gov"));
+        let verb = if e.permission == "deny" { "denied" } else { "allowed" };
+        rule.description = Some(format!("mcp-gov: {} on {} is {verb}", e.operation, e.service));
+        rule.write(&mut out);
     }
-    Ok(out)
+    Ok(Converted { toml: out, notes })
 }
 
-type Entry = (String, Operation, String);
-
-fn entries(json: &Value) -> Result<Vec<Entry>, ConvertError> {
-    let mut out = Vec::new();
-    let perm = |v: &Value, at: &str| -> Result<String, ConvertError> {
-        match v.as_str() {
-            Some(p @ ("allow" | "deny")) => Ok(p.to_owned()),
-            _ => Err(ConvertError::new(format!("{at}: permission must be \"allow\" or \"deny\", found {v}"))),
-        }
-    };
-    let op = |s: &str, at: &str| -> Result<Operation, ConvertError> {
-        s.parse::<Operation>().map_err(|e| ConvertError::new(format!("{at}: {e}")))
-    };
-    match json {
-        Value::Object(map) if map.get("rules").is_some_and(Value::is_array) => {
-            for (n, rule) in map["rules"].as_array().into_iter().flatten().enumerate() {
-                let at = format!("rules[{n}]");
-                let service = rule
-                    .get("service")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| ConvertError::new(format!("{at}: missing \"service\"")))?;
-                let permission = perm(rule.get("permission").unwrap_or(&Value::Null), &at)?;
-                let ops = rule
-                    .get("operations")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| ConvertError::new(format!("{at}: missing \"operations\" list")))?;
-                for o in ops {
-                    let name =
-                        o.as_str().ok_or_else(|| ConvertError::new(format!("{at}: operations must be strings")))?;
-                    out.push((service.to_owned(), op(name, &at)?, permission.clone()));
-                }
-            }
-        }
-        Value::Object(map) => {
-            for (service, ops) in map {
-                let ops = ops.as_object().ok_or_else(|| {
-                    ConvertError::new(format!("\"{service}\" must map operations to \"allow\" or \"deny\""))
-                })?;
-                for (name, p) in ops {
-                    let at = format!("{service}.{name}");
-                    out.push((service.clone(), op(name, &at)?, perm(p, &at)?));
-                }
-            }
-        }
-        _ => return Err(ConvertError::new("an mcp-gov rules.json is a JSON object")),
+fn read_layout(map: &Map<String, Value>, reader: &mut Reader) {
+    if let Some(rules) = map.get("rules").and_then(Value::as_array) {
+        return reader.rules_array(rules);
     }
-    Ok(out)
+    if looks_legacy(map.get("services")) {
+        for (service, config) in map["services"].as_object().into_iter().flatten() {
+            let at = format!("services.{service}");
+            match config.get("operations") {
+                Some(ops) => reader.operations(&format!("{at}.operations"), service, ops),
+                None => reader.skip(&at, "it has no \"operations\" map"),
+            }
+        }
+        return;
+    }
+    for (service, ops) in map.iter().filter(|(k, _)| !is_reserved(k)) {
+        reader.operations(service, service, ops);
+    }
 }

@@ -1,6 +1,7 @@
 //! Argument conditions: `args.NAME` (globs), `args_regex.NAME` (regular expressions),
-//! `args_number.NAME` (bounds), `args_host.NAME` (host globs), and the `any_arg`,
-//! `any_arg_regex` and `any_arg_host` conditions on every string of the arguments.
+//! `args_number.NAME` (bounds), `args_host.NAME` (host globs), their exceptions
+//! `unless_args.NAME` and `unless_args_regex.NAME`, and the `any_arg`, `any_arg_regex`
+//! and `any_arg_host` conditions on every string of the arguments.
 
 use toml::Spanned;
 
@@ -18,13 +19,20 @@ pub(super) fn arg_conditions(raw: &RawRule, label: &str, c: &mut Collector) -> V
         ("args_regex", &raw.args_regex),
         ("args_number", &raw.args_number),
         ("args_host", &raw.args_host),
+        ("unless_args", &raw.unless_args),
+        ("unless_args_regex", &raw.unless_args_regex),
     ];
-    for (key, table) in tables {
+    for (written, table) in tables {
         let Some(table) = table else { continue };
         if table.get_ref().is_empty() {
-            c.error(table.span().start, format!("{label}: `{key}` is empty; remove it or add `{key}.NAME = …`"));
+            c.error(table.span().start, format!("{label}: `{written}` is empty; remove it or add `{written}.NAME = …`"));
         }
+        let key = written.strip_prefix("unless_").unwrap_or(written);
+        let first = out.len();
         flatten(key, table.get_ref(), &mut Vec::new(), table.span().start, &mut out, c);
+        for cond in &mut out[first..] {
+            cond.except = written != key;
+        }
     }
     out
 }
@@ -70,7 +78,7 @@ fn flatten(
             }
             value => {
                 if let Some(test) = value_test(key, value, &shown, offset, c) {
-                    out.push(ArgCondition { path: prefix.clone(), test });
+                    out.push(ArgCondition { path: prefix.clone(), test, except: false });
                 }
             }
         }
