@@ -10,6 +10,16 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+/// An absent or empty (`rules:` with nothing under it) list or map, as AgentShield reads
+/// it: empty.
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// One string or a list of them.
 #[derive(Deserialize, Debug, Clone)]
 #[serde(untagged)]
@@ -32,23 +42,23 @@ impl OneOrMany {
 pub(super) struct File {
     #[serde(default)]
     pub(super) defaults: Option<Defaults>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) blocked_tools: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) blocked_resources: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) rules: Vec<Rule>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) resource_rules: Vec<ResourceRule>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) value_limits: Vec<ValueLimit>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) structural_rules: Vec<StructuralRule>,
     /// Decided by a heuristic intent classifier that clawai does not have.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) semantic_rules: Vec<IgnoredAny>,
     /// Decided by a content scanner that clawai does not have.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) data_labels: Vec<IgnoredAny>,
     // A rule pack's metadata.
     #[serde(default, rename = "name")]
@@ -73,7 +83,7 @@ pub(super) struct Defaults {
 pub(super) struct Rule {
     #[serde(default)]
     pub(super) id: Option<String>,
-    #[serde(rename = "match", default)]
+    #[serde(rename = "match", default, deserialize_with = "null_as_empty")]
     pub(super) matcher: Match,
     #[serde(default)]
     pub(super) decision: Option<String>,
@@ -98,11 +108,11 @@ pub(super) struct Match {
     pub(super) tool_name: Option<String>,
     pub(super) tool_name_regex: Option<String>,
     pub(super) tool_name_any: Option<Vec<String>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) argument_patterns: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) argument_regex_patterns: BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) exclude_argument_patterns: BTreeMap<String, OneOrMany>,
     #[serde(default)]
     pub(super) structural: Option<StructuralMatch>,
@@ -118,20 +128,20 @@ pub(super) struct StructuralMatch {
     pub(super) tool_name_any: Option<Vec<String>>,
     #[serde(default)]
     pub(super) tool_name_regex: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) args_match: BTreeMap<String, FieldMatch>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) exclude_args_match: BTreeMap<String, FieldMatch>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FieldMatch {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) pattern_any: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) pattern_all: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) pattern_not: Vec<String>,
     #[serde(default)]
     pub(super) exists: Option<bool>,
@@ -146,7 +156,7 @@ pub(super) struct FieldMatch {
 pub(super) struct StructuralRule {
     #[serde(default)]
     pub(super) id: Option<String>,
-    #[serde(rename = "match", default)]
+    #[serde(rename = "match", default, deserialize_with = "null_as_empty")]
     pub(super) matcher: StructuralMatch,
     #[serde(default)]
     pub(super) decision: Option<String>,
@@ -165,7 +175,7 @@ pub(super) struct StructuralRule {
 pub(super) struct ResourceRule {
     #[serde(default)]
     pub(super) id: Option<String>,
-    #[serde(rename = "match", default)]
+    #[serde(rename = "match", default, deserialize_with = "null_as_empty")]
     pub(super) matcher: ResourceMatch,
     #[serde(default)]
     pub(super) decision: Option<String>,
