@@ -329,7 +329,10 @@ fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> O
         None | Some(("clawai", _)) => Detector::Clawai,
         Some(("mcp-gov", _)) => Detector::McpGov,
         Some((other, offset)) => {
-            c.error(offset, format!("{label}: unknown detector `{other}`; write \"clawai\" (the default) or \"mcp-gov\""));
+            c.error(
+                offset,
+                format!("{label}: unknown detector `{other}`; write \"clawai\" (the default) or \"mcp-gov\""),
+            );
             Detector::Clawai
         }
     };

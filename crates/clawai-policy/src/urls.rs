@@ -164,4 +164,17 @@ mod tests {
         assert_eq!(host_pattern("EVIL.example").unwrap(), "evil.example");
         assert!(host_pattern("a b.example").is_err());
     }
+
+    proptest::proptest! {
+        /// Any text, URL-like or not: a reading or none, never a panic, and a reading is
+        /// stable (reading it again changes nothing).
+        #[test]
+        fn any_text_reads_without_panicking(text in "(?s)(https?|HTTP|ftp|file|x)?:?/{0,3}[ -~\\u{80}-\\u{10FFFF}]{0,40}") {
+            if let Some(url) = canonical_url(&text) {
+                proptest::prop_assert_eq!(canonical_url(&url), None, "{} read as {}", text, url);
+            }
+            let _ = host(&text);
+            let _ = host_pattern(&text);
+        }
+    }
 }

@@ -28,8 +28,19 @@ fn decide(policy: &Policy, method: &str, params: &Value, server: Option<&str>) -
 fn tool_corpus() -> Vec<(&'static str, Value)> {
     let mut out = Vec::new();
     let tools = [
-        "read_file", "write_file", "list_directory", "execute_command", "run_shell", "git_push", "git_status",
-        "send_tokens", "withdraw", "github_delete_repo", "github_list_repos", "slack_post_message", "echo",
+        "read_file",
+        "write_file",
+        "list_directory",
+        "execute_command",
+        "run_shell",
+        "git_push",
+        "git_status",
+        "send_tokens",
+        "withdraw",
+        "github_delete_repo",
+        "github_list_repos",
+        "slack_post_message",
+        "echo",
     ];
     let args = [
         json!({}),
@@ -84,9 +95,18 @@ fn check_mcpgov(gov: &Gov) -> Result<(), TestCaseError> {
     let policy = load_str(&text, Format::McpGov, "rules.json")
         .map_err(|e| TestCaseError::fail(format!("does not load: {e}\n{text}")))?;
     let tools = [
-        "github_list_repos", "github_delete_repo", "github_create_issue", "slack_post_message", "api_search_records",
-        "salesforce_manage_users", "stripe_process_payment", "list_directory", "unknown_service_action", "echo",
-        "fs_read_file", "db_drop_table",
+        "github_list_repos",
+        "github_delete_repo",
+        "github_create_issue",
+        "slack_post_message",
+        "api_search_records",
+        "salesforce_manage_users",
+        "stripe_process_payment",
+        "list_directory",
+        "unknown_service_action",
+        "echo",
+        "fs_read_file",
+        "db_drop_table",
     ];
     for tool in tools {
         for server in [None, Some("github"), Some("slack"), Some("fs")] {
@@ -116,8 +136,11 @@ proptest! {
 /// that run against it, with AgentShield's expected decisions.
 #[test]
 fn agentshield_red_team_cases_decide_as_agentshield_expects() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/policies/agentshield-default.yaml"))
-        .unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/policies/agentshield-default.yaml"
+    ))
+    .unwrap();
     let policy = load_str(&text, Format::AgentShield, "agentshield-default.yaml").unwrap();
     let cases = [
         ("execute_command", json!({"command": "ls -la"}), Action::Deny),
@@ -136,7 +159,11 @@ fn agentshield_red_team_cases_decide_as_agentshield_expects() {
         ("read_file", json!({"path": "/home/user/ssh-tunnel-project/README.md"}), Action::Audit),
     ];
     for (tool, args, expected) in cases {
-        assert_eq!(decide(&policy, "tools/call", &json!({"name": tool, "arguments": args}), None), expected, "{tool} {args}");
+        assert_eq!(
+            decide(&policy, "tools/call", &json!({"name": tool, "arguments": args}), None),
+            expected,
+            "{tool} {args}"
+        );
     }
 }
 
@@ -316,7 +343,11 @@ fn mcpgov_malformed_entries_are_skipped_and_named() {
     }
     let policy = load_str(text, Format::McpGov, "rules.json").unwrap();
     assert_eq!(policy.notes(), converted.notes.as_slice());
-    assert_eq!(decide(&policy, "tools/call", &json!({"name": "z_delete_all"}), None), Action::Deny, "the good part is kept");
+    assert_eq!(
+        decide(&policy, "tools/call", &json!({"name": "z_delete_all"}), None),
+        Action::Deny,
+        "the good part is kept"
+    );
     let e = load_str("{ nope", Format::McpGov, "r.json").unwrap_err();
     assert!(e.to_string().contains("r.json:1:"), "{e}");
     let e = load_str("[1, 2]", Format::McpGov, "r.json").unwrap_err();

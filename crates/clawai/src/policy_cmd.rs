@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::{
-    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, fixture, load_file, starter::STARTER_POLICY, convert,
+    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, convert, fixture, load_file, starter::STARTER_POLICY,
 };
 use serde_json::{Map, Value, json};
 

@@ -41,7 +41,8 @@ fn through_proxy(toml: &str, server: Option<&str>, calls: &[(String, Value)]) ->
     proxy.initialize();
     let mut forwarded = BTreeMap::new();
     for (name, fixture) in calls {
-        let reply = proxy.call(&json!({"jsonrpc": "2.0", "id": name, "method": fixture["method"], "params": fixture["params"]}));
+        let reply = proxy
+            .call(&json!({"jsonrpc": "2.0", "id": name, "method": fixture["method"], "params": fixture["params"]}));
         let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
         let message = reply["error"]["message"].as_str().unwrap_or_default();
         let refused_by_clawai = text.starts_with("clawai") || message.starts_with("clawai");
@@ -75,7 +76,8 @@ fn check(policy: &str, fixture_dir: &str) {
     let shown = String::from_utf8_lossy(&test.stdout);
     assert!(test.status.success() && shown.contains(" 0 failed"), "{shown}{}", String::from_utf8_lossy(&test.stderr));
 
-    let import = Command::new(clawai()).env("HOME", home.path()).args(["policy", "import"]).arg(&policy).output().unwrap();
+    let import =
+        Command::new(clawai()).env("HOME", home.path()).args(["policy", "import"]).arg(&policy).output().unwrap();
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
     let toml = String::from_utf8(import.stdout).unwrap();
 

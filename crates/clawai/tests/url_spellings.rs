@@ -56,11 +56,16 @@ fn every_spelling_of_a_denied_url_is_denied_and_an_allow_takes_only_the_url_as_w
     }
     let text = answer(&mut proxy, "ok", "fetch", "https://api.example/v1/x");
     assert_eq!(text, "called fetch");
-    for (n, url) in ["https://api.example@evil.example/", "HTTPS://API.EXAMPLE/v1", "https://api.example:443/v1"].iter().enumerate() {
+    for (n, url) in
+        ["https://api.example@evil.example/", "HTTPS://API.EXAMPLE/v1", "https://api.example:443/v1"].iter().enumerate()
+    {
         let text = answer(&mut proxy, &format!("a{n}"), "post", url);
         assert!(text.contains("clawai denied"), "{url} is not the allowed URL as written: {text}");
     }
     let log = proxy.server_log();
     assert!(log.contains("api.example/v1/x"), "the server logs what it receives: {log}");
-    assert!(!log.to_ascii_lowercase().contains("evil") && !log.contains("%65vil"), "no evil URL reached the server: {log}");
+    assert!(
+        !log.to_ascii_lowercase().contains("evil") && !log.contains("%65vil"),
+        "no evil URL reached the server: {log}"
+    );
 }

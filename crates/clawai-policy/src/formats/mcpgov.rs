@@ -46,7 +46,9 @@ impl Reader {
         let Some(op) = MCPGOV_OPERATIONS.into_iter().find(|op| op.as_str() == name) else {
             return self.skip(
                 at,
-                format_args!("mcp-gov only ever detects read, write, delete, execute and admin, so `{name}` never matches"),
+                format_args!(
+                    "mcp-gov only ever detects read, write, delete, execute and admin, so `{name}` never matches"
+                ),
             );
         };
         let permission = match permission.as_str() {
@@ -61,7 +63,10 @@ impl Reader {
     fn rules_array(&mut self, rules: &[Value]) {
         for (n, rule) in rules.iter().enumerate() {
             let at = format!("rules[{n}]");
-            let Some(rule) = rule.as_object() else { self.skip(&at, "it is not an object"); continue };
+            let Some(rule) = rule.as_object() else {
+                self.skip(&at, "it is not an object");
+                continue;
+            };
             let Some(service) = rule.get("service").and_then(Value::as_str) else {
                 self.skip(&at, "it has no \"service\" string");
                 continue;
@@ -90,7 +95,9 @@ impl Reader {
 
 /// True when `services` is mcp-gov's `{SVC: {"operations": {..}}}` layout.
 fn looks_legacy(services: Option<&Value>) -> bool {
-    services.and_then(Value::as_object).is_some_and(|m| m.values().any(|v| v.get("operations").is_some_and(Value::is_object)))
+    services
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(|v| v.get("operations").is_some_and(Value::is_object)))
 }
 
 fn is_reserved(key: &str) -> bool {

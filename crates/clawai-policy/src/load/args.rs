@@ -25,7 +25,10 @@ pub(super) fn arg_conditions(raw: &RawRule, label: &str, c: &mut Collector) -> V
     for (written, table) in tables {
         let Some(table) = table else { continue };
         if table.get_ref().is_empty() {
-            c.error(table.span().start, format!("{label}: `{written}` is empty; remove it or add `{written}.NAME = …`"));
+            c.error(
+                table.span().start,
+                format!("{label}: `{written}` is empty; remove it or add `{written}.NAME = …`"),
+            );
         }
         let key = written.strip_prefix("unless_").unwrap_or(written);
         let first = out.len();

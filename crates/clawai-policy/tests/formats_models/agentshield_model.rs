@@ -267,7 +267,8 @@ fn pick(items: &'static [&'static str]) -> impl Strategy<Value = String> {
     proptest::sample::select(items).prop_map(str::to_owned)
 }
 
-const TOOL_PATTERNS: &[&str] = &["read_file", "write_file", "*_file", "git_*", "run_*", "execute_command", "send_*", "withdraw"];
+const TOOL_PATTERNS: &[&str] =
+    &["read_file", "write_file", "*_file", "git_*", "run_*", "execute_command", "send_*", "withdraw"];
 const TOOL_REGEXES: &[&str] = &["^git_(push|force)", "file", "^send_", "github"];
 const PATH_GLOBS: &[&str] = &["**/.ssh/**", "/etc/**", "/home/*/notes.txt", "**/.env.*", "/tmp/*.txt", "/home/**"];
 const REGEXES: &[(&str, &str)] = &[("sql", "(?i)drop\\s+table"), ("path", "\\.ssh/"), ("path", "^/etc/")];
@@ -279,7 +280,10 @@ fn tool_rule() -> impl Strategy<Value = ToolRule> {
         proptest::option::weighted(0.3, proptest::collection::vec(pick(TOOL_PATTERNS), 0..3)),
         proptest::option::weighted(0.2, pick(TOOL_REGEXES)),
         proptest::option::weighted(0.5, pick(PATH_GLOBS).prop_map(|g| ("path".to_owned(), g))),
-        proptest::option::weighted(0.2, proptest::sample::select(REGEXES).prop_map(|(a, r)| (a.to_owned(), r.to_owned()))),
+        proptest::option::weighted(
+            0.2,
+            proptest::sample::select(REGEXES).prop_map(|(a, r)| (a.to_owned(), r.to_owned())),
+        ),
         proptest::option::weighted(0.2, pick(EXCLUDES).prop_map(|g| ("path".to_owned(), g))),
         sev(),
     )
@@ -302,17 +306,31 @@ fn limit() -> impl Strategy<Value = Limit> {
         proptest::option::of(Just(0i64)),
         sev(),
     )
-        .prop_map(|(tool_pattern, tool_name_regex, max, min, decision)| Limit { tool_pattern, tool_name_regex, max, min, decision })
+        .prop_map(|(tool_pattern, tool_name_regex, max, min, decision)| Limit {
+            tool_pattern,
+            tool_name_regex,
+            max,
+            min,
+            decision,
+        })
 }
 
 fn resource_rule() -> impl Strategy<Value = ResourceRule> {
     (
-        proptest::option::weighted(0.4, pick(&["secret://*", "postgres://db/prod", "file:///home/u/readme.md", "https://*"])),
+        proptest::option::weighted(
+            0.4,
+            pick(&["secret://*", "postgres://db/prod", "file:///home/u/readme.md", "https://*"]),
+        ),
         proptest::option::weighted(0.3, pick(&["\\.ssh", "readme", "^postgres"])),
         proptest::option::weighted(0.3, pick(&["postgres", "secret", "file"])),
         sev(),
     )
-        .prop_map(|(uri_pattern, uri_regex, scheme, decision)| ResourceRule { uri_pattern, uri_regex, scheme, decision })
+        .prop_map(|(uri_pattern, uri_regex, scheme, decision)| ResourceRule {
+            uri_pattern,
+            uri_regex,
+            scheme,
+            decision,
+        })
 }
 
 pub fn strategy() -> impl Strategy<Value = Shield> {

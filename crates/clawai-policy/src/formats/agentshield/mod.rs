@@ -95,7 +95,9 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
         let severity = severity(rule.decision.as_deref(), &format!("structural rule `{label}`"))?;
         let (names, conditions) = structural::convert(&rule.matcher, &label)?;
         if names.is_empty() && conditions.is_empty() {
-            notes.push(format!("structural rule `{label}` names no tool and no argument, so it never matches in AgentShield; left out"));
+            notes.push(format!(
+                "structural rule `{label}` names no tool and no argument, so it never matches in AgentShield; left out"
+            ));
             continue;
         }
         let rules = alternatives(&label, severity, &names, &conditions, rule.reason.as_deref());
@@ -141,8 +143,12 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
         &notes,
         default.action(),
     );
-    pass_through_rule("AgentShield", &["prompts/get", "sampling/createMessage", "elicitation/create"], "tools/call and resources/read")
-        .write(&mut out);
+    pass_through_rule(
+        "AgentShield",
+        &["prompts/get", "sampling/createMessage", "elicitation/create"],
+        "tools/call and resources/read",
+    )
+    .write(&mut out);
     for tool in &file.blocked_tools {
         let mut rule = RuleOut::new(format!("blocked-tool:{tool}"), "deny");
         rule.set("tool", quote(tool));
@@ -229,7 +235,8 @@ fn tool_rule(rule: &Rule, n: usize, notes: &mut Vec<String>) -> Result<Option<En
     for (name, patterns) in &m.exclude_argument_patterns {
         conditions.push((format!("unless_args.{}", key(name)), quote_all(&patterns.to_vec())));
     }
-    let matches_something = !names.is_empty() || !m.argument_patterns.is_empty() || !m.argument_regex_patterns.is_empty();
+    let matches_something =
+        !names.is_empty() || !m.argument_patterns.is_empty() || !m.argument_regex_patterns.is_empty();
     if let Some(s) = &m.structural {
         let (structural_names, structural_conditions) = structural::convert(s, &label)?;
         if !structural_names.is_empty() && !names.is_empty() {
@@ -238,7 +245,9 @@ fn tool_rule(rule: &Rule, n: usize, notes: &mut Vec<String>) -> Result<Option<En
             )));
         }
         if structural_names.is_empty() && structural_conditions.is_empty() {
-            notes.push(format!("rule `{label}`: its `structural` match names nothing, so it never matches in AgentShield; left out"));
+            notes.push(format!(
+                "rule `{label}`: its `structural` match names nothing, so it never matches in AgentShield; left out"
+            ));
             return Ok(None);
         }
         names.extend(structural_names);

@@ -47,7 +47,12 @@ fn field_conditions(field: &str, fm: &FieldMatch, label: &str) -> Result<Lines, 
     let regexes: Vec<String> = match (fm.pattern_any.is_empty(), fm.pattern_all.len()) {
         (_, 0) => fm.pattern_any.clone(),
         (true, 1) => fm.pattern_all.clone(),
-        _ => return Err(unsupported_error(label, &format!("args_match.{field}.pattern_all with more than one pattern, or beside pattern_any"))),
+        _ => {
+            return Err(unsupported_error(
+                label,
+                &format!("args_match.{field}.pattern_all with more than one pattern, or beside pattern_any"),
+            ));
+        }
     };
     let mut present = false;
     if !regexes.is_empty() {
