@@ -7,6 +7,7 @@ mod clients_cmd;
 pub mod http_cmd;
 mod paths;
 mod policy_cmd;
+mod policy_in_use;
 pub mod proxy_cmd;
 
 pub use proxy_cmd::HttpTransport;
