@@ -21,7 +21,8 @@ pub struct Targets {
     /// gemini, codex, zed, cline, roo, lmstudio, kiro).
     #[arg(long, value_parser = parse_client)]
     client: Option<Client>,
-    /// Only this file (its layout is guessed from its name, or from --client).
+    /// Only this file (which client's it is, and its layout, come from its path or
+    /// content, or from --client).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Only user-wide or only project files (the project is the current directory).
@@ -80,7 +81,8 @@ pub struct StatusArgs {
 pub struct WatchArgs {
     #[command(flatten)]
     targets: Targets,
-    /// Pin this policy in wrapped entries.
+    /// Pin this policy in wrapped entries [default: the policy at
+    /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Wrap even when that policy is missing or does not load (the servers will not
@@ -92,7 +94,8 @@ pub struct WatchArgs {
 /// `clawai run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Pin this policy in wrapped entries.
+    /// Pin this policy in wrapped entries [default: the policy at
+    /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Wrap even when that policy is missing or does not load (the servers will not
