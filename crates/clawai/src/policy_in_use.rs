@@ -58,17 +58,25 @@ pub fn check_before_wrapping(policy: &Path, force: bool, warn_only: bool) -> Res
     let problem = match PolicyState::of(policy) {
         PolicyState::Usable => return Ok(()),
         PolicyState::Missing => format!(
-            "there is no policy at {shown}, and a wrapped server does not start without one, so the client would lose its servers.\nCreate it with `{}` (or pass --policy FILE), then run this again",
+            "there is no policy at {shown}, and a wrapped server does not start without one, so the client would lose its servers.\nCreate it with `{}` (or pass --policy FILE)",
             paths::init_command(policy)
         ),
         PolicyState::Invalid(why) => format!(
-            "the policy {shown} does not load, and a wrapped server does not start without a valid one, so the client would lose its servers:\n{why}\nFix it (`clawai policy check {}` shows what is wrong), then run this again",
+            "the policy {shown} does not load, and a wrapped server does not start without a valid one, so the client would lose its servers:\n{why}\nFix it (`clawai policy check {}` shows what is wrong)",
             paths::shell_word(&shown.to_string())
         ),
     };
+    // Clients start servers with their own environment, not this shell's.
+    let environment = match std::env::var_os("CLAWAI_POLICY") {
+        Some(set) if policy == paths::default_policy() => format!(
+            "\nCLAWAI_POLICY is set here, but a client does not pass it on to its servers: `--policy {}` pins that policy in the entries.",
+            paths::shell_word(&set.to_string_lossy())
+        ),
+        _ => String::new(),
+    };
     if force || warn_only {
-        eprintln!("warning: {problem}.");
+        eprintln!("warning: {problem}.{environment}");
         return Ok(());
     }
-    bail!("{problem}; --force wraps anyway.")
+    bail!("{problem}, then run this again; --force wraps anyway.{environment}")
 }

@@ -265,6 +265,10 @@ fn wrap_watch_and_run_refuse_a_policy_the_servers_could_not_start_with() {
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR, "nothing written");
+    // A policy named in this shell's environment is not what the client's servers see.
+    let out = home.clawai().args(["wrap", "--all"]).env("CLAWAI_POLICY", "/x/p.toml").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CLAWAI_POLICY is set here") && err.contains("`--policy /x/p.toml`"), "{err}");
     // A pinned policy that does not load: its error, and how to see it again.
     let bad = home.write("bad.toml", "[[rule]]\naction = \"alow\"\ntool = \"x\"\n");
     let (code, _, err) = home.run(&["wrap", "--all", "--policy", bad.to_str().unwrap()]);
