@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::document::{ArgsInsertion, Entry};
+use crate::document::{ArgsInsertion, Entry, Located};
 use crate::known::Syntax;
 use crate::state::Original;
 use crate::wrapping::{self, Wrap};
@@ -86,7 +86,6 @@ pub fn wrap(
     if matches!(wrapping::read(&command.value, &args), Wrap::Wrapped { .. } | Wrap::Upstream { .. }) {
         return Err(NotWrappable::AlreadyWrapped);
     }
-    let new_args = array(&wrapping::wrapped_args(&entry.name, policy, &command.value, &args));
     let mut splices =
         vec![Splice { start: command.start, end: command.end, text: literal(&clawai.display().to_string()) }];
     let mut original =
@@ -94,9 +93,11 @@ pub fn wrap(
     match &entry.args {
         Some(a) => {
             original.args = Some(text[a.start..a.end].to_owned());
-            splices.push(Splice { start: a.start, end: a.end, text: new_args });
+            let head = wrapping::wrapped_args(&entry.name, policy, &command.value, &[]);
+            splices.push(prepend_to_array(text, a, &head));
         }
         None => {
+            let new_args = array(&wrapping::wrapped_args(&entry.name, policy, &command.value, &args));
             let prefix = match entry.insertion {
                 ArgsInsertion::JsonMember => ", \"args\": ",
                 ArgsInsertion::TomlInline => ", args = ",
@@ -107,6 +108,29 @@ pub fn wrap(
         }
     }
     Ok((splices, original))
+}
+
+/// The splice that puts `head` in front of the elements of the array written at
+/// `start..end`, leaving the array's own text (its comments, line breaks, trailing comma)
+/// as it is: a comment inside `args` survives the wrap. On an array written over several
+/// lines the new elements get a line of their own, indented as the first element's.
+fn prepend_to_array(text: &str, args: &Located<Vec<String>>, head: &[String]) -> Splice {
+    let Some(inside) = text[args.start..args.end].strip_prefix('[') else {
+        // Not an array's text (the readers never give one): write the array afresh.
+        let all: Vec<String> = head.iter().chain(&args.value).cloned().collect();
+        return Splice { start: args.start, end: args.end, text: array(&all) };
+    };
+    let items: Vec<String> = head.iter().map(|s| literal(s)).collect();
+    let items = items.join(", ");
+    let blank = inside.len() - inside.trim_start().len();
+    let at = args.start + 1 + blank;
+    let text = match inside[..blank].rfind('\n') {
+        _ if args.value.is_empty() && inside[blank..].starts_with(']') => items,
+        _ if args.value.is_empty() => format!("{items} "),
+        Some(newline) => format!("{items},\n{}", &inside[newline + 1..blank]),
+        None => format!("{items}, "),
+    };
+    Splice { start: at, end: at, text }
 }
 
 /// A remote entry becomes a stdio entry running `clawai proxy --upstream URL`: the URL
@@ -144,12 +168,28 @@ fn wrap_remote(
         splices.push(Splice { start: kind.value_start, end: kind.end, text: literal("stdio") });
     }
     if let Some((i, member)) = layout.member("headers") {
-        // The member goes with the comma before it (or, first in the object, after it).
-        let (start, end) = match i {
-            0 => (member.start, layout.members.get(1).map_or(member.end, |next| next.start)),
-            _ => (layout.members[i - 1].end, member.end),
+        // The member goes with what separates it from the next member; the last one
+        // with the comma before it, keeping any comment written after that comma (it
+        // belongs to the member before).
+        let splice = match layout.members.get(i + 1) {
+            Some(next) => Splice { start: member.start, end: next.start, text: String::new() },
+            None if i == 0 => Splice { start: member.start, end: member.end, text: String::new() },
+            None => {
+                let before = layout.members[i - 1].end;
+                let separator = &text[before..member.start];
+                let kept = separator.replacen(',', "", 1);
+                let trimmed = kept.trim_end();
+                // A line comment needs its line break, or it would swallow what follows.
+                let ends_in_line_comment = trimmed.rsplit('\n').next().is_some_and(|line| line.contains("//"));
+                let text = match () {
+                    _ if trimmed.is_empty() => String::new(),
+                    _ if ends_in_line_comment => kept,
+                    _ => trimmed.to_owned(),
+                };
+                Splice { start: before, end: member.end, text }
+            }
         };
-        splices.push(Splice { start, end, text: String::new() });
+        splices.push(splice);
     }
     let original = Original {
         command: String::new(),
@@ -205,13 +245,24 @@ fn decode_string(text: &str, syntax: Syntax) -> Option<String> {
     }
 }
 
+/// Decodes the text of an `args` array as written in the file, comments and trailing
+/// commas included (JSONC).
 fn decode_args(text: &str, syntax: Syntax) -> Option<Vec<String>> {
     match syntax {
         Syntax::Toml => {
             let value = text.trim().parse::<toml_edit::Value>().ok()?;
             value.as_array()?.iter().map(|v| v.as_str().map(str::to_owned)).collect()
         }
-        _ => serde_json::from_str(text).ok(),
+        _ => match jsonc_parser::parse_to_value(text, &Default::default()).ok()?? {
+            jsonc_parser::JsonValue::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    jsonc_parser::JsonValue::String(s) => Some(s.into_owned()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        },
     }
 }
 

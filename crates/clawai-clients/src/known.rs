@@ -127,6 +127,16 @@ pub struct KnownFile {
     pub syntax: Syntax,
     /// Where servers are inside it.
     pub servers_at: &'static [ServersPath],
+    /// A file given by path that is no known client's (its layout guessed from its
+    /// content): shown as a custom configuration, not as a client's.
+    pub custom: bool,
+}
+
+impl KnownFile {
+    /// What the file is, for people: the client's name, or "custom config".
+    pub fn label(&self) -> &'static str {
+        if self.custom { "custom config" } else { self.client.display() }
+    }
 }
 
 /// Where `name`'s server map sits for each layout.
@@ -172,7 +182,14 @@ impl Dirs {
 
 /// Every file clawai looks at, existing or not, in a stable order.
 pub fn files(dirs: &Dirs) -> Vec<KnownFile> {
-    let file = |client, path: PathBuf, scope, syntax, servers_at| KnownFile { client, path, scope, syntax, servers_at };
+    let file = |client, path: PathBuf, scope, syntax, servers_at| KnownFile {
+        client,
+        path,
+        scope,
+        syntax,
+        servers_at,
+        custom: false,
+    };
     let (home, config, project) = (&dirs.home, &dirs.config, &dirs.project);
     let code_user = config.join("Code").join("User");
     vec![
@@ -216,28 +233,57 @@ pub fn files(dirs: &Dirs) -> Vec<KnownFile> {
     ]
 }
 
-/// A file given with `--config FILE`: the layout of `client`, or of the client its name
-/// suggests (`*.toml` Codex, `.vscode/mcp.json` VS Code, `zed/settings.json` Zed,
-/// `.claude.json` Claude Code); any other file is read with the common `mcpServers`
-/// layout (Claude Desktop's).
+/// A file given with `--config FILE`. With `client`, that client's layout. Else the
+/// file is recognised by where it is, as one of the files [`files`] lists
+/// (`.cursor/mcp.json` is Cursor's, `.mcp.json` Claude Code's, wherever the directory);
+/// else by its content: `mcp_servers` in TOML is Codex's layout, `servers` VS Code's,
+/// `context_servers` Zed's, `projects` Claude Code's `.claude.json`, anything else the
+/// common `mcpServers` layout. A file recognised by content only is a custom one.
 pub fn explicit(path: &Path, client: Option<Client>) -> KnownFile {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let parent = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
-    let client = client.unwrap_or(match (name, parent) {
-        (n, _) if n.ends_with(".toml") => Client::Codex,
-        ("mcp.json", ".vscode") => Client::VsCode,
-        ("settings.json", "zed" | ".zed") => Client::Zed,
-        (".claude.json", _) => Client::ClaudeCode,
-        _ => Client::ClaudeDesktop,
-    });
-    let (syntax, servers_at) = match client {
+    if let Some(client) = client {
+        let (syntax, servers_at) = layout_of(client, path);
+        return KnownFile { client, path: path.to_owned(), scope: Scope::User, syntax, servers_at, custom: false };
+    }
+    // Every known file, with the directories left out: what a path must end with.
+    let relative = Dirs { home: PathBuf::new(), config: PathBuf::new(), project: PathBuf::new() };
+    if let Some(known) = files(&relative).into_iter().find(|f| path.ends_with(&f.path)) {
+        return KnownFile { path: path.to_owned(), ..known };
+    }
+    let (client, syntax, servers_at) = layout_from_content(path);
+    KnownFile { client, path: path.to_owned(), scope: Scope::User, syntax, servers_at, custom: true }
+}
+
+/// The layout of a client's file at `path`.
+fn layout_of(client: Client, path: &Path) -> (Syntax, &'static [ServersPath]) {
+    match client {
         Client::Codex => (Syntax::Toml, CODEX),
         Client::VsCode => (Syntax::Jsonc, VSCODE),
         Client::Zed => (Syntax::Jsonc, ZED),
-        Client::ClaudeCode if name == ".claude.json" => (Syntax::Json, CLAUDE_JSON),
+        Client::ClaudeCode if path.file_name().is_some_and(|n| n == ".claude.json") => (Syntax::Json, CLAUDE_JSON),
         _ => (Syntax::Json, MCP_SERVERS),
+    }
+}
+
+/// The layout a file of no known client follows, from its extension and top-level keys,
+/// and the client whose layout that is. A JSON file with comments is read as JSONC:
+/// whatever reads it accepts them.
+fn layout_from_content(path: &Path) -> (Client, Syntax, &'static [ServersPath]) {
+    if path.extension().is_some_and(|e| e == "toml") {
+        return (Client::Codex, Syntax::Toml, CODEX);
+    }
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let value = jsonc_parser::parse_to_value(&text, &Default::default()).ok().flatten();
+    let strict = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+    let syntax = if value.is_some() && !strict { Syntax::Jsonc } else { Syntax::Json };
+    let has = |key: &str| matches!(&value, Some(jsonc_parser::JsonValue::Object(o)) if o.get(key).is_some());
+    let (client, servers_at) = match () {
+        _ if has("mcpServers") && has("projects") => (Client::ClaudeCode, CLAUDE_JSON),
+        _ if has("mcpServers") => (Client::ClaudeDesktop, MCP_SERVERS),
+        _ if has("servers") => (Client::VsCode, VSCODE),
+        _ if has("context_servers") => (Client::Zed, ZED),
+        _ => (Client::ClaudeDesktop, MCP_SERVERS),
     };
-    KnownFile { client, path: path.to_owned(), scope: Scope::User, syntax, servers_at }
+    (client, syntax, servers_at)
 }
 
 #[cfg(test)]
@@ -256,5 +302,40 @@ mod tests {
         assert_eq!(claude.servers_at, CLAUDE_JSON);
         let generic = explicit(Path::new("/x/servers.json"), None);
         assert_eq!(generic.servers_at, MCP_SERVERS);
+        assert_eq!(generic.label(), "custom config");
+    }
+
+    #[test]
+    fn explicit_files_are_named_for_the_client_whose_file_they_are() {
+        for (path, label) in [
+            ("/elsewhere/.mcp.json", "Claude Code"),
+            ("/p/.cursor/mcp.json", "Cursor"),
+            ("/h/.codeium/windsurf/mcp_config.json", "Windsurf"),
+            ("/h/.gemini/settings.json", "Gemini CLI"),
+            ("/h/.codex/config.toml", "Codex"),
+            ("/p/.roo/mcp.json", "Roo Code"),
+            ("/h/.kiro/settings/mcp.json", "Kiro"),
+            ("/c/Claude/claude_desktop_config.json", "Claude Desktop"),
+            ("/c/Code/User/mcp.json", "VS Code"),
+            ("/x/mcp.json", "custom config"),
+            ("/x/other.toml", "custom config"),
+        ] {
+            assert_eq!(explicit(Path::new(path), None).label(), label, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_custom_file_is_read_in_the_layout_its_content_has() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            explicit(&path, None)
+        };
+        let vscode_like = write("a.json", "{ // mine\n \"servers\": {} }");
+        assert_eq!((vscode_like.servers_at, vscode_like.syntax), (VSCODE, Syntax::Jsonc));
+        assert_eq!(write("b.json", r#"{"context_servers": {}}"#).servers_at, ZED);
+        let plain = write("c.json", r#"{"mcpServers": {}}"#);
+        assert_eq!((plain.servers_at, plain.syntax, plain.custom), (MCP_SERVERS, Syntax::Json, true));
     }
 }

@@ -81,6 +81,8 @@ pub struct EntryStatus {
     pub command: Option<String>,
     /// Why the entry is not wrapped, when it cannot be.
     pub note: Option<String>,
+    /// `clawai wrap` would wrap it (a stdio server, or a remote one in a JSON file).
+    pub wrappable: bool,
 }
 
 fn io_error(path: &Path, what: &str, e: std::io::Error) -> ClientError {
@@ -109,11 +111,13 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                 policy: None,
                 command: None,
                 note: None,
+                wrappable: false,
             };
             match (&e.command, &e.remote) {
                 (None, Some((_, url))) => {
                     s.state = "remote".into();
                     s.command = Some(url.clone());
+                    s.wrappable = e.layout.is_some() && !matches!(e.headers, Some(Err(_)));
                     s.note = Some(match e.layout {
                         Some(_) => "remote server, not wrapped: `clawai wrap` makes it run through `clawai proxy --upstream`".to_owned(),
                         None => NotWrappable::Remote(url.clone(), "`clawai wrap` rewrites remote entries of JSON files only".into()).to_string(),
@@ -153,6 +157,7 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                         }
                         Wrap::Plain { command, .. } => {
                             s.state = if e.args_unusable { "unsupported" } else { "not wrapped" }.into();
+                            s.wrappable = !e.args_unusable;
                             if e.args_unusable {
                                 s.note = Some(NotWrappable::UnusableArgs.to_string());
                             }

@@ -368,3 +368,92 @@ fn a_backup_of_the_original_is_kept_before_the_first_change() {
     assert!(second.backup.is_none(), "the first original is kept, not overwritten");
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), STANDARD);
 }
+
+/// A JSONC entry whose `args` span several lines with comments (and a trailing comma)
+/// inside them, plus a comment between members, for every JSONC file kind: wrap keeps
+/// each comment, unwrap gives back the exact bytes.
+#[test]
+fn jsonc_comments_inside_entries_survive_wrap_and_unwrap_is_byte_exact() {
+    let args = r#"[
+        // the package, pinned
+        "-y",
+        "@modelcontextprotocol/server-filesystem@1.2.3", /* version */
+        // where it may read
+        "/home/user/projects",
+      ]"#;
+    let vscode = format!(
+        "{{\n  \"servers\": {{\n    \"fs\": {{\n      \"type\": \"stdio\",\n      \"command\": \"npx\", // launcher\n      \"args\": {args},\n      /* keep */ \"env\": {{}},\n    }},\n    \"empty\": {{ \"command\": \"x\", \"args\": [ /* none yet */ ] }},\n  }},\n}}\n"
+    );
+    let zed_flat = format!(
+        "// Zed\n{{\n  \"context_servers\": {{\n    \"fs\": {{\n      \"command\": \"npx\",\n      \"args\": {args},\n    }},\n  }},\n}}\n"
+    );
+    let zed_nested = format!(
+        "{{\n  \"context_servers\": {{\n    \"fs\": {{ \"command\": {{ \"path\": \"npx\", // old layout\n      \"args\": {args} }}, \"settings\": {{}} }},\n  }},\n}}\n"
+    );
+    let comments = ["// the package, pinned", "/* version */", "// where it may read", "// launcher", "/* keep */"];
+    for (client, project, text) in [
+        (Client::VsCode, true, &vscode),
+        (Client::VsCode, false, &vscode),
+        (Client::Zed, false, &zed_flat),
+        (Client::Zed, true, &zed_flat),
+        (Client::Zed, false, &zed_nested),
+    ] {
+        let wrapped = round_trip(client, project, text);
+        for comment in comments.iter().filter(|c| text.contains(*c)) {
+            assert!(wrapped.contains(comment), "{client:?}: {comment} kept by wrap:\n{wrapped}");
+        }
+        let value: serde_json::Value = jsonc_parser::parse_to_serde_value(&wrapped, &Default::default()).unwrap();
+        let key = if client == Client::VsCode { "servers" } else { "context_servers" };
+        let fs = &value[key]["fs"];
+        let args = if fs["command"].is_object() { &fs["command"]["args"] } else { &fs["args"] };
+        assert_eq!(
+            args,
+            &serde_json::json!([
+                "proxy",
+                "--server",
+                "fs",
+                "--",
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem@1.2.3",
+                "/home/user/projects"
+            ]),
+            "{client:?}:\n{wrapped}"
+        );
+    }
+}
+
+/// The same through Codex's TOML: comments inside a multi-line `args` stay.
+#[test]
+fn toml_comments_inside_args_survive_wrap() {
+    let codex =
+        "[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\n  # the package\n  \"-y\",\n  \"server\", # pinned\n]\n";
+    let wrapped = round_trip(Client::Codex, false, codex);
+    assert!(wrapped.contains("# the package") && wrapped.contains("# pinned"), "{wrapped}");
+}
+
+/// Comments written between the members of a remote entry stay through wrap, wherever
+/// its `headers` (which become `--header` arguments) were.
+#[test]
+fn comments_around_a_remote_entrys_headers_survive_wrap() {
+    let vscode = r#"{
+  "servers": {
+    "middle": {
+      "type": "http",
+      "url": "https://a.example.com/mcp", // the team's tracker
+      "headers": { "X-Team": "core" },
+      "dev": {}
+    },
+    "last": {
+      "url": "https://b.example.com/mcp", /* read-only token */
+      "headers": { "X-Key": "k" },
+    },
+  },
+}
+"#;
+    let wrapped = round_trip(Client::VsCode, true, vscode);
+    assert!(wrapped.contains("// the team's tracker") && wrapped.contains("/* read-only token */"), "{wrapped}");
+    let value: serde_json::Value = jsonc_parser::parse_to_serde_value(&wrapped, &Default::default()).unwrap();
+    assert_eq!(value["servers"]["last"]["args"][6], "X-Key: k", "{wrapped}");
+    assert!(value["servers"]["middle"].get("headers").is_none() && value["servers"]["middle"]["dev"].is_object());
+}

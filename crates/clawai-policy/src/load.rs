@@ -86,10 +86,13 @@ impl Format {
 pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
+        // `policy init` writes where it is told: the path that was not found.
         let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            "; create one with `clawai policy init` or pass --policy FILE"
+            let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+            let shown = if plain { name.clone() } else { format!("'{}'", name.replace('\'', "'\\''")) };
+            format!("; create one with `clawai policy init --path {shown}` or pass --policy FILE")
         } else {
-            ""
+            String::new()
         };
         PolicyError::one(&name, None, None, format!("cannot read the policy: {e}{hint}"))
     })?;

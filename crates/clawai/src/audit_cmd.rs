@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::glob::Glob;
 use serde_json::Value;
 
@@ -54,9 +54,10 @@ pub struct TailArgs {
 pub struct QueryArgs {
     #[command(flatten)]
     file: FileArg,
-    /// Only this decision (allow, deny, prompt, audit, pass, refused).
-    #[arg(long)]
-    decision: Option<String>,
+    /// Only events with this decision; `blocked` is every call that did not go
+    /// through (deny, refused, and prompt without approval).
+    #[arg(long, value_enum)]
+    decision: Option<DecisionFilter>,
     /// Only tools whose name matches this glob.
     #[arg(long)]
     tool: Option<String>,
@@ -69,12 +70,75 @@ pub struct QueryArgs {
     /// Only events decided by this rule id.
     #[arg(long)]
     rule: Option<String>,
-    /// Only events at or after this time (RFC 3339, e.g. 2026-11-22T10:00:00Z).
-    #[arg(long)]
-    since: Option<String>,
+    /// Only events at or after this time: RFC 3339 (2026-11-22T10:00:00Z), or how long
+    /// ago (45s, 30m, 1h, 2d, 1w).
+    #[arg(long, value_parser = parse_since, value_name = "TIME")]
+    since: Option<jiff::Timestamp>,
     /// Print the events as JSON Lines, unchanged.
     #[arg(long)]
     json: bool,
+}
+
+/// The decisions `--decision` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DecisionFilter {
+    /// Forwarded by an allow rule.
+    Allow,
+    /// Denied by a rule (or by default).
+    Deny,
+    /// A person was to be asked.
+    Prompt,
+    /// Forwarded and marked for review.
+    Audit,
+    /// No rule applies to the message (forwarded).
+    Pass,
+    /// Not valid MCP, not forwarded.
+    Refused,
+    /// Every call that did not go through: deny, refused, and prompt not approved.
+    Blocked,
+}
+
+impl DecisionFilter {
+    fn matches(self, event: &Value) -> bool {
+        let decision = event.get("decision").and_then(Value::as_str);
+        match self {
+            DecisionFilter::Blocked => match decision {
+                Some("deny" | "refused") => true,
+                Some("prompt") => !was_approved(event),
+                _ => false,
+            },
+            _ => decision == self.to_possible_value().as_ref().map(|v| v.get_name()),
+        }
+    }
+}
+
+/// A `prompt` decision that a person approved carries `"approved": true`; without an
+/// approval channel none does, and the call was denied.
+fn was_approved(event: &Value) -> bool {
+    event.get("approved") == Some(&Value::Bool(true))
+}
+
+/// `--since`: an RFC 3339 time, or a span back from now (`45s`, `30m`, `1h`, `2d`, `1w`).
+fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
+    if let Ok(time) = text.parse::<jiff::Timestamp>() {
+        return Ok(time);
+    }
+    let help = || {
+        format!("`{text}` is neither an RFC 3339 time (2026-11-22T10:00:00Z) nor how long ago (45s, 30m, 1h, 2d, 1w)")
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(help)?;
+    let (count, unit) = text.split_at(split);
+    let count: i64 = count.parse().map_err(|_| help())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(help()),
+    };
+    let ago = count.checked_mul(seconds).map(jiff::SignedDuration::from_secs).ok_or_else(help)?;
+    jiff::Timestamp::now().checked_sub(ago).map_err(|_| help())
 }
 
 pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
@@ -89,7 +153,9 @@ fn render(event: &Value) -> String {
     let s = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or("");
     let target = ["tool", "resource", "prompt"].iter().map(|k| s(k)).find(|v| !v.is_empty()).unwrap_or("");
     let id = event.get("id").map(|v| format!(" #{v}")).unwrap_or_default();
-    let mut line = format!("{} {:<8} {:<14} {}{} {}", s("time"), s("server"), s("direction"), s("method"), id, target);
+    let arguments = event.get("arguments").map(arguments_summary).unwrap_or_default();
+    let mut line =
+        format!("{} {:<8} {:<14} {}{} {target}{arguments}", s("time"), s("server"), s("direction"), s("method"), id);
     match s("kind") {
         "response" => {
             let ms =
@@ -108,6 +174,50 @@ fn render(event: &Value) -> String {
         }
     }
     line
+}
+
+/// The longest value shown in a summary of arguments, in characters.
+const VALUE_CHARS: usize = 60;
+/// The longest summary of arguments, in characters.
+const SUMMARY_CHARS: usize = 200;
+
+/// The arguments of a call, short and safe to print: `(path="/etc/passwd", mode="r")`.
+/// Strings are quoted with control and invisible characters escaped, long values are
+/// cut, nested values are shown as compact JSON. The trail holds them redacted already.
+fn arguments_summary(arguments: &Value) -> String {
+    let parts: Vec<String> = match arguments {
+        Value::Object(members) => {
+            members.iter().map(|(k, v)| format!("{}={}", escaped(k, VALUE_CHARS), value_summary(v))).collect()
+        }
+        Value::Null => return String::new(),
+        other => vec![value_summary(other)],
+    };
+    let joined = parts.join(", ");
+    format!("({})", cut(&joined, SUMMARY_CHARS))
+}
+
+fn value_summary(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("\"{}\"", escaped(text, VALUE_CHARS)),
+        // JSON text: its strings' quotes and escapes are already as they should be read.
+        other => cut(&other.to_string(), VALUE_CHARS)
+            .chars()
+            .map(|c| if matches!(c, '"' | '\\') { c.to_string() } else { c.escape_debug().to_string() })
+            .collect(),
+    }
+}
+
+/// `text` cut to `max` characters, with `"`, `\\` and whatever a terminal would act on
+/// or hide (controls, bidi overrides, zero-width characters) escaped: `\n`, `\u{202e}`.
+fn escaped(text: &str, max: usize) -> String {
+    cut(text, max).escape_debug().to_string()
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 fn print(line: &str, json: bool) {
@@ -173,14 +283,7 @@ fn query(args: QueryArgs) -> Result<ExitCode> {
     };
     let (tool, server, method) =
         (glob(&args.tool, "tool")?, glob(&args.server, "server")?, glob(&args.method, "method")?);
-    let since = args
-        .since
-        .as_deref()
-        .map(|s| {
-            s.parse::<jiff::Timestamp>()
-                .with_context(|| format!("--since {s}: write an RFC 3339 time such as 2026-11-22T10:00:00Z"))
-        })
-        .transpose()?;
+    let since = args.since;
     // Rotated files first (oldest first), then the current one.
     let mut files: Vec<PathBuf> =
         (1..=9).rev().map(|n| PathBuf::from(format!("{}.{n}", path.display()))).filter(|p| p.exists()).collect();
@@ -190,7 +293,7 @@ fn query(args: QueryArgs) -> Result<ExitCode> {
         for line in BufReader::new(open(file)?).lines().map_while(Result::ok) {
             let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
             let field = |k: &str| event.get(k).and_then(Value::as_str);
-            let keep = args.decision.as_deref().is_none_or(|d| field("decision") == Some(d))
+            let keep = args.decision.is_none_or(|d| d.matches(&event))
                 && args.rule.as_deref().is_none_or(|r| field("rule") == Some(r))
                 && tool.as_ref().is_none_or(|g| field("tool").is_some_and(|t| g.is_match(t)))
                 && server.as_ref().is_none_or(|g| field("server").is_some_and(|t| g.is_match(t)))

@@ -12,6 +12,7 @@ use clawai_clients::{Client, ClientError, KnownFile, Options, Scope, Selection, 
 
 use crate::ExitCode;
 use crate::paths;
+use crate::policy_in_use::{self, PolicyState};
 
 /// Which files to work on.
 #[derive(Debug, Args)]
@@ -20,7 +21,8 @@ pub struct Targets {
     /// gemini, codex, zed, cline, roo, lmstudio, kiro).
     #[arg(long, value_parser = parse_client)]
     client: Option<Client>,
-    /// Only this file (its layout is guessed from its name, or from --client).
+    /// Only this file (which client's it is, and its layout, come from its path or
+    /// content, or from --client).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Only user-wide or only project files (the project is the current directory).
@@ -54,9 +56,14 @@ pub struct ChangeArgs {
     /// Show the change as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Pin this policy in wrapped entries (default: clawai's usual lookup at run time).
+    /// Pin this policy in wrapped entries [default: the policy at
+    /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Wrap even when that policy is missing or does not load (the servers will not
+    /// start until it does).
+    #[arg(long)]
+    force: bool,
 }
 
 /// `clawai status`.
@@ -74,17 +81,27 @@ pub struct StatusArgs {
 pub struct WatchArgs {
     #[command(flatten)]
     targets: Targets,
-    /// Pin this policy in wrapped entries.
+    /// Pin this policy in wrapped entries [default: the policy at
+    /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Wrap even when that policy is missing or does not load (the servers will not
+    /// start until it does).
+    #[arg(long)]
+    force: bool,
 }
 
 /// `clawai run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Pin this policy in wrapped entries.
+    /// Pin this policy in wrapped entries [default: the policy at
+    /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Wrap even when that policy is missing or does not load (the servers will not
+    /// start until it does).
+    #[arg(long)]
+    force: bool,
     /// The client to start, and its arguments.
     #[arg(last = true, required = true, value_name = "CLIENT")]
     command: Vec<String>,
@@ -113,14 +130,53 @@ fn home_relative(path: &Path) -> String {
     }
 }
 
+/// The settings of a change.
 fn options(policy: Option<PathBuf>, dry_run: bool) -> Result<Options> {
     let clawai = std::env::current_exe().context("cannot find the clawai binary's path")?;
     let clawai = std::fs::canonicalize(&clawai).unwrap_or(clawai);
     let policy = match policy {
-        Some(p) => Some(std::fs::canonicalize(&p).with_context(|| format!("--policy {}: no such file", p.display()))?),
+        // A pinned path must not depend on the directory the client starts in.
+        Some(p) => Some(std::fs::canonicalize(&p).or_else(|_| std::path::absolute(&p))?),
         None => None,
     };
     Ok(Options { clawai, policy, dry_run, state_dir: paths::state_dir() })
+}
+
+/// The settings of a wrap, once the policy the wrapped entries will use is checked: a
+/// server wrapped without a usable policy does not start, and the client loses it.
+fn wrap_options(policy: Option<PathBuf>, dry_run: bool, force: bool) -> Result<Options> {
+    let options = options(policy, dry_run)?;
+    policy_in_use::check_before_wrapping(&policy_in_use::for_entries(options.policy.as_deref()), force, dry_run)?;
+    Ok(options)
+}
+
+/// Refuses names that are in none of `files`, listing the servers there are, before
+/// anything changes: a mistyped name must not leave the command half done.
+fn refuse_unknown_names(names: &[String], files: &[KnownFile], verb: &str) -> Result<()> {
+    let mut existing = Vec::new();
+    for file in files {
+        match ops::status(file) {
+            Ok((servers, _)) => existing.extend(servers.into_iter().map(|s| s.name)),
+            // An unreadable file may hold the name; the change reports that file's error.
+            Err(_) => return Ok(()),
+        }
+    }
+    let unknown: Vec<String> = names.iter().filter(|n| !existing.contains(n)).map(|n| format!("`{n}`")).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    existing.sort();
+    existing.dedup();
+    let there = match existing.is_empty() {
+        true => "they have no server".to_owned(),
+        false => format!("the servers there are: {}", existing.join(", ")),
+    };
+    bail!(
+        "no server named {} in the {} configuration file{} clawai looked at; {there}. Nothing was {verb}ped; `clawai status` shows each server and its file",
+        unknown.join(", "),
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    )
 }
 
 fn nothing_found(targets: &Targets) -> Result<ExitCode> {
@@ -140,17 +196,18 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
         bail!("say which servers to {verb}: `clawai {verb} NAME…` or `clawai {verb} --all`");
     }
     let selection = if args.all { Selection::All } else { Selection::Names(args.names.clone()) };
-    let opts = options(args.policy.clone(), args.dry_run)?;
     let files = files(&args.targets);
     if files.is_empty() {
         return nothing_found(&args.targets);
     }
+    refuse_unknown_names(&args.names, &files, verb)?;
+    let opts = match wrap {
+        true => wrap_options(args.policy.clone(), args.dry_run, args.force)?,
+        // Unwrapping writes no entry that needs a policy.
+        false => options(args.policy.clone(), args.dry_run)?,
+    };
     let mut failed = false;
     let mut changed = 0;
-    let mut unknown_names: Vec<String> = match &selection {
-        Selection::Names(n) => n.clone(),
-        Selection::All => Vec::new(),
-    };
     for file in &files {
         let result = if wrap { ops::wrap(file, &selection, &opts) } else { ops::unwrap(file, &selection, &opts) };
         let report = match result {
@@ -161,11 +218,10 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
                 continue;
             }
         };
-        let where_ = format!("{} ({})", home_relative(&file.path), file.client.display());
+        let where_ = format!("{} ({})", home_relative(&file.path), file.label());
         for w in &report.warnings {
             eprintln!("warning: {where_}: {w}");
         }
-        unknown_names.retain(|n| report.skipped.iter().any(|(s, why)| s == n && why.starts_with("no server")));
         if let Some(diff) = &report.diff
             && args.dry_run
         {
@@ -182,9 +238,6 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
         for (name, why) in report.skipped.iter().filter(|(_, why)| !why.starts_with("no server")) {
             println!("{where_}: not {verb}ped {name}: {why}");
         }
-    }
-    for name in &unknown_names {
-        eprintln!("warning: no server named `{name}` in any configuration; `clawai status` lists them");
     }
     if changed == 0 && !failed {
         println!(
@@ -210,64 +263,105 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     }
     let mut failed = false;
     let mut json = Vec::new();
+    let mut policies = PolicyStates::default();
+    let mut wrappable = false;
     for file in &files {
-        match ops::status(file) {
-            Ok((servers, warnings)) => {
-                if args.json {
-                    json.push(serde_json::json!({
-                        "client": file.client.id(),
-                        "path": file.path.display().to_string(),
-                        "scope": if file.scope == Scope::User { "user" } else { "project" },
-                        "servers": servers,
-                        "warnings": warnings,
-                    }));
-                    continue;
-                }
-                println!("{} — {}", file.client.display(), home_relative(&file.path));
-                for w in warnings {
-                    println!("  warning: {w}");
-                }
-                if servers.is_empty() {
-                    println!("  (no servers)");
-                }
-                for s in servers {
-                    let scope = if s.scope.contains('[') { format!(" [{}]", s.scope) } else { String::new() };
-                    let detail = match s.state.as_str() {
-                        "wrapped" | "stale" => format!(
-                            "{} via {} (policy: {}) -> {}",
-                            s.state,
-                            s.clawai.as_deref().unwrap_or("?"),
-                            s.policy.as_deref().unwrap_or("default"),
-                            s.command.as_deref().unwrap_or("?")
-                        ),
-                        _ => format!(
-                            "{}{}",
-                            s.state,
-                            s.command.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
-                        ),
-                    };
-                    println!("  {}{scope}: {detail}", s.name);
-                    if let Some(note) = s.note {
-                        println!("    {note}");
-                    }
-                }
-            }
+        let (servers, warnings) = match ops::status(file) {
+            Ok(found) => found,
             Err(e) => {
                 failed = true;
                 if args.json {
-                    json.push(serde_json::json!({"client": file.client.id(), "path": file.path.display().to_string(), "error": e.to_string()}));
+                    json.push(serde_json::json!({"client": client_id(file), "path": file.path.display().to_string(), "error": e.to_string()}));
                 } else {
                     eprintln!("error: {e}");
                 }
+                continue;
+            }
+        };
+        wrappable |= servers.iter().any(|s| s.wrappable);
+        if args.json {
+            let servers: Vec<serde_json::Value> = servers
+                .iter()
+                .map(|s| {
+                    let mut value = serde_json::to_value(s).unwrap_or_default();
+                    if let Some(pinned) = s.policy.as_deref() {
+                        let (path, state) = policies.of(pinned);
+                        value["policy_file"] = path.display().to_string().into();
+                        value["policy_state"] = match state {
+                            PolicyState::Usable => "ok".into(),
+                            PolicyState::Missing => "missing".into(),
+                            PolicyState::Invalid(why) => format!("invalid: {why}").into(),
+                        };
+                    }
+                    value
+                })
+                .collect();
+            json.push(serde_json::json!({
+                "client": client_id(file),
+                "label": file.label(),
+                "path": file.path.display().to_string(),
+                "scope": if file.scope == Scope::User { "user" } else { "project" },
+                "servers": servers,
+                "warnings": warnings,
+            }));
+            continue;
+        }
+        println!("{} — {}", file.label(), home_relative(&file.path));
+        for w in warnings {
+            println!("  warning: {w}");
+        }
+        if servers.is_empty() {
+            println!("  (no servers)");
+        }
+        for s in servers {
+            let scope = if s.scope.contains('[') { format!(" [{}]", s.scope) } else { String::new() };
+            let detail = match s.state.as_str() {
+                "wrapped" | "stale" => {
+                    let (path, state) = policies.of(s.policy.as_deref().unwrap_or(DEFAULT_POLICY));
+                    format!(
+                        "{} via {} (policy: {}{}) -> {}",
+                        s.state,
+                        s.clawai.as_deref().unwrap_or("?"),
+                        home_relative(&path),
+                        state.remark(&path),
+                        s.command.as_deref().unwrap_or("?")
+                    )
+                }
+                _ => format!("{}{}", s.state, s.command.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()),
+            };
+            println!("  {}{scope}: {detail}", s.name);
+            if let Some(note) = s.note {
+                println!("    {note}");
             }
         }
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
-    } else {
+    } else if wrappable {
         println!("`clawai wrap --all --dry-run` shows what wrapping would change.");
     }
     Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+/// What `status` reports as the policy of an entry that pins none.
+const DEFAULT_POLICY: &str = "default";
+
+/// `--client` id of a file, or `custom` for a file of no known client.
+fn client_id(file: &KnownFile) -> &'static str {
+    if file.custom { "custom" } else { file.client.id() }
+}
+
+/// The state of each policy file wrapped entries use, each loaded once.
+#[derive(Default)]
+struct PolicyStates(std::collections::HashMap<PathBuf, PolicyState>);
+
+impl PolicyStates {
+    /// The file an entry's policy (`default`, or the pinned path) is, and its state.
+    fn of(&mut self, pinned: &str) -> (PathBuf, PolicyState) {
+        let path = policy_in_use::for_entries((pinned != DEFAULT_POLICY).then_some(Path::new(pinned)));
+        let state = self.0.entry(path.clone()).or_insert_with(|| PolicyState::of(&path)).clone();
+        (path, state)
+    }
 }
 
 fn wrap_quietly(file: &KnownFile, opts: &Options) -> Result<Vec<String>, ClientError> {
@@ -275,7 +369,7 @@ fn wrap_quietly(file: &KnownFile, opts: &Options) -> Result<Vec<String>, ClientE
 }
 
 pub fn watch(args: WatchArgs) -> Result<ExitCode> {
-    let opts = options(args.policy.clone(), false)?;
+    let opts = wrap_options(args.policy.clone(), false, args.force)?;
     let all: Vec<KnownFile> = if args.targets.config.is_some() {
         files(&args.targets)
     } else {
@@ -358,7 +452,7 @@ pub fn watch(args: WatchArgs) -> Result<ExitCode> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let opts = options(args.policy.clone(), false)?;
+    let opts = wrap_options(args.policy.clone(), false, args.force)?;
     for file in known::files(&Dirs::from_env()).iter().filter(|f| f.path.exists()) {
         match wrap_quietly(file, &opts) {
             Ok(changed) if !changed.is_empty() => {

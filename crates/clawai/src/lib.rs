@@ -7,6 +7,7 @@ mod clients_cmd;
 pub mod http_cmd;
 mod paths;
 mod policy_cmd;
+mod policy_in_use;
 pub mod proxy_cmd;
 
 pub use proxy_cmd::HttpTransport;
@@ -39,7 +40,8 @@ enum Command {
     Status(clients_cmd::StatusArgs),
     /// Keep every configuration wrapped as clients add servers.
     Watch(clients_cmd::WatchArgs),
-    /// Wrap what is unwrapped, then start a client: `clawai run -- claude`.
+    /// Wrap what is unwrapped, then start a client: `clawai run -- claude`. The
+    /// configurations stay wrapped after the client exits (`clawai unwrap --all` undoes it).
     Run(clients_cmd::RunArgs),
 }
 

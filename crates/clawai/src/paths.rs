@@ -28,3 +28,19 @@ pub fn state_dir() -> PathBuf {
 pub fn policy_path(flag: Option<PathBuf>) -> PathBuf {
     flag.unwrap_or_else(default_policy)
 }
+
+/// The command that writes a starter policy at `path`: `clawai policy init`, with
+/// `--path` when `path` is not where clawai looks by default.
+pub fn init_command(path: &std::path::Path) -> String {
+    if path == default_policy() {
+        "clawai policy init".to_owned()
+    } else {
+        format!("clawai policy init --path {}", shell_word(&path.display().to_string()))
+    }
+}
+
+/// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
+pub fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', "'\\''")) }
+}

@@ -23,6 +23,7 @@ pub enum PolicyCommand {
         path: Option<PathBuf>,
     },
     /// Validate a policy: syntax, keys, actions, globs, regexes, unreachable rules.
+    #[command(after_help = "Exit status: 0 when the policy loads, 1 when it does not (as `clawai policy test`).")]
     Check {
         /// The policy file [default: --policy, $CLAWAI_POLICY, then the default path].
         file: Option<PathBuf>,
@@ -30,6 +31,9 @@ pub enum PolicyCommand {
         policy: PolicyArg,
     },
     /// Decide recorded calls (fixtures) and compare with what they expect.
+    #[command(
+        after_help = "Exit status: 0 when every fixture passes; 1 when the policy does not load (as `clawai policy check`) or a fixture fails; 2 when a fixture cannot be read."
+    )]
     Test(TestArgs),
     /// Show every rule considered for one call, why it matched or not, and the decision.
     Explain(ExplainArgs),
@@ -83,6 +87,11 @@ pub struct TestArgs {
     /// The decision every fixture must get (overrides the fixtures' `expected`).
     #[arg(long, value_parser = parse_action)]
     expect: Option<Action>,
+    /// A fixture without an `expected` decision fails (when --expect is not given).
+    /// On by default when the CI environment variable is set and not empty;
+    /// `--require-expected=false` turns it off.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_name = "BOOL")]
+    require_expected: Option<bool>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: OutputFormat,
@@ -182,17 +191,33 @@ fn check(path: &Path) -> Result<ExitCode> {
             print_notes(path, policy.notes());
             Ok(ExitCode::Ok)
         }
-        Err(e) => {
-            eprintln!("{e}");
-            eprintln!("The policy was not loaded; fix the errors above and run `clawai policy check` again.");
-            Ok(ExitCode::Failure)
-        }
+        Err(e) => not_loaded(path, &e),
     }
+}
+
+/// A policy that does not load, for `check` and `test` alike: the errors, what to do,
+/// and exit status 1.
+fn not_loaded(path: &Path, error: &clawai_policy::PolicyError) -> Result<ExitCode> {
+    eprintln!("{error}");
+    eprintln!(
+        "The policy was not loaded; fix the errors above and run `clawai policy check {}` again.",
+        paths::shell_word(&path.display().to_string())
+    );
+    Ok(ExitCode::Failure)
+}
+
+/// `--require-expected`, else on when the CI environment variable is set and not empty.
+fn expected_required(flag: Option<bool>) -> bool {
+    flag.unwrap_or_else(|| std::env::var_os("CI").is_some_and(|v| !v.is_empty()))
 }
 
 fn test(args: TestArgs) -> Result<ExitCode> {
     let policy_path = args.policy.resolve();
-    let policy = load(&policy_path)?;
+    let policy = match load_file(&policy_path) {
+        Ok(policy) => policy,
+        Err(e) => return not_loaded(&policy_path, &e),
+    };
+    let require = expected_required(args.require_expected);
     let paths = match (&args.fixture, &args.fixture_dir) {
         (Some(f), _) => vec![f.clone()],
         (None, Some(d)) => fixture::in_dir(d).map_err(anyhow::Error::msg)?,
@@ -203,8 +228,12 @@ fn test(args: TestArgs) -> Result<ExitCode> {
         let f = fixture::read(path).map_err(anyhow::Error::msg)?;
         results.push(fixture::run(&policy, path, &f, args.expect).map_err(anyhow::Error::msg)?);
     }
-    let failed = results.iter().filter(|r| !r.passed()).count();
-    let unchecked = results.iter().filter(|r| r.expected.is_none()).count();
+    // Without an expected decision a fixture checks nothing; where that is required, it fails.
+    let lacks = |r: &fixture::FixtureResult| r.expected.is_none() && require;
+    let passes = |r: &fixture::FixtureResult| r.passed() && !lacks(r);
+    let failed = results.iter().filter(|r| !passes(r)).count();
+    let missing = results.iter().filter(|r| lacks(r)).count();
+    let unchecked = results.iter().filter(|r| r.expected.is_none() && !require).count();
     let passed = results.len() - failed - unchecked;
     if args.format == OutputFormat::Json {
         let items: Vec<Value> = results
@@ -214,7 +243,8 @@ fn test(args: TestArgs) -> Result<ExitCode> {
                     "fixture": r.path.display().to_string(),
                     "decision": r.actual.as_str(),
                     "expected": r.expected.map(Action::as_str),
-                    "passed": r.passed(),
+                    "passed": passes(r),
+                    "missing_expected": lacks(r),
                     "rule": r.rule_id,
                     "reason": r.reason,
                 })
@@ -224,13 +254,15 @@ fn test(args: TestArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         for r in &results {
-            let status = match (r.expected, r.passed()) {
+            let status = match (r.expected, passes(r)) {
+                (None, _) if require => "FAIL",
                 (None, _) => "----",
                 (Some(_), true) => "PASS",
                 (Some(_), false) => "FAIL",
             };
             let expectation = match r.expected {
                 Some(e) if e != r.actual => format!(" (expected {e})"),
+                None if require => " (no expected decision)".to_owned(),
                 _ => String::new(),
             };
             println!("{status} {}: {}{expectation} ({})", r.path.display(), r.actual, r.reason);
@@ -240,7 +272,15 @@ fn test(args: TestArgs) -> Result<ExitCode> {
             results.len(),
             policy_path.display()
         );
-        if failed > 0 {
+        if missing > 0 {
+            println!(
+                "{missing} fixture{} no expected decision, and one is required{}: add \"expected\": \"allow\" (or deny, prompt, audit) to {}, or pass --expect ACTION.",
+                if missing == 1 { " has" } else { "s have" },
+                if args.require_expected.is_none() { " because the CI variable is set" } else { "" },
+                if missing == 1 { "it" } else { "each" }
+            );
+        }
+        if failed > missing {
             println!(
                 "A failed fixture means the policy decides differently from what the fixture expects: fix the policy or the fixture."
             );

@@ -142,8 +142,9 @@ impl Guarded {
         let policy_path = args.policy.resolve();
         if !policy_path.exists() {
             bail!(
-                "no policy at {}; clawai will not run a server unguarded. Create one with `clawai policy init`, or pass --policy FILE (or set CLAWAI_POLICY)",
-                policy_path.display()
+                "no policy at {}; clawai will not run a server unguarded. Create one with `{}`, or pass --policy FILE (or set CLAWAI_POLICY)",
+                policy_path.display(),
+                paths::init_command(&policy_path)
             );
         }
         // Taken before the file is read: an edit after this moment is reloaded.

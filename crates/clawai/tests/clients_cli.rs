@@ -10,8 +10,17 @@ struct Home {
     dir: tempfile::TempDir,
 }
 
+const POLICY: &str = "[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+
 impl Home {
+    /// A home with a valid policy where clawai looks by default.
     fn new() -> Home {
+        let home = Home::without_policy();
+        home.write(".config/clawai/policy.toml", POLICY);
+        home
+    }
+    /// A home as before `clawai policy init`.
+    fn without_policy() -> Home {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
         Home { dir }
@@ -108,7 +117,7 @@ fn wrap_needs_names_or_all_and_pins_a_policy_on_request() {
     let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
     assert_eq!(wrapped["mcpServers"]["fs"]["args"][3], "--policy");
     let (_, out, _) = home.run(&["status"]);
-    assert!(out.contains(&format!("policy: {}", std::fs::canonicalize(&policy).unwrap().display())), "{out}");
+    assert!(out.contains("(policy: ~/p.toml) -> npx"), "{out}");
 }
 
 #[test]
@@ -240,4 +249,112 @@ fn run_wraps_then_execs_the_client_with_its_exit_code() {
     let seen = String::from_utf8_lossy(&out.stdout);
     assert!(seen.contains("\"--server\", \"fs\""), "the client saw the wrapped config: {seen}");
     assert!(std::fs::read_to_string(&cursor).unwrap().contains("clawai"));
+}
+
+#[test]
+fn wrap_watch_and_run_refuse_a_policy_the_servers_could_not_start_with() {
+    let home = Home::without_policy();
+    let cursor = home.write(".cursor/mcp.json", CURSOR);
+    let (code, _, err) = home.run(&["wrap", "--all"]);
+    assert_eq!(code, 2, "{err}");
+    let default = home.path(".config/clawai/policy.toml");
+    assert!(
+        err.contains(&format!("no policy at {}", default.display()))
+            && err.contains("`clawai policy init`")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR, "nothing written");
+    // A policy named in this shell's environment is not what the client's servers see.
+    let out = home.clawai().args(["wrap", "--all"]).env("CLAWAI_POLICY", "/x/p.toml").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CLAWAI_POLICY is set here") && err.contains("`--policy /x/p.toml`"), "{err}");
+    // A pinned policy that does not load: its error, and how to see it again.
+    let bad = home.write("bad.toml", "[[rule]]\naction = \"alow\"\ntool = \"x\"\n");
+    let (code, _, err) = home.run(&["wrap", "--all", "--policy", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown action `alow`") && err.contains("clawai policy check"), "{err}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR);
+    // A pinned policy that does not exist: init writes it where it was named.
+    let missing = home.path("elsewhere/p.toml");
+    let (code, _, err) = home.run(&["wrap", "fs", "--policy", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("clawai policy init --path {}", missing.display())), "{err}");
+    // run does not start the client, watch does not start watching.
+    let started = home.path("started");
+    let (code, _, err) = home.run(&["run", "--", "touch", started.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(!started.exists() && err.contains("no policy at"), "{err}");
+    let (code, _, err) = home.run(&["watch"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no policy at"), "{err}");
+    // A dry run shows the change and warns; --force wraps anyway.
+    let (code, out, err) = home.run(&["wrap", "--all", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Dry run") && err.contains("warning: there is no policy"), "{out}{err}");
+    let (code, out, err) = home.run(&["wrap", "--all", "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wrapped fs, web") && err.contains("warning: there is no policy"), "{out}{err}");
+    // Once the policy exists, wrap goes ahead without --force.
+    let home = Home::new();
+    home.write(".cursor/mcp.json", CURSOR);
+    let (code, out, err) = home.run(&["wrap", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wrapped fs, web") && !err.contains("warning"), "{out}{err}");
+}
+
+#[test]
+fn unknown_server_names_fail_and_list_the_names_there_are() {
+    let home = Home::new();
+    let cursor = home.write(".cursor/mcp.json", CURSOR);
+    let notes = r#"{"mcpServers": {"notes": {"command": "node", "args": ["n.js"]}}}"#;
+    std::fs::write(home.dir.path().join("project/.mcp.json"), notes).unwrap();
+    let (code, out, err) = home.run(&["wrap", "fs", "filesytem"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no server named `filesytem`") && err.contains("fs, notes, web") && !err.contains("`fs`"),
+        "{err}"
+    );
+    assert!(!out.contains("Nothing to wrap"), "{out}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR, "nothing changed, not even fs");
+    home.run(&["wrap", "--all"]);
+    let wrapped = std::fs::read_to_string(&cursor).unwrap();
+    let (code, _, err) = home.run(&["unwrap", "web", "nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no server named `nope`") && err.contains("fs, notes, web"), "{err}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), wrapped);
+}
+
+#[test]
+fn status_names_each_file_for_what_it_is_and_the_policy_each_server_uses() {
+    let home = Home::new();
+    let project = home.dir.path().join("project");
+    std::fs::write(project.join(".mcp.json"), CURSOR).unwrap();
+    std::fs::create_dir_all(project.join(".cursor")).unwrap();
+    std::fs::write(project.join(".cursor/mcp.json"), CURSOR).unwrap();
+    let custom = home.write("mine/servers.json", CURSOR);
+    for (file, label) in [(".mcp.json", "Claude Code"), (".cursor/mcp.json", "Cursor")] {
+        let (code, out, _) = home.run(&["status", "--config", project.join(file).to_str().unwrap()]);
+        assert_eq!(code, 0);
+        assert!(out.starts_with(&format!("{label} — ")), "{file}: {out}");
+    }
+    let (_, out, _) = home.run(&["status", "--config", custom.to_str().unwrap()]);
+    assert!(out.starts_with("custom config — "), "{out}");
+    // Unwrapped servers: the hint to wrap them. All wrapped: no hint, the policy named.
+    assert!(out.contains("clawai wrap --all --dry-run"), "{out}");
+    let (code, _, err) = home.run(&["wrap", "--all", "--config", custom.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = home.run(&["status", "--config", custom.to_str().unwrap()]);
+    assert!(!out.contains("clawai wrap --all"), "{out}");
+    assert!(out.contains("(policy: ~/.config/clawai/policy.toml) -> npx"), "{out}");
+    home.write(".config/clawai/policy.toml", "[[rule]]\naction = \"alow\"\n");
+    let (_, out, _) = home.run(&["status", "--config", custom.to_str().unwrap()]);
+    assert!(out.contains("policy.toml, invalid: the server will not start; `clawai policy check"), "{out}");
+    std::fs::remove_file(home.path(".config/clawai/policy.toml")).unwrap();
+    let (_, out, _) = home.run(&["status", "--config", custom.to_str().unwrap()]);
+    assert!(out.contains("policy.toml, missing: the server will not start; `clawai policy init` writes it"), "{out}");
+    let (_, out, _) = home.run(&["status", "--json", "--config", custom.to_str().unwrap()]);
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((&status[0]["client"], &status[0]["label"]), (&json!("custom"), &json!("custom config")));
+    assert_eq!(status[0]["servers"][0]["policy_state"], "missing");
 }

@@ -6,7 +6,11 @@ use assert_cmd::Command;
 
 fn clawai(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_clawai"));
-    cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME").env_remove("CLAWAI_POLICY").env_remove("XDG_STATE_HOME");
+    cmd.env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CLAWAI_POLICY")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("CI");
     cmd
 }
 
@@ -193,4 +197,82 @@ fn the_example_starter_policy_is_what_init_writes() {
         std::fs::read_to_string(repo().join("examples/policies/starter.toml")).unwrap(),
         "examples/policies/starter.toml is out of date: regenerate it with `clawai policy init --path examples/policies/starter.toml`"
     );
+}
+
+#[test]
+fn a_fixture_without_expected_fails_when_required_and_by_default_in_ci() {
+    let home = tempfile::tempdir().unwrap();
+    let policy = home.path().join("p.toml");
+    std::fs::write(&policy, "[[rule]]\naction = \"deny\"\ntool = \"rm\"\n").unwrap();
+    let fixture = home.path().join("rm.json");
+    std::fs::write(&fixture, r#"{"method":"tools/call","params":{"name":"rm"}}"#).unwrap();
+    let run = |extra: &[&str], ci: Option<&str>| {
+        let mut cmd = clawai(home.path());
+        cmd.args(["policy", "test", "--policy"]).arg(&policy).arg("--fixture").arg(&fixture).args(extra);
+        if let Some(ci) = ci {
+            cmd.env("CI", ci);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&[], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("1 without an expected decision"), "{}", stdout(&out));
+    for (extra, ci) in [(&["--require-expected"][..], None), (&[], Some("true")), (&[], Some("1"))] {
+        let out = run(extra, ci);
+        assert_eq!(out.status.code(), Some(1), "{extra:?} CI={ci:?}: {}", stdout(&out));
+        let text = stdout(&out);
+        assert!(text.contains("FAIL") && text.contains("no expected decision"), "{text}");
+        assert!(text.contains("add \"expected\"") && text.contains("--expect"), "{text}");
+    }
+    assert!(stdout(&run(&[], Some("1"))).contains("because the CI variable is set"));
+    // An empty CI is no CI; --require-expected=false and --expect settle it in CI.
+    assert_eq!(run(&[], Some("")).status.code(), Some(0));
+    assert_eq!(run(&["--require-expected=false"], Some("1")).status.code(), Some(0));
+    let out = run(&["--expect", "deny"], Some("1"));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = run(&["--format", "json", "--require-expected"], None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["failed"].as_u64(), v["results"][0]["missing_expected"].as_bool()), (Some(1), Some(true)));
+}
+
+#[test]
+fn check_and_test_exit_alike_for_a_policy_that_does_not_load() {
+    let home = tempfile::tempdir().unwrap();
+    let bad = home.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\naction = \"alow\"\ntool = \"y\"\n").unwrap();
+    let fixture = home.path().join("f.json");
+    std::fs::write(&fixture, r#"{"method":"tools/call","params":{"name":"y"},"expected":"deny"}"#).unwrap();
+    let check = clawai(home.path()).args(["policy", "check"]).arg(&bad).output().unwrap();
+    let test = clawai(home.path())
+        .args(["policy", "test", "--policy"])
+        .arg(&bad)
+        .arg("--fixture")
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    assert_eq!(test.status.code(), check.status.code(), "{}", stderr(&test));
+    assert!(stderr(&test).contains("unknown action `alow`") && stderr(&test).contains("clawai policy check"));
+    for command in ["check", "test"] {
+        let help = clawai(home.path()).args(["policy", command, "--help"]).output().unwrap();
+        assert!(stdout(&help).contains("Exit status: 0"), "{}", stdout(&help));
+    }
+}
+
+#[test]
+fn a_missing_policy_is_answered_with_the_init_command_that_writes_it_there() {
+    let home = tempfile::tempdir().unwrap();
+    let run_in_home = |args: &[&str]| clawai(home.path()).current_dir(home.path()).args(args).output().unwrap();
+    let out = run_in_home(&["proxy", "--policy", "missing.toml", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`clawai policy init --path missing.toml`"), "{}", stderr(&out));
+    let out = run_in_home(&["policy", "check", "my policies/p.toml"]);
+    assert!(stderr(&out).contains("`clawai policy init --path 'my policies/p.toml'`"), "{}", stderr(&out));
+    // The command suggested writes the file the proxy looks for.
+    assert!(run_in_home(&["policy", "init", "--path", "missing.toml"]).status.success());
+    assert!(home.path().join("missing.toml").exists());
+    // At the default path, plain `clawai policy init` is the way.
+    let out = run_in_home(&["proxy", "--", "true"]);
+    let err = stderr(&out);
+    assert!(err.contains("Create one with `clawai policy init`,"), "{err}");
 }
