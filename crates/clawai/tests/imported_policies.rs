@@ -106,3 +106,48 @@ fn agentshield_red_team_cases_decide_alike_in_policy_test_and_the_proxy() {
 fn mcpgov_documented_examples_decide_alike_in_policy_test_and_the_proxy() {
     check("examples/policies/mcpgov-rules.json", "examples/fixtures/mcpgov");
 }
+
+#[test]
+fn import_check_and_the_proxy_name_every_entry_the_conversion_left_out() {
+    let home = tempfile::tempdir().unwrap();
+    let rules = home.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"rules": [{"service": "github", "operations": ["delete"], "permission": "deny"},
+                      {"service": "github", "operations": ["nuke"], "permission": "deny"},
+                      {"service": "slack", "permission": "deny"}]}"#,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(clawai()).env("HOME", home.path()).env_remove("CLAWAI_POLICY").args(args).output().unwrap()
+    };
+    let path = rules.to_str().unwrap();
+    let import = run(&["policy", "import", path]);
+    let (out, err) = (String::from_utf8_lossy(&import.stdout), String::from_utf8_lossy(&import.stderr));
+    assert!(import.status.success(), "{err}");
+    for at in ["rules[1].operations[0] skipped", "rules[2] skipped"] {
+        assert!(err.contains(&format!("note: {at}")), "import names {at} on stderr: {err}");
+        assert!(out.contains(&format!("# Note: {at}")), "the TOML says it too: {out}");
+    }
+    let check = run(&["policy", "check", path]);
+    assert!(check.status.success());
+    assert!(
+        String::from_utf8_lossy(&check.stderr).contains("rules[2] skipped"),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // The proxy logs it when it starts (its input closed at once, it then stops).
+    let audit = home.path().join("audit.jsonl");
+    let proxy = Command::new(clawai())
+        .env("HOME", home.path())
+        .args(["proxy", "--policy", path, "--audit", audit.to_str().unwrap(), "--", "python3"])
+        .arg(support::scripted_server())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&proxy.stderr).contains("rules[2] skipped"),
+        "{}",
+        String::from_utf8_lossy(&proxy.stderr)
+    );
+}
