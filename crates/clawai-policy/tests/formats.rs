@@ -208,7 +208,7 @@ value_limits:
     assert_eq!(call("anything", json!({})), Action::Audit, "the empty match is not a deny-everything rule");
     for expected in ["allow-weather", "placeholder", "audit-payments"] {
         assert!(converted.notes.iter().any(|n| n.contains(expected)), "a note names {expected}: {:?}", converted.notes);
-        assert!(converted.toml.contains(&format!("# Note: ")), "notes are in the TOML too");
+        assert!(converted.toml.contains("# Note: "), "notes are in the TOML too");
     }
 }
 
