@@ -16,11 +16,18 @@ use clap::{Parser, Subcommand};
 
 /// clawai: a firewall for the Model Context Protocol.
 #[derive(Debug, Parser)]
-#[command(name = "clawai", version, about, long_about = None)]
+#[command(name = "clawai", version, about, long_about = None, after_help = GET_STARTED)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// The first steps, shown under the command list of `clawai --help`.
+const GET_STARTED: &str = "Get started:
+  clawai policy init        write the starter policy (~/.config/clawai/policy.toml)
+  clawai status             the MCP servers your clients (Claude Desktop, Claude Code, Cursor, ...) launch
+  clawai wrap --all         make them start through clawai; `clawai unwrap --all` undoes it
+  clawai audit tail         what was decided";
 
 #[derive(Debug, Subcommand)]
 enum Command {
