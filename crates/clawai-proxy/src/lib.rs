@@ -9,6 +9,7 @@
 //! * [`reload`]: the policy in force, reloaded when its file changes.
 //! * [`pipe`]: room in the pipes every transport reads and writes.
 
+pub mod ask;
 pub mod audit;
 pub mod guard;
 mod in_flight;
