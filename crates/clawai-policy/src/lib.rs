@@ -35,6 +35,7 @@
 //! and deciding), `load` (files and errors),
 //! [`formats`] (AgentShield and mcp-gov), [`fixture`] (policy tests) and [`starter`].
 
+pub mod approvals;
 pub mod call;
 mod engine;
 pub mod fixture;
@@ -49,6 +50,7 @@ mod urls;
 mod value;
 pub mod wire;
 
+pub use approvals::Approvals;
 pub use call::{Call, FollowLinks, ToolAnnotations};
 pub use engine::{Decision, Explanation, Policy, Step};
 pub use formats::Converted;

@@ -275,6 +275,36 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         .map_err(|e| PolicyError::one(name, None, None, e.to_string()))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprovals {
+    #[serde(default)]
+    allow: Vec<Spanned<RawRule>>,
+}
+
+/// Reads an approvals file: `[[allow]]` entries written like rules, without `action`.
+/// All or nothing, with file and line, as a policy.
+pub(crate) fn parse_approvals(text: &str, name: &str) -> Result<Policy, PolicyError> {
+    let raw: RawApprovals = toml::from_str(text).map_err(|e| {
+        let (line, column) =
+            e.span().map(|s| Lines::new(text).at(s.start)).map_or((None, None), |(l, c)| (Some(l), Some(c)));
+        PolicyError::one(name, line, column, explain_toml_error(e.message()))
+    })?;
+    let mut c = Collector { lines: Lines::new(text), diagnostics: Vec::new() };
+    let mut rules = Vec::new();
+    for spanned in raw.allow {
+        let start = spanned.span().start;
+        let line = c.lines.at(start).0;
+        if let Some(rule) = compile_entry(spanned.into_inner(), start, line, Some(()), &mut c) {
+            rules.push(rule);
+        }
+    }
+    if !c.diagnostics.is_empty() {
+        return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
+    }
+    Policy::new(rules, Action::Deny).map_err(|e| PolicyError::one(name, None, None, e.to_string()))
+}
+
 /// Adds what to do to serde's messages for the mistakes people make most.
 fn explain_toml_error(message: &str) -> String {
     let mut out = message.trim_end().to_owned();
@@ -293,17 +323,27 @@ fn explain_toml_error(message: &str) -> String {
 }
 
 fn compile_rule(raw: RawRule, start: usize, line: usize, c: &mut Collector) -> Option<Rule> {
+    compile_entry(raw, start, line, None, c)
+}
+
+/// Compiles a rule, or (`approval`) an entry of the approvals file, which always allows.
+fn compile_entry(raw: RawRule, start: usize, line: usize, approval: Option<()>, c: &mut Collector) -> Option<Rule> {
     let before = c.diagnostics.len();
     let label = raw.id.as_ref().map_or_else(|| format!("rule at line {line}"), |id| format!("rule `{id}`"));
-    let action = match &raw.action {
-        None => {
+    let action = match (&raw.action, approval) {
+        (Some(a), Some(())) => {
+            c.error(a.span().start, format!("{label}: an approval always allows; remove `action`"));
+            None
+        }
+        (None, Some(())) => Some(Action::Allow),
+        (None, None) => {
             c.error(
                 start,
                 format!("{label} has no `action`; add action = \"allow\" | \"deny\" | \"prompt\" | \"audit\""),
             );
             None
         }
-        Some(a) => match a.get_ref().parse::<Action>() {
+        (Some(a), None) => match a.get_ref().parse::<Action>() {
             Ok(action) => Some(action),
             Err(e) => {
                 c.error(a.span().start, format!("{label}: {e}"));
