@@ -18,6 +18,11 @@ pub fn default_policy() -> PathBuf {
     xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("policy.toml")
 }
 
+/// `$XDG_CONFIG_HOME/clawai/approvals.toml`: the calls a person allowed always.
+pub fn default_approvals() -> PathBuf {
+    xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("approvals.toml")
+}
+
 /// `$XDG_STATE_HOME/clawai/` (`~/.local/state/clawai/`).
 pub fn state_dir() -> PathBuf {
     xdg("XDG_STATE_HOME", &[".local", "state"]).join("clawai")

@@ -125,6 +125,10 @@ pub struct ExplainArgs {
     /// The tool's annotations as JSON, e.g. '{"readOnlyHint":true}'.
     #[arg(long, value_name = "JSON")]
     annotations: Option<String>,
+    /// The standing approvals consulted when a rule asks (default:
+    /// ~/.config/clawai/approvals.toml).
+    #[arg(long, value_name = "FILE", env = "CLAWAI_APPROVALS")]
+    approvals: Option<PathBuf>,
 }
 
 fn parse_action(s: &str) -> Result<Action, String> {
@@ -355,6 +359,25 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         println!("  rule {} [{}] {} -> {verdict}", step.label, step.action, step.summary);
     }
     let d = &explanation.decision;
+    if d.action == Action::Prompt {
+        let path = args
+            .approvals
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(crate::paths::default_approvals);
+        let approvals = clawai_policy::Approvals::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some((index, entry)) = approvals.approving(&call) {
+            println!("Decision: PROMPT ({}), but ALLOW without asking:", d.reason());
+            println!(
+                "  approval {} (line {}) of {} allows it always [{}]",
+                entry.label(index),
+                entry.line,
+                path.display(),
+                entry.summary()
+            );
+            return Ok(ExitCode::Ok);
+        }
+    }
     println!("Decision: {} ({})", d.action.as_str().to_uppercase(), d.reason());
     Ok(ExitCode::Ok)
 }

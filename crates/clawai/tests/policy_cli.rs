@@ -10,7 +10,8 @@ fn clawai(home: &Path) -> Command {
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("CLAWAI_POLICY")
         .env_remove("XDG_STATE_HOME")
-        .env_remove("CI");
+        .env_remove("CI")
+        .env_remove("CLAWAI_APPROVALS");
     cmd
 }
 
@@ -275,4 +276,38 @@ fn a_missing_policy_is_answered_with_the_init_command_that_writes_it_there() {
     let out = run_in_home(&["proxy", "--", "true"]);
     let err = stderr(&out);
     assert!(err.contains("Create one with `clawai policy init`,"), "{err}");
+}
+
+#[test]
+fn explain_shows_a_standing_approval_that_turns_a_prompt_into_allow_but_never_a_deny() {
+    let home = tempfile::tempdir().unwrap();
+    let policy = home.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[rule]]\nid = \"no-keys\"\naction = \"deny\"\ntool = \"**\"\nany_arg = \"**/.ssh/**\"\n\n[[rule]]\nid = \"ask-writes\"\naction = \"prompt\"\ntool = \"write_file\"\n",
+    )
+    .unwrap();
+    let config = home.path().join(".config/clawai");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("approvals.toml"),
+        "# mine\n[[allow]]\nid = \"notes\"\ntool = \"write_file\"\nargs.path = \"/home/me/notes/**\"\n",
+    )
+    .unwrap();
+    let explain = |path: &str| {
+        let out = clawai(home.path())
+            .args(["policy", "explain", "--policy"])
+            .arg(&policy)
+            .args(["--tool", "write_file", "--arg", &format!("path={path}")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let approved = explain("/home/me/notes/a.md");
+    assert!(approved.contains("ALLOW without asking") && approved.contains("approval `notes` (line 2)"), "{approved}");
+    let asked = explain("/home/me/other.md");
+    assert!(asked.contains("Decision: PROMPT") && !asked.contains("without asking"), "{asked}");
+    let denied = explain("/home/me/notes/.ssh/id_rsa");
+    assert!(denied.contains("Decision: DENY"), "an approval never overrides a deny: {denied}");
 }
