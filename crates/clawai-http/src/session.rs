@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clawai_proxy::{Guard, Verdict};
+use clawai_proxy::{Guard, Outgoing, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -130,8 +130,20 @@ impl Session {
         match self.guard.from_client(&message) {
             Verdict::Forward => self.send_to_server(message).await.map(|()| None),
             Verdict::Reply(reply) | Verdict::Replace(reply) => Ok(Some(reply)),
+            Verdict::Dispatch(messages) => self.dispatch(messages).await.map(|()| None),
             Verdict::Drop => Ok(None),
         }
+    }
+
+    /// Sends each message to its side: the server, or the stream its id belongs to.
+    async fn dispatch(&self, messages: Vec<Outgoing>) -> Result<(), ()> {
+        for message in messages {
+            match message {
+                Outgoing::ToServer(bytes) => self.send_to_server(bytes).await?,
+                Outgoing::ToClient(bytes) => self.deliver(bytes).await,
+            }
+        }
+        Ok(())
     }
 
     /// Registers a request before it is forwarded, so that its response finds its way
@@ -234,6 +246,9 @@ impl Session {
                     Verdict::Replace(replacement) => self.deliver(replacement).await,
                     Verdict::Reply(answer) => {
                         let _ = self.send_to_server(answer).await;
+                    }
+                    Verdict::Dispatch(messages) => {
+                        let _ = self.dispatch(messages).await;
                     }
                     Verdict::Drop => {}
                 },
