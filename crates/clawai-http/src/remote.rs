@@ -16,6 +16,7 @@
 //! to POST to. Unreachable servers are retried with backoff; a request that still
 //! cannot be sent gets a JSON-RPC error that names the cause.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -117,7 +118,14 @@ pub(crate) fn shared_client() -> Client {
 pub fn connect(options: RemoteOptions, max_message: usize) -> Link {
     let (link, to_server, from_server) = Link::pair();
     let client = shared_client();
-    let remote = Arc::new(Remote { client, options, max_message, from_server, state: Mutex::default() });
+    let remote = Arc::new(Remote {
+        client,
+        options,
+        max_message,
+        from_server,
+        state: Mutex::default(),
+        established: AtomicBool::new(false),
+    });
     tokio::spawn(remote.run(to_server));
     link
 }
@@ -143,6 +151,36 @@ struct Remote {
     max_message: usize,
     from_server: mpsc::Sender<FromServer>,
     state: Mutex<State>,
+    /// The server has answered an HTTP request of this session.
+    established: AtomicBool,
+}
+
+/// Why a request could not reach `url`, in words that name the cause (reqwest's own
+/// message says only "error sending request").
+fn unreachable(url: &Url, error: &reqwest::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut deepest = None;
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            let what = match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused",
+                std::io::ErrorKind::TimedOut => "connection timed out",
+                std::io::ErrorKind::ConnectionReset => "connection reset",
+                _ => "",
+            };
+            if !what.is_empty() {
+                return format!("{what} to {url}: is the server running and listening there?");
+            }
+        }
+        deepest = Some(cause);
+        source = cause.source();
+    }
+    let cause = deepest.map(ToString::to_string).unwrap_or_else(|| error.to_string());
+    if error.is_timeout() || error.is_connect() {
+        format!("cannot connect to {url}: {cause}")
+    } else {
+        format!("the request to {url} failed: {cause}")
+    }
 }
 
 /// A JSON message on one line: raw CR/LF can only be whitespace between tokens.
@@ -270,16 +308,25 @@ impl Remote {
         headers
     }
 
-    /// Sends, retrying with backoff while the server refuses connections.
+    /// Sends. Once the server has answered once, retries with backoff while it refuses
+    /// connections (it may be restarting); before that, a refusal is reported at once: a
+    /// client waiting for its first answer learns in milliseconds that nothing listens.
     async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<Response, reqwest::Error> {
         let mut attempt = 0;
         loop {
             match build().send().await {
-                Err(error) if error.is_connect() && attempt < BACKOFF.len() => {
+                Err(error)
+                    if error.is_connect() && attempt < BACKOFF.len() && self.established.load(Ordering::SeqCst) =>
+                {
                     tokio::time::sleep(BACKOFF[attempt]).await;
                     attempt += 1;
                 }
-                result => return result,
+                result => {
+                    if result.is_ok() {
+                        self.established.store(true, Ordering::SeqCst);
+                    }
+                    return result;
+                }
             }
         }
     }
@@ -314,7 +361,7 @@ impl Remote {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                return self.fail(&route, &format!("the upstream {} is unreachable: {error}", self.options.url)).await;
+                return self.fail(&route, &unreachable(&self.options.url, &error)).await;
             }
         };
         let status = response.status();
@@ -558,7 +605,7 @@ impl Remote {
         match sent {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => self.fail(route, &format!("the upstream answered HTTP {}", response.status())).await,
-            Err(error) => self.fail(route, &format!("the upstream {endpoint} is unreachable: {error}")).await,
+            Err(error) => self.fail(route, &unreachable(&endpoint, &error)).await,
         }
     }
 
