@@ -20,7 +20,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use clawai_protocol::mirror::{self, METHOD_HEADER, Mirrored, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
-use clawai_protocol::origin::HostPolicy;
+use clawai_protocol::origin::{HostPolicy, Refusal};
 use clawai_protocol::reply;
 use clawai_proxy::{AuditLog, Guard, PolicyHandle};
 use serde_json::{Value, json};
@@ -195,6 +195,9 @@ impl Front {
             Upstream::Command(_) => guard,
             Upstream::Remote(_) => guard.for_remote_server(),
         };
+        // Requests of the shared stateless session travel under ids of clawai's; the
+        // trail shows the ones the clients sent.
+        let guard = if remaps_ids { guard.showing_client_ids() } else { guard };
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
@@ -274,8 +277,12 @@ impl Front {
         let host = header_str(headers, header::HOST.as_str());
         let origin = header_str(headers, header::ORIGIN.as_str());
         self.options.host_policy.check(host, origin).map_err(|refusal| {
-            tracing::warn!("refused an HTTP request: {refusal}");
-            Box::new(json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}")))
+            let hint = match &refusal {
+                Refusal::ForeignOrigin(origin) => allow_origin_hint(&self.options.host_policy, origin),
+                _ => String::new(),
+            };
+            tracing::warn!("refused an HTTP request: {refusal}{hint}");
+            Box::new(json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}{hint}")))
         })
     }
 
@@ -313,17 +320,25 @@ impl Front {
         // request is only routes it: the guard decides on the body either way.
         let may_be_stateless = mirrored.protocol_version.is_some_and(|v| mirror::STATELESS_VERSIONS.contains(&v))
             || contains(&body, b"protocolVersion");
-        let message: Option<Value> = if may_be_stateless { serde_json::from_slice(&body).ok() } else { None };
+        let message: Option<Value> =
+            if may_be_stateless || mirrored.names_anything() { serde_json::from_slice(&body).ok() } else { None };
         let stateless = message.as_ref().is_some_and(|message| mirrored.is_stateless(message));
-        if stateless
-            && let Some(message) = &message
-            && let Err(why) = mirrored.check(message)
-        {
-            return json_error(
-                StatusCode::BAD_REQUEST,
+        // Headers a router may act on say what the body says, whatever the revision.
+        let checked = match &message {
+            Some(message) if stateless => mirrored.check(message),
+            Some(message) if mirrored.names_anything() => mirrored.check_present(message),
+            _ => Ok(()),
+        };
+        if let (Err(why), Some(message)) = (checked, &message) {
+            tracing::warn!("refused an HTTP request: {why}");
+            let id = message.get("id").filter(|id| id.is_string() || id.is_number()).map(Value::to_string);
+            let error = reply::error(
+                id.as_deref(),
                 mirror::HEADER_MISMATCH,
                 &format!("clawai refused the request: {why}"),
+                None,
             );
+            return json_bytes(StatusCode::BAD_REQUEST, error, None);
         }
         let route = Route::of(&body);
         let (new_session, session) = if stateless {
@@ -357,8 +372,11 @@ impl Front {
             if let (true, true, Some(mut message)) = (session.remaps_ids, route.is_request(), message) {
                 let original = session.remap_id(&mut message);
                 let bytes = serde_json::to_vec(&message).expect("a JSON value encodes");
-                let route = Route::of(&bytes);
-                (bytes, route, original)
+                let remapped = Route::of(&bytes);
+                if let (Some(replaced), Some(sent)) = (&remapped.id, &route.id) {
+                    session.guard.client_sent_id(replaced, sent);
+                }
+                (bytes, remapped, original)
             } else {
                 (body.to_vec(), route, None)
             };
@@ -368,10 +386,12 @@ impl Front {
             Ok(None) => {}
             Ok(Some(reply)) => {
                 session.unregister(&request_id);
+                session.guard.forget_client_id(&request_id);
                 return json_bytes(StatusCode::OK, restore(reply, original_id.as_ref()), new_session.as_deref());
             }
             Err(()) => {
                 session.unregister(&request_id);
+                session.guard.forget_client_id(&request_id);
                 let error =
                     reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
                 return json_bytes(StatusCode::OK, restore(error, original_id.as_ref()), new_session.as_deref());
@@ -562,6 +582,26 @@ async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Respon
     front.protected_resource_metadata(&headers).await
 }
 
+/// How to let the site at `origin` call the endpoint: `--allowed-host` with its host name.
+/// On an address beyond this machine that flag also decides which `Host` is answered
+/// (no longer any), so the hint says to name those too.
+fn allow_origin_hint(policy: &HostPolicy, origin: &str) -> String {
+    let host = reqwest::Url::parse(origin)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .and_then(|url| url.host_str().map(|host| host.trim_matches(['[', ']']).to_ascii_lowercase()));
+    match (host, policy) {
+        (None, _) => "; an Origin that names no web site (`null`, a file) cannot be allowed".into(),
+        (Some(host), HostPolicy::SameOrigin) => format!(
+            "; if that site should call this endpoint, start clawai with --allowed-host {host}, \
+             and --allowed-host for each host name clients reach this endpoint at"
+        ),
+        (Some(host), _) => {
+            format!("; if that site should call this endpoint, start clawai with --allowed-host {host}")
+        }
+    }
+}
+
 /// The `resource_metadata` URL of a `WWW-Authenticate` challenge.
 fn resource_metadata(challenge: &str) -> Option<&str> {
     let start = challenge.find("resource_metadata=\"")? + "resource_metadata=\"".len();
@@ -627,6 +667,8 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        // Answered, or given up: the audit trail has what it shows for this id.
+        self.session.guard.forget_client_id(&self.id);
         if !self.armed {
             return;
         }
@@ -709,6 +751,15 @@ mod tests {
             rewrite_resource_metadata(r#"Bearer realm="a""#, "http://x/m"),
             r#"Bearer realm="a", resource_metadata="http://x/m""#
         );
+    }
+
+    #[test]
+    fn a_foreign_origin_is_told_how_to_allow_it() {
+        let hint = allow_origin_hint(&HostPolicy::Loopback, "http://app.example:5173");
+        assert!(hint.ends_with("--allowed-host app.example"), "{hint}");
+        let hint = allow_origin_hint(&HostPolicy::SameOrigin, "https://[::1]");
+        assert!(hint.contains("--allowed-host ::1,") && hint.contains("each host name"), "{hint}");
+        assert!(allow_origin_hint(&HostPolicy::Loopback, "null").contains("cannot be allowed"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod batch;
 mod decide;
 mod listing;
+mod shown_ids;
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -151,6 +152,8 @@ pub struct Guard {
     listing: listing::Listing,
     /// Batches of a 2025-03-26 session waiting for their answers.
     batches: batch::Batches,
+    /// The ids clients sent, when the transport replaced them.
+    shown_ids: shown_ids::ShownIds,
     /// Client requests forwarded to the server, by id as written.
     from_client: InFlightTable,
     /// Server requests forwarded to the client, by id as written.
@@ -171,6 +174,7 @@ impl Guard {
             session: uuid::Uuid::now_v7().to_string(),
             listing: listing::Listing::new(),
             batches: batch::Batches::default(),
+            shown_ids: shown_ids::ShownIds::default(),
             from_client: InFlightTable::default(),
             from_server: InFlightTable::default(),
             follow_links: Some(crate::links::follow),
@@ -440,9 +444,10 @@ impl Guard {
         reason: String,
         size: usize,
     ) {
+        let shown = id.map(|id| self.shown_id(id.get()));
         let mut event = self.event(direction, "refused");
         event.method = method;
-        event.id = id.map(RawValue::get);
+        event.id = shown.as_deref();
         event.decision = Some("refused");
         event.reason = Some(reason.into());
         event.size = Some(size);
@@ -489,9 +494,10 @@ impl Guard {
             .into_iter()
             .map(|(key, flight)| {
                 let id = flight.id(&key);
+                let shown = self.shown_id(id);
                 let mut event = self.event(Direction::ServerToClient, "response");
                 event.method = Some(&flight.method);
-                event.id = Some(id);
+                event.id = Some(&shown);
                 event.is_error = Some(true);
                 event.reason = Some(why.into());
                 self.audit.record_decision(&event);
@@ -603,9 +609,10 @@ impl Guard {
         size: usize,
         at: Stamp,
     ) {
+        let shown = id.map(|id| self.shown_id(id.get()));
         let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
-        event.id = id.map(RawValue::get);
+        event.id = shown.as_deref();
         event.decision = Some("pass");
         event.size = Some(size);
         self.audit.record(&event);
@@ -670,6 +677,9 @@ impl Guard {
         let (key, flight) = flight.unzip();
         // The response's id as it wrote it (the key saves a copy when that is the same).
         let record_id = match (key, id) {
+            (_, Some(written)) if let Cow::Owned(sent) = self.shown_id(written.get()) => {
+                Some(CompactString::from(sent))
+            }
             (Some(key), Some(written)) if key == written.get() => Some(key),
             (_, written) => written.map(|w| CompactString::new(w.get())),
         };
@@ -738,9 +748,10 @@ impl Guard {
                 .with_server(self.server.as_deref())
                 .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
             let decision = policy.decide(&call);
+            let shown = id.map(|id| self.shown_id(id.get()));
             let mut event = self.event(Direction::ServerToClient, "request");
             event.method = Some(method);
-            event.id = id.map(RawValue::get);
+            event.id = shown.as_deref();
             event.arguments = call.arguments.map(Redacted);
             event.decision = Some(decision.action.as_str());
             event.rule = decision.rule_id();

@@ -81,8 +81,9 @@ impl Guard {
         };
 
         let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
+        let shown = id.map(|id| self.shown_id(id.get()));
         event.method = Some(method);
-        event.id = id.map(RawValue::get);
+        event.id = shown.as_deref();
         match method {
             "tools/call" => event.tool = call.name,
             "resources/read" => event.resource = call.name,

@@ -241,9 +241,10 @@ impl Guard {
         std::mem::take(&mut fetch.held)
             .into_iter()
             .map(|call| {
+                let shown = self.shown_id(&call.id);
                 let mut event = self.event(Direction::ServerToClient, "response");
                 event.method = Some("tools/call");
-                event.id = Some(&call.id);
+                event.id = Some(&shown);
                 event.is_error = Some(true);
                 event.reason = Some(why.into());
                 self.audit.record_decision(&event);
