@@ -222,3 +222,36 @@ method = "**"
         assert status == 200 and "called safe_read" in body, body
     finally:
         stop(proc)
+
+
+def test_a_2025_03_26_session_may_post_batches(tmp_path):
+    proc, port, _ = listen(tmp_path, NO_WIPE)
+    init = json.loads(INIT)
+    init["params"]["protocolVersion"] = "2025-03-26"
+    try:
+        # JSON only: the server's notification before the result would make it a stream.
+        json_only = {**JSON_HEADERS, "Accept": "application/json"}
+        status, headers, body = http("POST", port, json_only, json.dumps(init).encode())
+        assert json.loads(body)["result"]["protocolVersion"] == "2025-03-26", body
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        notification = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        batch = b"[" + b",".join([call(1, "safe_read", False), call(2, "wipe", False), notification]) + b"]"
+        status, _, body = http("POST", port, session, batch)
+        assert status == 200, body
+        answers = {answer["id"]: answer for answer in json.loads(body)}
+        assert sorted(answers) == [1, 2], body
+        assert answers[1]["result"]["content"][0]["text"] == "called safe_read"
+        assert answers[2]["result"]["isError"] is True and "no-wipe" in answers[2]["result"]["content"][0]["text"]
+        status, _, _ = http("POST", port, session, b"[" + notification + b"]")
+        assert status == 202
+    finally:
+        stop(proc)
+    # A later revision's session keeps refusing them.
+    proc, port, _ = listen(tmp_path, NO_WIPE)
+    try:
+        status, headers, _ = http("POST", port, JSON_HEADERS, INIT)
+        session = {**JSON_HEADERS, "Mcp-Session-Id": headers["mcp-session-id"]}
+        status, _, body = http("POST", port, session, b"[" + call(1, "safe_read", False) + b"]")
+        assert status == 400 and "-32600" in body, body
+    finally:
+        stop(proc)

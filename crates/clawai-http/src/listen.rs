@@ -304,7 +304,15 @@ impl Front {
                 "Content-Type must be application/json",
             );
         }
-        if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+        let first = body.iter().find(|byte| !byte.is_ascii_whitespace());
+        if first == Some(&b'[')
+            && let Ok((_, session)) = self.existing_session(headers)
+            && session.guard.takes_batches()
+        {
+            session.touch();
+            return crate::batch::post(session, &body).await;
+        }
+        if first != Some(&b'{') {
             // Not one JSON-RPC message (a batch, not JSON…): refused, in the guard's words.
             return match self.sessionless.from_client(&body) {
                 clawai_proxy::Verdict::Reply(reply) => json_bytes(StatusCode::BAD_REQUEST, reply, None),
@@ -696,7 +704,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
+pub(crate) fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
     while body.last() == Some(&b'\n') {
         body.pop();
     }

@@ -159,6 +159,15 @@ impl Session {
         receiver
     }
 
+    /// Registers the requests of a batch, every one on the same stream (their answers
+    /// come back as one array).
+    pub(crate) fn register_all(&self, ids: &[String]) -> mpsc::Receiver<Vec<u8>> {
+        let (sender, receiver) = mpsc::channel(STREAM_DEPTH);
+        let mut routes = lock(&self.routes);
+        routes.waiting.extend(ids.iter().map(|id| (id.clone(), sender.clone())));
+        receiver
+    }
+
     pub(crate) fn unregister(&self, id: &str) {
         let mut routes = lock(&self.routes);
         routes.waiting.retain(|(waiting, _)| waiting != id);
@@ -192,7 +201,7 @@ impl Session {
     /// Sends a server message where it belongs.
     async fn deliver(&self, message: Vec<u8>) {
         self.guard.write_pending_decisions();
-        let route = Route::of(&message);
+        let route = Route::of_message_or_batch(&message);
         let target = {
             let mut routes = lock(&self.routes);
             if route.is_response() {

@@ -133,6 +133,12 @@ fn array(answers: Vec<Vec<u8>>) -> Vec<u8> {
 }
 
 impl Guard {
+    /// True when the session negotiated the revision that allows batches (2025-03-26):
+    /// a transport that reads whole messages hands a batch to [`Guard::from_client`].
+    pub fn takes_batches(&self) -> bool {
+        self.batches.allowed()
+    }
+
     /// A batch from the client (the session allows them): each element decided alone,
     /// the allowed ones forwarded one by one, the answers gathered into one array. `None`
     /// when the line is not a JSON array of values (refused as any invalid line is).
