@@ -9,25 +9,25 @@
 mod batch;
 mod decide;
 mod listing;
+mod refuse;
 mod shown_ids;
+
+use refuse::reads_as_decided;
 
 use std::borrow::Cow;
 use std::time::Instant;
 
 use compact_str::CompactString;
 
-use clawai_policy::glob::fold_case;
-use clawai_policy::{Action, Call, FollowLinks, Policy, ToolAnnotations, loose_name};
-use clawai_protocol::envelope::{Envelope, EnvelopeError, Kind, Params};
+use clawai_policy::{FollowLinks, ToolAnnotations};
+use clawai_protocol::envelope::{Envelope, Kind, Params};
 use clawai_protocol::reply;
-use clawai_protocol::skim::{leading_id, member, members_named, salvage, skim};
-use clawai_protocol::{Json, strict};
-use serde_json::Value;
+use clawai_protocol::skim::{member, members_named, skim};
+use clawai_protocol::strict;
 use serde_json::value::RawValue;
 
 use crate::audit::{AuditLog, Direction, Event, Stamp, stamp};
 use crate::in_flight::{InFlight, InFlightTable};
-use crate::redact::Redacted;
 use crate::reload::PolicyHandle;
 
 /// What the transport does with a message.
@@ -318,6 +318,9 @@ impl Guard {
             }
             (Kind::Notification, Some(method)) => {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
+                if method == "notifications/cancelled" {
+                    self.cancel_held(envelope.params.as_ref());
+                }
                 Verdict::Forward
             }
             _ => {
@@ -435,57 +438,6 @@ impl Guard {
         Verdict::Forward
     }
 
-    /// Records that a message was refused (not valid, ambiguous, too large…).
-    fn record_refusal(
-        &self,
-        direction: Direction,
-        method: Option<&str>,
-        id: Option<&RawValue>,
-        reason: String,
-        size: usize,
-    ) {
-        let shown = id.map(|id| self.shown_id(id.get()));
-        let mut event = self.event(direction, "refused");
-        event.method = method;
-        event.id = shown.as_deref();
-        event.decision = Some("refused");
-        event.reason = Some(reason.into());
-        event.size = Some(size);
-        self.audit.record_decision(&event);
-    }
-
-    /// A client line longer than the limit: refused with an error for its id.
-    pub fn oversize_from_client(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
-        let id = leading_id(prefix).and_then(utf8);
-        let why = format!("message of {length} bytes is over the {limit}-byte limit");
-        self.record_refusal(Direction::ClientToServer, None, None, why, length);
-        tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
-        Verdict::Reply(reply::error(
-            id,
-            reply::TOO_LARGE,
-            &format!("message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"),
-            None,
-        ))
-    }
-
-    /// A server line longer than the limit: not forwarded; when it was a response, the
-    /// client gets an error for that request instead. Returns the message for the client.
-    pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Option<Vec<u8>> {
-        let id = leading_id(prefix).and_then(utf8);
-        let why = format!("message of {length} bytes is over the {limit}-byte limit");
-        self.record_refusal(Direction::ServerToClient, None, None, why, length);
-        tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
-        let (key, request) = self.from_client.remove(id?)?;
-        self.gather_answer(reply::error(
-            Some(request.id(&key)),
-            reply::TOO_LARGE,
-            &format!(
-                "the server's response of {length} bytes was dropped by clawai: the limit is {limit} bytes (--max-message-size)"
-            ),
-            None,
-        ))
-    }
-
     /// The server is gone: an error for every client request still waiting.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
         let answers: Vec<Vec<u8>> = self
@@ -511,92 +463,6 @@ impl Guard {
             .chain(self.held_gone(why))
             .collect();
         answers.into_iter().filter_map(|answer| self.gather_answer(answer)).collect()
-    }
-
-    /// A client message that is not forwarded: the client gets an error. A line that is
-    /// not JSON-RPC 2.0 at all is answered with id null; a request that is not valid (a
-    /// member twice, a bad `params`) for its id, read leniently when the strict reading
-    /// stopped before it, so that the client does not wait for an answer.
-    fn refuse_from_client(&self, line: &[u8], error: &EnvelopeError) -> Verdict {
-        let id = match error {
-            EnvelopeError::Invalid { id: Some(id), .. } => raw(id.as_bytes()),
-            EnvelopeError::Invalid { id: None, .. } => {
-                Some(salvage(line)).filter(|s| s.request && !s.response).and_then(|s| s.id).and_then(raw)
-            }
-            _ => None,
-        };
-        self.record_refusal(Direction::ClientToServer, None, id, error.to_string(), line.len());
-        tracing::warn!("refused a message from the client: {error}");
-        Verdict::Reply(reply::error(
-            id.map(RawValue::get),
-            error.code(),
-            &format!("clawai refused the message: {error}"),
-            None,
-        ))
-    }
-
-    /// A method that reads as a decided one (see [`reads_as_decided`]): refused with an
-    /// error to the side that sent it (a notification is dropped).
-    fn refuse_look_alike(&self, direction: Direction, method: &str, id: Option<&RawValue>, size: usize) -> Verdict {
-        let why = format!(
-            "method `{}` differs from a method clawai decides only in case or in the blanks around it; \
-             send the method exactly as the protocol spells it",
-            method.escape_debug()
-        );
-        self.refuse_request(direction, method, id, size, reply::AMBIGUOUS, why)
-    }
-
-    /// Records a request (or notification) refused before any rule was asked, and
-    /// answers it with a JSON-RPC error to the side that sent it; a notification is
-    /// dropped.
-    fn refuse_request(
-        &self,
-        direction: Direction,
-        method: &str,
-        id: Option<&RawValue>,
-        size: usize,
-        code: i64,
-        why: String,
-    ) -> Verdict {
-        self.record_refusal(direction, Some(method), id, why.clone(), size);
-        let method = method.escape_debug();
-        tracing::warn!("refused {method}: {why}");
-        match id {
-            Some(id) => {
-                Verdict::Reply(reply::error(Some(id.get()), code, &format!("clawai refused {method}: {why}"), None))
-            }
-            None => Verdict::Drop,
-        }
-    }
-
-    /// A message from the server that is not forwarded. So that nobody waits for an
-    /// answer that will not come, a request is answered to the server with an error
-    /// (`code`), and a response to a client request still waiting becomes an error for
-    /// that request; a message that reads as neither, or has no usable id, is dropped.
-    fn refuse_from_server(&self, line: &[u8], code: i64, why: &str) -> Verdict {
-        let salvage = salvage(line);
-        let id = salvage.id.and_then(raw);
-        self.record_refusal(Direction::ServerToClient, None, id, why.to_owned(), line.len());
-        match (salvage.request, salvage.response, id.map(RawValue::get)) {
-            (true, false, Some(id)) => {
-                tracing::warn!("refused a request from the server: {why}");
-                Verdict::Reply(reply::error(Some(id), code, &format!("clawai refused the request: {why}"), None))
-            }
-            (false, true, Some(id)) if let Some((key, request)) = self.from_client.remove(id) => {
-                let id = request.id(&key);
-                tracing::warn!("dropped the server's response to request {id}: {why}");
-                Verdict::Replace(reply::error(
-                    Some(id),
-                    reply::SERVER_UNAVAILABLE,
-                    &format!("clawai dropped the server's response: {why}"),
-                    None,
-                ))
-            }
-            _ => {
-                tracing::warn!("dropped a message from the server: {why}");
-                Verdict::Drop
-            }
-        }
     }
 
     /// Records a message no rule decides.
@@ -716,71 +582,6 @@ impl Guard {
         }));
         deferred.responses.clear();
     }
-
-    /// Decides each request inside an `InputRequiredResult` (sampling, elicitation, roots
-    /// asked of the client through the result of its own request). If one is not
-    /// allowed, the client gets an error for its request instead of the result.
-    fn decide_input_requests(&self, id: Option<&RawValue>, result: &[u8], size: usize) -> Verdict {
-        let id_text = id.map(RawValue::get);
-        let deny =
-            |code: i64, text: String, data: Option<Value>| Verdict::Replace(reply::error(id_text, code, &text, data));
-        let Some(requests) = member(result, b"inputRequests") else { return Verdict::Forward };
-        let requests = match strict::parse(requests) {
-            Ok(Json::Object(members)) => members,
-            Ok(_) => {
-                let why = "`inputRequests` is not an object".to_owned();
-                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
-                return deny(reply::INVALID_REQUEST, format!("clawai refused the server's result: {why}"), None);
-            }
-            Err(e) => {
-                let why = format!("the server's input requests are ambiguous ({e})");
-                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
-                return deny(reply::AMBIGUOUS, format!("clawai refused the server's result: {why}"), None);
-            }
-        };
-        let policy = self.policy.current();
-        for (key, request) in &requests {
-            let method = request.get("method").and_then(Json::as_str).unwrap_or_default();
-            if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
-                continue;
-            }
-            let call = Call::from_params(method, request.get("params"))
-                .with_server(self.server.as_deref())
-                .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
-            let decision = policy.decide(&call);
-            let shown = id.map(|id| self.shown_id(id.get()));
-            let mut event = self.event(Direction::ServerToClient, "request");
-            event.method = Some(method);
-            event.id = shown.as_deref();
-            event.arguments = call.arguments.map(Redacted);
-            event.decision = Some(decision.action.as_str());
-            event.rule = decision.rule_id();
-            event.reason =
-                Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()).into());
-            event.size = Some(size);
-            self.audit.record_decision(&event);
-            if !decision.action.forwards() {
-                tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
-                let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
-                let text = format!(
-                    "clawai denied the server's {method} request (input request `{key}`): {}",
-                    decision.reason()
-                );
-                let code = if decision.action == Action::Prompt { reply::APPROVAL_REQUIRED } else { reply::DENIED };
-                return deny(code, text, Some(data));
-            }
-        }
-        Verdict::Forward
-    }
-}
-
-/// True when `method` is not one the policy decides but reads as one once trimmed of
-/// blanks and case-folded (`Tools/Call`, `tools/call\t`): JSON-RPC methods are
-/// case-sensitive, but a server that dispatches leniently would run it undecided.
-fn reads_as_decided(method: &str, fixed: &[&str], policy: &Policy) -> bool {
-    let loose = fold_case(loose_name(method));
-    fixed.iter().any(|decided| *decided != method && decided.eq_ignore_ascii_case(&loose))
-        || policy.names_method_loosely(method)
 }
 
 fn raw(bytes: &[u8]) -> Option<&RawValue> {

@@ -110,3 +110,16 @@ fn a_policy_that_does_not_read_annotations_asks_nothing() {
     assert_eq!(p.call(&call(2, "wipe"))["result"]["isError"], true);
     assert!(requests(&p.server_log(), "tools/list").is_empty(), "{}", p.server_log());
 }
+
+#[test]
+fn a_call_cancelled_while_it_waits_for_the_list_never_reaches_the_server() {
+    let mut p = Setup::new(DESTRUCTIVE_DENIED).env("SCRIPTED_LIST_DELAY_MS", "300").start();
+    p.initialize();
+    p.send_json(&call(1, "safe_read"));
+    p.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let r = p.call(&json!({"jsonrpc": "2.0", "id": 2, "method": "test/echo"}));
+    assert_eq!(r["id"], 2, "no answer to the cancelled call: {r}");
+    p.expect_silence(std::time::Duration::from_millis(200));
+    assert!(requests(&p.server_log(), "tools/call").is_empty(), "{}", p.server_log());
+}

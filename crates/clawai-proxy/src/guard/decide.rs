@@ -4,11 +4,13 @@ use std::borrow::Cow;
 
 use clawai_policy::{Action, Call, Decision, Policy};
 use clawai_protocol::reply;
+use clawai_protocol::skim::member;
 use clawai_protocol::{Json, strict};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::listing::Unlisted;
-use super::{Guard, Verdict};
+use super::{Guard, SERVER_DECIDED, Verdict};
 use crate::audit::{Direction, Stamp};
 use crate::redact::Redacted;
 
@@ -110,6 +112,62 @@ impl Guard {
                 Verdict::Reply(denial(method, id_text, &decision, &reason, &what, reply::is_stateless_request(params)))
             }
         }
+    }
+
+    /// Decides each request inside an `InputRequiredResult` (sampling, elicitation, roots
+    /// asked of the client through the result of its own request). If one is not
+    /// allowed, the client gets an error for its request instead of the result.
+    pub(super) fn decide_input_requests(&self, id: Option<&RawValue>, result: &[u8], size: usize) -> Verdict {
+        let id_text = id.map(RawValue::get);
+        let deny =
+            |code: i64, text: String, data: Option<Value>| Verdict::Replace(reply::error(id_text, code, &text, data));
+        let Some(requests) = member(result, b"inputRequests") else { return Verdict::Forward };
+        let requests = match strict::parse(requests) {
+            Ok(Json::Object(members)) => members,
+            Ok(_) => {
+                let why = "`inputRequests` is not an object".to_owned();
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::INVALID_REQUEST, format!("clawai refused the server's result: {why}"), None);
+            }
+            Err(e) => {
+                let why = format!("the server's input requests are ambiguous ({e})");
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::AMBIGUOUS, format!("clawai refused the server's result: {why}"), None);
+            }
+        };
+        let policy = self.policy.current();
+        for (key, request) in &requests {
+            let method = request.get("method").and_then(Json::as_str).unwrap_or_default();
+            if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
+                continue;
+            }
+            let call = Call::from_params(method, request.get("params"))
+                .with_server(self.server.as_deref())
+                .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
+            let decision = policy.decide(&call);
+            let shown = id.map(|id| self.shown_id(id.get()));
+            let mut event = self.event(Direction::ServerToClient, "request");
+            event.method = Some(method);
+            event.id = shown.as_deref();
+            event.arguments = call.arguments.map(Redacted);
+            event.decision = Some(decision.action.as_str());
+            event.rule = decision.rule_id();
+            event.reason =
+                Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()).into());
+            event.size = Some(size);
+            self.audit.record_decision(&event);
+            if !decision.action.forwards() {
+                tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
+                let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
+                let text = format!(
+                    "clawai denied the server's {method} request (input request `{key}`): {}",
+                    decision.reason()
+                );
+                let code = if decision.action == Action::Prompt { reply::APPROVAL_REQUIRED } else { reply::DENIED };
+                return deny(code, text, Some(data));
+            }
+        }
+        Verdict::Forward
     }
 }
 

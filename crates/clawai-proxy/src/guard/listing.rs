@@ -18,6 +18,7 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 
 use clawai_policy::ToolAnnotations;
 use clawai_protocol::Json;
+use clawai_protocol::envelope::Params;
 use clawai_protocol::reply;
 use clawai_protocol::skim::member;
 use serde_json::Value;
@@ -231,6 +232,24 @@ impl Guard {
             }
         }
         Some(Verdict::Dispatch(self.gather_batches(out)))
+    }
+
+    /// The client cancelled a request: if it is a call still held, it is dropped (the
+    /// server never sees it; the cancellation itself goes on, and the server ignores it).
+    pub(super) fn cancel_held(&self, params: Option<&Params>) {
+        if !self.listing.fetching.load(Ordering::SeqCst) {
+            return;
+        }
+        let request_id = match params {
+            Some(Params::Decoded(Ok(params))) => params.get("requestId").map(Json::to_value),
+            Some(Params::Raw(raw)) => {
+                serde_json::from_str::<Value>(raw.get()).ok().and_then(|p| p.get("requestId").cloned())
+            }
+            _ => None,
+        };
+        let Some(request_id) = request_id else { return };
+        let mut fetch = self.listing.fetch();
+        fetch.held.retain(|call| serde_json::from_str::<Value>(&call.id).ok().as_ref() != Some(&request_id));
     }
 
     /// The server is gone: every held call gets an error.
