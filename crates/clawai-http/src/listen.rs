@@ -7,6 +7,9 @@
 //! stream, or as the POST's JSON response. Before any of that: `Host` and `Origin` are
 //! checked (403; DNS rebinding), then the bearer token when one is configured (401).
 
+mod front_door;
+mod oauth;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io;
@@ -20,7 +23,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use clawai_protocol::mirror::{self, METHOD_HEADER, Mirrored, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER};
-use clawai_protocol::origin::{HostPolicy, Refusal};
+use clawai_protocol::origin::HostPolicy;
 use clawai_protocol::reply;
 use clawai_proxy::{AuditLog, Guard, PolicyHandle};
 use serde_json::{Value, json};
@@ -110,7 +113,7 @@ impl Front {
 
     /// The endpoint as an axum router.
     pub fn router(self: &Arc<Self>) -> Router {
-        let metadata = axum::routing::get(metadata);
+        let metadata = axum::routing::get(oauth::metadata);
         Router::new()
             .route(&self.options.path, axum::routing::any(handle))
             .route(PRM_PATH, metadata.clone())
@@ -270,28 +273,6 @@ impl Front {
                 "unknown or expired session: initialize again",
             ))),
         }
-    }
-
-    /// `Host` and `Origin` must name this endpoint (DNS rebinding): 403 otherwise.
-    fn check_host(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
-        let host = header_str(headers, header::HOST.as_str());
-        let origin = header_str(headers, header::ORIGIN.as_str());
-        self.options.host_policy.check(host, origin).map_err(|refusal| {
-            let hint = match &refusal {
-                Refusal::ForeignOrigin(origin) => allow_origin_hint(&self.options.host_policy, origin),
-                _ => String::new(),
-            };
-            tracing::warn!("refused an HTTP request: {refusal}{hint}");
-            Box::new(json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}{hint}")))
-        })
-    }
-
-    fn authorised(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.options.auth_token else { return true };
-        let presented = header_str(headers, header::AUTHORIZATION.as_str())
-            .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
-            .unwrap_or_default();
-        constant_time_eq(presented.as_bytes(), expected.as_bytes())
     }
 
     async fn post(self: &Arc<Self>, headers: &HeaderMap, body: Bytes) -> Response {
@@ -482,84 +463,6 @@ impl Front {
             tokio::spawn(async move { session.close(grace).await });
         }
     }
-
-    /// The URL clients use for this endpoint, from the request's `Host`.
-    fn public_url(&self, headers: &HeaderMap, path: &str) -> String {
-        match &self.options.public_origin {
-            Some(origin) => format!("{}{path}", origin.trim_end_matches('/')),
-            None => {
-                let host = header_str(headers, header::HOST.as_str()).unwrap_or("localhost");
-                format!("http://{host}{path}")
-            }
-        }
-    }
-
-    /// The upstream refused the request for want of authorization: the client gets the
-    /// same HTTP status, with a `WWW-Authenticate` whose `resource_metadata` names
-    /// clawai's metadata URL (which serves the upstream's, rewritten).
-    fn challenge(&self, headers: &HeaderMap, response: &[u8]) -> Option<Response> {
-        if !matches!(self.upstream, Upstream::Remote(_)) || !contains(response, b"httpStatus") {
-            return None;
-        }
-        let value: Value = serde_json::from_slice(response).ok()?;
-        let data = value.pointer("/error/data")?;
-        let status = match data.get("httpStatus")?.as_u64()? {
-            401 => StatusCode::UNAUTHORIZED,
-            403 => StatusCode::FORBIDDEN,
-            _ => return None,
-        };
-        let metadata_url = self.public_url(headers, &format!("{PRM_PATH}{}", self.options.path));
-        let upstream_challenge = data.get("wwwAuthenticate").and_then(Value::as_str).unwrap_or("Bearer");
-        if let Some(learned) = resource_metadata(upstream_challenge) {
-            *lock(&self.upstream_metadata) = Some(learned.to_string());
-        }
-        let challenge = rewrite_resource_metadata(upstream_challenge, &metadata_url);
-        let mut reply = json_bytes(status, response.to_vec(), None);
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-        }
-        Some(reply)
-    }
-
-    /// Protected Resource Metadata (RFC 9728) of the upstream, with `resource` naming
-    /// this endpoint, so that clients ask for tokens for the URL they use.
-    async fn protected_resource_metadata(&self, headers: &HeaderMap) -> Response {
-        let Upstream::Remote(remote) = &self.upstream else {
-            return json_error(StatusCode::NOT_FOUND, reply::INVALID_REQUEST, "no protected resource metadata here");
-        };
-        let upstream = &remote.url;
-        let mut candidates = Vec::new();
-        if let Some(learned) = lock(&self.upstream_metadata).clone()
-            && let Ok(url) = reqwest::Url::parse(&learned)
-            && url.origin() == upstream.origin()
-        {
-            candidates.push(url);
-        }
-        for suffix in [upstream.path(), ""] {
-            let suffix = if suffix == "/" { "" } else { suffix };
-            if let Ok(url) = upstream.join(&format!("{PRM_PATH}{suffix}")) {
-                candidates.push(url);
-            }
-        }
-        for url in candidates {
-            let Ok(response) = remote::shared_client().get(url).send().await else { continue };
-            if !response.status().is_success() {
-                continue;
-            }
-            let Ok(body) = response.bytes().await else { continue };
-            let Ok(mut metadata) = serde_json::from_slice::<Value>(&body) else { continue };
-            if !metadata.is_object() {
-                continue;
-            }
-            metadata["resource"] = json!(self.public_url(headers, &self.options.path));
-            return json_bytes(StatusCode::OK, metadata.to_string().into_bytes(), None);
-        }
-        json_error(
-            StatusCode::NOT_FOUND,
-            reply::INVALID_REQUEST,
-            "the upstream publishes no protected resource metadata",
-        )
-    }
 }
 
 async fn handle(State(front): State<Arc<Front>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
@@ -580,51 +483,6 @@ async fn handle(State(front): State<Arc<Front>>, method: Method, headers: Header
         Method::GET => front.get(&headers),
         Method::DELETE => front.delete(&headers).await,
         _ => method_not_allowed(),
-    }
-}
-
-async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = front.check_host(&headers) {
-        return *refused;
-    }
-    front.protected_resource_metadata(&headers).await
-}
-
-/// How to let the site at `origin` call the endpoint: `--allowed-host` with its host name.
-/// On an address beyond this machine that flag also decides which `Host` is answered
-/// (no longer any), so the hint says to name those too.
-fn allow_origin_hint(policy: &HostPolicy, origin: &str) -> String {
-    let host = reqwest::Url::parse(origin)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https"))
-        .and_then(|url| url.host_str().map(|host| host.trim_matches(['[', ']']).to_ascii_lowercase()));
-    match (host, policy) {
-        (None, _) => "; an Origin that names no web site (`null`, a file) cannot be allowed".into(),
-        (Some(host), HostPolicy::SameOrigin) => format!(
-            "; if that site should call this endpoint, start clawai with --allowed-host {host}, \
-             and --allowed-host for each host name clients reach this endpoint at"
-        ),
-        (Some(host), _) => {
-            format!("; if that site should call this endpoint, start clawai with --allowed-host {host}")
-        }
-    }
-}
-
-/// The `resource_metadata` URL of a `WWW-Authenticate` challenge.
-fn resource_metadata(challenge: &str) -> Option<&str> {
-    let start = challenge.find("resource_metadata=\"")? + "resource_metadata=\"".len();
-    let length = challenge[start..].find('"')?;
-    Some(&challenge[start..start + length])
-}
-
-/// The challenge with its `resource_metadata` replaced by (or given) `url`.
-fn rewrite_resource_metadata(challenge: &str, url: &str) -> String {
-    match resource_metadata(challenge) {
-        Some(old) => {
-            challenge.replacen(&format!("resource_metadata=\"{old}\""), &format!("resource_metadata=\"{url}\""), 1)
-        }
-        None if challenge.trim().eq_ignore_ascii_case("bearer") => format!("Bearer resource_metadata=\"{url}\""),
-        None => format!("{challenge}, resource_metadata=\"{url}\""),
     }
 }
 
@@ -725,56 +583,4 @@ fn method_not_allowed() -> Response {
         json_error(StatusCode::METHOD_NOT_ALLOWED, reply::INVALID_REQUEST, "use POST, GET (event stream) or DELETE");
     response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
     response
-}
-
-/// Compares a presented token with the expected one in time that does not depend on
-/// where they differ.
-fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
-    let mut difference = presented.len() ^ expected.len();
-    for (index, byte) in expected.iter().enumerate() {
-        difference |= usize::from(byte ^ presented.get(index).copied().unwrap_or(0));
-    }
-    difference == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_name_clawais_metadata() {
-        let upstream = r#"Bearer error="invalid_token", resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/mcp""#;
-        assert_eq!(
-            resource_metadata(upstream),
-            Some("https://api.example.com/.well-known/oauth-protected-resource/mcp")
-        );
-        let rewritten =
-            rewrite_resource_metadata(upstream, "http://localhost:8080/.well-known/oauth-protected-resource/mcp");
-        assert_eq!(
-            rewritten,
-            r#"Bearer error="invalid_token", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp""#
-        );
-        assert_eq!(rewrite_resource_metadata("Bearer", "http://x/m"), r#"Bearer resource_metadata="http://x/m""#);
-        assert_eq!(
-            rewrite_resource_metadata(r#"Bearer realm="a""#, "http://x/m"),
-            r#"Bearer realm="a", resource_metadata="http://x/m""#
-        );
-    }
-
-    #[test]
-    fn a_foreign_origin_is_told_how_to_allow_it() {
-        let hint = allow_origin_hint(&HostPolicy::Loopback, "http://app.example:5173");
-        assert!(hint.ends_with("--allowed-host app.example"), "{hint}");
-        let hint = allow_origin_hint(&HostPolicy::SameOrigin, "https://[::1]");
-        assert!(hint.contains("--allowed-host ::1,") && hint.contains("each host name"), "{hint}");
-        assert!(allow_origin_hint(&HostPolicy::Loopback, "null").contains("cannot be allowed"));
-    }
-
-    #[test]
-    fn tokens_compare_in_constant_time_and_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secreT", b"secret"));
-        assert!(!constant_time_eq(b"secret-and-more", b"secret"));
-        assert!(!constant_time_eq(b"", b"secret"));
-    }
 }

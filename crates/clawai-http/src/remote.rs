@@ -34,6 +34,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
+mod cause;
+mod options;
+
+use cause::unreachable;
+pub use options::RemoteOptions;
+
 use crate::link::{FromServer, Link};
 use crate::route::Route;
 
@@ -45,59 +51,6 @@ const BACKOFF: [Duration; 5] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
 ];
-
-/// Where the remote server is and what to send it.
-#[derive(Debug, Clone)]
-pub struct RemoteOptions {
-    /// The MCP endpoint.
-    pub url: Url,
-    /// Extra headers on every request (e.g. `Authorization`).
-    pub headers: HeaderMap,
-    /// The `Authorization` of the client this upstream session serves (HTTP front),
-    /// forwarded to this upstream only, and only when `headers` has none of its own.
-    pub client_authorization: Option<Arc<Mutex<Option<HeaderValue>>>>,
-}
-
-impl RemoteOptions {
-    /// Options from a URL and `Name: value` header lines whose values may name
-    /// environment variables as `${VAR}` (secrets stay out of config files).
-    pub fn parse(url: &str, headers: &[String], env: impl Fn(&str) -> Option<String>) -> Result<RemoteOptions, String> {
-        let url = Url::parse(url).map_err(|error| format!("--upstream `{url}` is not a URL: {error}"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("--upstream `{url}`: only http and https URLs are supported"));
-        }
-        let mut map = HeaderMap::new();
-        for line in headers {
-            let (name, value) =
-                line.split_once(':').ok_or_else(|| format!("--header `{line}` must look like `Name: value`"))?;
-            let value = expand_env(value.trim(), &env)?;
-            let name = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| format!("--header `{line}`: `{}` is not a header name", name.trim()))?;
-            let value = HeaderValue::from_str(&value)
-                .map_err(|_| format!("--header `{}`: the value is not a valid header value", name))?;
-            map.append(name, value);
-        }
-        Ok(RemoteOptions { url, headers: map, client_authorization: None })
-    }
-}
-
-/// `${VAR}` replaced by the variable's value; an unset variable is an error naming it.
-fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| format!("unclosed `${{` in header value `{value}`"))?;
-        let name = &after[..end];
-        out.push_str(
-            &env(name).ok_or_else(|| format!("the environment variable {name} (used in a --header) is not set"))?,
-        );
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
 
 /// One HTTP client (connection pool, TLS roots) for every upstream session.
 pub(crate) fn shared_client() -> Client {
@@ -153,34 +106,6 @@ struct Remote {
     state: Mutex<State>,
     /// The server has answered an HTTP request of this session.
     established: AtomicBool,
-}
-
-/// Why a request could not reach `url`, in words that name the cause (reqwest's own
-/// message says only "error sending request").
-fn unreachable(url: &Url, error: &reqwest::Error) -> String {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    let mut deepest = None;
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            let what = match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => "connection refused",
-                std::io::ErrorKind::TimedOut => "connection timed out",
-                std::io::ErrorKind::ConnectionReset => "connection reset",
-                _ => "",
-            };
-            if !what.is_empty() {
-                return format!("{what} to {url}: is the server running and listening there?");
-            }
-        }
-        deepest = Some(cause);
-        source = cause.source();
-    }
-    let cause = deepest.map(ToString::to_string).unwrap_or_else(|| error.to_string());
-    if error.is_timeout() || error.is_connect() {
-        format!("cannot connect to {url}: {cause}")
-    } else {
-        format!("the request to {url} failed: {cause}")
-    }
 }
 
 /// A JSON message on one line: raw CR/LF can only be whitespace between tokens.
@@ -679,24 +604,6 @@ async fn read_limited(response: Response, limit: usize) -> Result<Vec<u8>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_take_values_from_the_environment() {
-        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
-        let options = RemoteOptions::parse(
-            "https://mcp.example.com/mcp",
-            &["Authorization: Bearer ${TOKEN}".into(), "X-Team: a:b".into()],
-            env,
-        )
-        .unwrap();
-        assert_eq!(options.headers["authorization"], "Bearer s3cret");
-        assert_eq!(options.headers["x-team"], "a:b");
-        let missing = RemoteOptions::parse("https://x/mcp", &["Authorization: Bearer ${NOPE}".into()], env);
-        assert!(missing.unwrap_err().contains("NOPE"));
-        assert!(RemoteOptions::parse("https://x/mcp", &["no colon".into()], env).is_err());
-        assert!(RemoteOptions::parse("ftp://x/mcp", &[], env).is_err());
-        assert!(RemoteOptions::parse("https://x/mcp", &["X: ${UNCLOSED".into()], env).is_err());
-    }
 
     #[test]
     fn messages_are_made_single_line() {
