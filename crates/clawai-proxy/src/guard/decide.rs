@@ -1,6 +1,7 @@
 //! Deciding one message the policy applies to, and the answer to a denied one.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use clawai_policy::{Action, Call, Decision, Policy};
 use clawai_protocol::reply;
@@ -29,7 +30,7 @@ impl Guard {
     /// strictly (no duplicate or case-variant members); `params` is read strictly here.
     pub(super) fn decide(
         &self,
-        policy: &Policy,
+        policy: &Arc<Policy>,
         direction: Direction,
         method: &str,
         id: Option<&RawValue>,
@@ -59,7 +60,7 @@ impl Guard {
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
-                None if depends_on_annotations(policy, &call) => {
+                None if self.listing.policy_reads_annotations(policy) && depends_on_annotations(policy, &call) => {
                     // The decision turns on what the server says of this tool, and it has
                     // not said it in this session yet: ask it before deciding.
                     if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)

@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use clawai_policy::ToolAnnotations;
+use clawai_policy::{Policy, ToolAnnotations};
 use clawai_protocol::Json;
 use clawai_protocol::envelope::Params;
 use clawai_protocol::reply;
@@ -36,6 +36,9 @@ pub(super) struct Listing {
     fetching: AtomicBool,
     /// How clawai's own ids begin, as written: `"clawai-tools-list-<random>-`.
     prefix: String,
+    /// The policy last asked about, and whether any of its rules reads annotations. The
+    /// policy is held so that a reloaded one can never be taken for it.
+    reads_annotations: Mutex<Option<(Arc<Policy>, bool)>>,
 }
 
 /// clawai's own listing of the server's tools, and the calls waiting for it.
@@ -80,6 +83,7 @@ impl Listing {
             fetch: Mutex::default(),
             fetching: AtomicBool::new(false),
             prefix: format!("\"clawai-tools-list-{}-", &random[16..]),
+            reads_annotations: Mutex::default(),
         }
     }
 
@@ -120,6 +124,26 @@ impl Listing {
     /// The server said its list changed: a tool not known yet may be in it now.
     pub(super) fn changed(&self) {
         self.fetch().complete = false;
+    }
+
+    /// True when some rule of `policy` has a `destructive` or `read_only` condition: only
+    /// then can a decision turn on annotations, and a call to an unlisted tool be worth
+    /// asking the server about (a policy without such rules decides every call at once,
+    /// at no extra cost). Worked out once per policy in force.
+    pub(super) fn policy_reads_annotations(&self, policy: &Arc<Policy>) -> bool {
+        let mut known = self.reads_annotations.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, reads)) = known.as_ref()
+            && Arc::ptr_eq(seen, policy)
+        {
+            return *reads;
+        }
+        // The summary names every condition a rule has; the policy's API says no more.
+        let reads = policy.rules().iter().any(|rule| {
+            let summary = rule.summary();
+            summary.contains("destructive = ") || summary.contains("read_only = ")
+        });
+        *known = Some((Arc::clone(policy), reads));
+        reads
     }
 
     /// True when a client's id (as written) is in clawai's own namespace.
@@ -307,5 +331,19 @@ mod tests {
         assert!(serde_json::from_str::<String>(&id).is_ok(), "{id}");
         assert!(a.claims(&id) && !b.claims(&id));
         assert!(!a.claims("\"clawai-tools-list-\"") && !a.claims("7"));
+    }
+
+    #[test]
+    fn only_policies_with_annotation_conditions_count_as_reading_them() {
+        use clawai_policy::{Format, load_str};
+        let policy = |text: &str| Arc::new(load_str(text, Format::Toml, "test").expect("the policy loads"));
+        let listing = Listing::new();
+        let by_name = policy("[[rule]]\naction = \"deny\"\ntool = \"wipe\"\n");
+        assert!(!listing.policy_reads_annotations(&by_name));
+        for condition in ["destructive = true", "read_only = false"] {
+            let reads = policy(&format!("[[rule]]\naction = \"deny\"\n{condition}\n"));
+            assert!(listing.policy_reads_annotations(&reads), "{condition}");
+        }
+        assert!(!listing.policy_reads_annotations(&by_name), "asked again after another policy");
     }
 }
