@@ -63,7 +63,7 @@ def main():
                     page["nextCursor"] = str(start + 1)
                 result(rid, page)
             else:
-                result(rid, {"tools": tools})
+                result(rid, {"tools": tools, "padding": "x" * int(os.environ.get("SCRIPTED_LIST_PAD", "0"))})
         elif method == "tools/call":
             result(rid, {"content": [{"type": "text", "text": "called " + str(params.get("name"))}], "received": raw.decode("utf-8", "replace")})
         elif method == "test/input-required":

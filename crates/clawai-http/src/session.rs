@@ -262,8 +262,12 @@ impl Session {
                     Verdict::Drop => {}
                 },
                 Some(FromServer::Oversize { prefix, length }) => {
-                    if let Some(error) = self.guard.oversize_from_server(&prefix, length, self.max_message) {
-                        self.deliver(error).await;
+                    match self.guard.oversize_from_server(&prefix, length, self.max_message) {
+                        Verdict::Replace(error) => self.deliver(error).await,
+                        Verdict::Dispatch(messages) => {
+                            let _ = self.dispatch(messages).await;
+                        }
+                        _ => {}
                     }
                 }
                 Some(FromServer::Closed(reason)) => break reason,

@@ -85,8 +85,14 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
                     Verdict::Drop => {}
                 },
                 FromServer::Oversize { prefix, length } => {
-                    if let Some(error) = pump_guard.oversize_from_server(&prefix, length, max_message) {
-                        let _ = pump_client.send(error).await;
+                    match pump_guard.oversize_from_server(&prefix, length, max_message) {
+                        Verdict::Replace(error) => {
+                            let _ = pump_client.send(error).await;
+                        }
+                        Verdict::Dispatch(messages) => {
+                            dispatch(&pump_guard, &pump_server, &pump_client, messages).await;
+                        }
+                        _ => {}
                     }
                 }
                 FromServer::Closed(reason) => {

@@ -447,8 +447,9 @@ fn relay_server(
             Verdict::Drop => true,
         },
         FrameRef::Oversize { prefix, length } => match guard.oversize_from_server(prefix, length, max) {
-            Some(message) => out.queue_for_client(&message),
-            None => true,
+            Verdict::Replace(message) => out.queue_for_client(&message),
+            Verdict::Dispatch(messages) => out.dispatch(messages),
+            _ => true,
         },
     });
 }

@@ -123,3 +123,14 @@ fn a_call_cancelled_while_it_waits_for_the_list_never_reaches_the_server() {
     p.expect_silence(std::time::Duration::from_millis(200));
     assert!(requests(&p.server_log(), "tools/call").is_empty(), "{}", p.server_log());
 }
+
+#[test]
+fn a_list_too_large_to_read_still_gets_the_waiting_call_decided() {
+    let mut p =
+        Setup::new(DESTRUCTIVE_DENIED).arg("--max-message-size").arg("4096").env("SCRIPTED_LIST_PAD", "10000").start();
+    p.initialize();
+    let r = p.call(&call(1, "safe_read"));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let said = text(&r);
+    assert!(said.contains("could not get the server's tool list") && said.contains("--max-message-size"), "{said}");
+}

@@ -47,21 +47,30 @@ impl Guard {
     }
 
     /// A server line longer than the limit: not forwarded; when it was a response, the
-    /// client gets an error for that request instead. Returns the message for the client.
-    pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Option<Vec<u8>> {
+    /// client gets an error for that request instead (`Replace`), and when it answered
+    /// clawai's own `tools/list`, the calls waiting for it are decided without it.
+    pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
         let id = leading_id(prefix).and_then(utf8);
         let why = format!("message of {length} bytes is over the {limit}-byte limit");
         self.record_refusal(Direction::ServerToClient, None, None, why, length);
         tracing::warn!("dropped a {length}-byte message from the server (limit {limit} bytes)");
-        let (key, request) = self.from_client.remove(id?)?;
-        self.gather_answer(reply::error(
+        let Some(id) = id else { return Verdict::Drop };
+        if let Some(written) = raw(id.as_bytes())
+            && let Some(verdict) =
+                self.own_response(written, None, Some("its list is over the --max-message-size limit"))
+        {
+            return verdict;
+        }
+        let Some((key, request)) = self.from_client.remove(id) else { return Verdict::Drop };
+        let error = reply::error(
             Some(request.id(&key)),
             reply::TOO_LARGE,
             &format!(
                 "the server's response of {length} bytes was dropped by clawai: the limit is {limit} bytes (--max-message-size)"
             ),
             None,
-        ))
+        );
+        self.gather_answer(error).map_or(Verdict::Drop, Verdict::Replace)
     }
 
     /// A client message that is not forwarded: the client gets an error. A line that is
@@ -138,6 +147,15 @@ impl Guard {
             (true, false, Some(id)) => {
                 tracing::warn!("refused a request from the server: {why}");
                 Verdict::Reply(reply::error(Some(id), code, &format!("clawai refused the request: {why}"), None))
+            }
+            (false, true, Some(written))
+                if let Some(verdict) = self.own_response(
+                    raw(written.as_bytes()).expect("read from the message"),
+                    None,
+                    Some("its answer was not valid"),
+                ) =>
+            {
+                verdict
             }
             (false, true, Some(id)) if let Some((key, request)) = self.from_client.remove(id) => {
                 let id = request.id(&key);
