@@ -180,6 +180,39 @@ method = "**"
     assert events[0]["rule"] == "read-only-ok"
 
 
+async def test_a_call_before_any_listing_is_decided_on_what_the_server_says(tmp_path):
+    """A client that calls a tool it knows without listing first: clawai asks the server
+    for its tools itself, so read-only get-sum is not taken for a destructive tool."""
+    policy = write_policy(tmp_path, """
+[[rule]]
+id = "read-only-ok"
+action = "allow"
+read_only = true
+
+[[rule]]
+id = "ask-destructive"
+action = "prompt"
+destructive = true
+description = "The server marks this tool as destructive"
+
+[[rule]]
+action = "allow"
+method = "**"
+""")
+    audit = tmp_path / "audit.jsonl"
+    with anyio.fail_after(30):
+        async with Client(proxied(policy, audit), mode="legacy") as client:
+            ok = await client.call_tool("get-sum", {"a": 1, "b": 2})
+            assert not ok.is_error, ok
+            missing = await client.call_tool("no-such-tool", {})
+            assert missing.is_error and "no tool `no-such-tool`" in missing.content[0].text, missing
+            assert "The server marks" not in missing.content[0].text
+    events = read_audit(audit)
+    assert [e["rule"] for e in events if e.get("tool") == "get-sum"] == ["read-only-ok"]
+    own = [e for e in events if e.get("method") == "tools/list" and str(e.get("id")).startswith("clawai-tools-list-")]
+    assert own and own[0]["kind"] == "request", events
+
+
 async def test_prompt_action_is_denied_until_approvals_exist(tmp_path):
     policy = write_policy(tmp_path, """
 [[rule]]

@@ -49,11 +49,21 @@ def main():
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             result(rid, {"protocolVersion": params.get("protocolVersion", "2025-11-25"), "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}})
         elif method == "tools/list":
-            result(rid, {"tools": [
+            tools = [
                 {"name": "safe_read", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
                 {"name": "wipe", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
                 {"name": "gentle", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": False}},
-            ]})
+            ]
+            time.sleep(int(os.environ.get("SCRIPTED_LIST_DELAY_MS", "0")) / 1000)
+            if os.environ.get("SCRIPTED_LIST_PAGED"):
+                # One tool per page, the cursor being the next tool's index.
+                start = int(params.get("cursor", "0"))
+                page = {"tools": tools[start:start + 1]}
+                if start + 1 < len(tools):
+                    page["nextCursor"] = str(start + 1)
+                result(rid, page)
+            else:
+                result(rid, {"tools": tools, "padding": "x" * int(os.environ.get("SCRIPTED_LIST_PAD", "0"))})
         elif method == "tools/call":
             result(rid, {"content": [{"type": "text", "text": "called " + str(params.get("name"))}], "received": raw.decode("utf-8", "replace")})
         elif method == "test/input-required":

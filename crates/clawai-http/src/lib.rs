@@ -11,6 +11,7 @@
 //! [`clawai_proxy::Guard`], with the same audit trail as the stdio proxy. A front and a
 //! server are connected by a [`link::Link`]: two channels of whole messages.
 
+mod batch;
 pub mod child;
 mod framing;
 pub mod link;

@@ -7,6 +7,9 @@
 //! stream, or as the POST's JSON response. Before any of that: `Host` and `Origin` are
 //! checked (403; DNS rebinding), then the bearer token when one is configured (401).
 
+mod front_door;
+mod oauth;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io;
@@ -110,7 +113,7 @@ impl Front {
 
     /// The endpoint as an axum router.
     pub fn router(self: &Arc<Self>) -> Router {
-        let metadata = axum::routing::get(metadata);
+        let metadata = axum::routing::get(oauth::metadata);
         Router::new()
             .route(&self.options.path, axum::routing::any(handle))
             .route(PRM_PATH, metadata.clone())
@@ -195,6 +198,9 @@ impl Front {
             Upstream::Command(_) => guard,
             Upstream::Remote(_) => guard.for_remote_server(),
         };
+        // Requests of the shared stateless session travel under ids of clawai's; the
+        // trail shows the ones the clients sent.
+        let guard = if remaps_ids { guard.showing_client_ids() } else { guard };
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
@@ -269,24 +275,6 @@ impl Front {
         }
     }
 
-    /// `Host` and `Origin` must name this endpoint (DNS rebinding): 403 otherwise.
-    fn check_host(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
-        let host = header_str(headers, header::HOST.as_str());
-        let origin = header_str(headers, header::ORIGIN.as_str());
-        self.options.host_policy.check(host, origin).map_err(|refusal| {
-            tracing::warn!("refused an HTTP request: {refusal}");
-            Box::new(json_error(StatusCode::FORBIDDEN, reply::INVALID_REQUEST, &format!("clawai: {refusal}")))
-        })
-    }
-
-    fn authorised(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.options.auth_token else { return true };
-        let presented = header_str(headers, header::AUTHORIZATION.as_str())
-            .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
-            .unwrap_or_default();
-        constant_time_eq(presented.as_bytes(), expected.as_bytes())
-    }
-
     async fn post(self: &Arc<Self>, headers: &HeaderMap, body: Bytes) -> Response {
         let json_content = header_str(headers, header::CONTENT_TYPE.as_str())
             .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
@@ -297,7 +285,15 @@ impl Front {
                 "Content-Type must be application/json",
             );
         }
-        if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+        let first = body.iter().find(|byte| !byte.is_ascii_whitespace());
+        if first == Some(&b'[')
+            && let Ok((_, session)) = self.existing_session(headers)
+            && session.guard.takes_batches()
+        {
+            session.touch();
+            return crate::batch::post(session, &body).await;
+        }
+        if first != Some(&b'{') {
             // Not one JSON-RPC message (a batch, not JSON…): refused, in the guard's words.
             return match self.sessionless.from_client(&body) {
                 clawai_proxy::Verdict::Reply(reply) => json_bytes(StatusCode::BAD_REQUEST, reply, None),
@@ -313,17 +309,25 @@ impl Front {
         // request is only routes it: the guard decides on the body either way.
         let may_be_stateless = mirrored.protocol_version.is_some_and(|v| mirror::STATELESS_VERSIONS.contains(&v))
             || contains(&body, b"protocolVersion");
-        let message: Option<Value> = if may_be_stateless { serde_json::from_slice(&body).ok() } else { None };
+        let message: Option<Value> =
+            if may_be_stateless || mirrored.names_anything() { serde_json::from_slice(&body).ok() } else { None };
         let stateless = message.as_ref().is_some_and(|message| mirrored.is_stateless(message));
-        if stateless
-            && let Some(message) = &message
-            && let Err(why) = mirrored.check(message)
-        {
-            return json_error(
-                StatusCode::BAD_REQUEST,
+        // Headers a router may act on say what the body says, whatever the revision.
+        let checked = match &message {
+            Some(message) if stateless => mirrored.check(message),
+            Some(message) if mirrored.names_anything() => mirrored.check_present(message),
+            _ => Ok(()),
+        };
+        if let (Err(why), Some(message)) = (checked, &message) {
+            tracing::warn!("refused an HTTP request: {why}");
+            let id = message.get("id").filter(|id| id.is_string() || id.is_number()).map(Value::to_string);
+            let error = reply::error(
+                id.as_deref(),
                 mirror::HEADER_MISMATCH,
                 &format!("clawai refused the request: {why}"),
+                None,
             );
+            return json_bytes(StatusCode::BAD_REQUEST, error, None);
         }
         let route = Route::of(&body);
         let (new_session, session) = if stateless {
@@ -357,8 +361,11 @@ impl Front {
             if let (true, true, Some(mut message)) = (session.remaps_ids, route.is_request(), message) {
                 let original = session.remap_id(&mut message);
                 let bytes = serde_json::to_vec(&message).expect("a JSON value encodes");
-                let route = Route::of(&bytes);
-                (bytes, route, original)
+                let remapped = Route::of(&bytes);
+                if let (Some(replaced), Some(sent)) = (&remapped.id, &route.id) {
+                    session.guard.client_sent_id(replaced, sent);
+                }
+                (bytes, remapped, original)
             } else {
                 (body.to_vec(), route, None)
             };
@@ -368,10 +375,12 @@ impl Front {
             Ok(None) => {}
             Ok(Some(reply)) => {
                 session.unregister(&request_id);
+                session.guard.forget_client_id(&request_id);
                 return json_bytes(StatusCode::OK, restore(reply, original_id.as_ref()), new_session.as_deref());
             }
             Err(()) => {
                 session.unregister(&request_id);
+                session.guard.forget_client_id(&request_id);
                 let error =
                     reply::error(route.id.as_deref(), reply::SERVER_UNAVAILABLE, "clawai: the server is gone", None);
                 return json_bytes(StatusCode::OK, restore(error, original_id.as_ref()), new_session.as_deref());
@@ -454,84 +463,6 @@ impl Front {
             tokio::spawn(async move { session.close(grace).await });
         }
     }
-
-    /// The URL clients use for this endpoint, from the request's `Host`.
-    fn public_url(&self, headers: &HeaderMap, path: &str) -> String {
-        match &self.options.public_origin {
-            Some(origin) => format!("{}{path}", origin.trim_end_matches('/')),
-            None => {
-                let host = header_str(headers, header::HOST.as_str()).unwrap_or("localhost");
-                format!("http://{host}{path}")
-            }
-        }
-    }
-
-    /// The upstream refused the request for want of authorization: the client gets the
-    /// same HTTP status, with a `WWW-Authenticate` whose `resource_metadata` names
-    /// clawai's metadata URL (which serves the upstream's, rewritten).
-    fn challenge(&self, headers: &HeaderMap, response: &[u8]) -> Option<Response> {
-        if !matches!(self.upstream, Upstream::Remote(_)) || !contains(response, b"httpStatus") {
-            return None;
-        }
-        let value: Value = serde_json::from_slice(response).ok()?;
-        let data = value.pointer("/error/data")?;
-        let status = match data.get("httpStatus")?.as_u64()? {
-            401 => StatusCode::UNAUTHORIZED,
-            403 => StatusCode::FORBIDDEN,
-            _ => return None,
-        };
-        let metadata_url = self.public_url(headers, &format!("{PRM_PATH}{}", self.options.path));
-        let upstream_challenge = data.get("wwwAuthenticate").and_then(Value::as_str).unwrap_or("Bearer");
-        if let Some(learned) = resource_metadata(upstream_challenge) {
-            *lock(&self.upstream_metadata) = Some(learned.to_string());
-        }
-        let challenge = rewrite_resource_metadata(upstream_challenge, &metadata_url);
-        let mut reply = json_bytes(status, response.to_vec(), None);
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            reply.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-        }
-        Some(reply)
-    }
-
-    /// Protected Resource Metadata (RFC 9728) of the upstream, with `resource` naming
-    /// this endpoint, so that clients ask for tokens for the URL they use.
-    async fn protected_resource_metadata(&self, headers: &HeaderMap) -> Response {
-        let Upstream::Remote(remote) = &self.upstream else {
-            return json_error(StatusCode::NOT_FOUND, reply::INVALID_REQUEST, "no protected resource metadata here");
-        };
-        let upstream = &remote.url;
-        let mut candidates = Vec::new();
-        if let Some(learned) = lock(&self.upstream_metadata).clone()
-            && let Ok(url) = reqwest::Url::parse(&learned)
-            && url.origin() == upstream.origin()
-        {
-            candidates.push(url);
-        }
-        for suffix in [upstream.path(), ""] {
-            let suffix = if suffix == "/" { "" } else { suffix };
-            if let Ok(url) = upstream.join(&format!("{PRM_PATH}{suffix}")) {
-                candidates.push(url);
-            }
-        }
-        for url in candidates {
-            let Ok(response) = remote::shared_client().get(url).send().await else { continue };
-            if !response.status().is_success() {
-                continue;
-            }
-            let Ok(body) = response.bytes().await else { continue };
-            let Ok(mut metadata) = serde_json::from_slice::<Value>(&body) else { continue };
-            if !metadata.is_object() {
-                continue;
-            }
-            metadata["resource"] = json!(self.public_url(headers, &self.options.path));
-            return json_bytes(StatusCode::OK, metadata.to_string().into_bytes(), None);
-        }
-        json_error(
-            StatusCode::NOT_FOUND,
-            reply::INVALID_REQUEST,
-            "the upstream publishes no protected resource metadata",
-        )
-    }
 }
 
 async fn handle(State(front): State<Arc<Front>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
@@ -552,31 +483,6 @@ async fn handle(State(front): State<Arc<Front>>, method: Method, headers: Header
         Method::GET => front.get(&headers),
         Method::DELETE => front.delete(&headers).await,
         _ => method_not_allowed(),
-    }
-}
-
-async fn metadata(State(front): State<Arc<Front>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = front.check_host(&headers) {
-        return *refused;
-    }
-    front.protected_resource_metadata(&headers).await
-}
-
-/// The `resource_metadata` URL of a `WWW-Authenticate` challenge.
-fn resource_metadata(challenge: &str) -> Option<&str> {
-    let start = challenge.find("resource_metadata=\"")? + "resource_metadata=\"".len();
-    let length = challenge[start..].find('"')?;
-    Some(&challenge[start..start + length])
-}
-
-/// The challenge with its `resource_metadata` replaced by (or given) `url`.
-fn rewrite_resource_metadata(challenge: &str, url: &str) -> String {
-    match resource_metadata(challenge) {
-        Some(old) => {
-            challenge.replacen(&format!("resource_metadata=\"{old}\""), &format!("resource_metadata=\"{url}\""), 1)
-        }
-        None if challenge.trim().eq_ignore_ascii_case("bearer") => format!("Bearer resource_metadata=\"{url}\""),
-        None => format!("{challenge}, resource_metadata=\"{url}\""),
     }
 }
 
@@ -627,6 +533,8 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        // Answered, or given up: the audit trail has what it shows for this id.
+        self.session.guard.forget_client_id(&self.id);
         if !self.armed {
             return;
         }
@@ -654,7 +562,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
+pub(crate) fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
     while body.last() == Some(&b'\n') {
         body.pop();
     }
@@ -675,47 +583,4 @@ fn method_not_allowed() -> Response {
         json_error(StatusCode::METHOD_NOT_ALLOWED, reply::INVALID_REQUEST, "use POST, GET (event stream) or DELETE");
     response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
     response
-}
-
-/// Compares a presented token with the expected one in time that does not depend on
-/// where they differ.
-fn constant_time_eq(presented: &[u8], expected: &[u8]) -> bool {
-    let mut difference = presented.len() ^ expected.len();
-    for (index, byte) in expected.iter().enumerate() {
-        difference |= usize::from(byte ^ presented.get(index).copied().unwrap_or(0));
-    }
-    difference == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn challenges_name_clawais_metadata() {
-        let upstream = r#"Bearer error="invalid_token", resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/mcp""#;
-        assert_eq!(
-            resource_metadata(upstream),
-            Some("https://api.example.com/.well-known/oauth-protected-resource/mcp")
-        );
-        let rewritten =
-            rewrite_resource_metadata(upstream, "http://localhost:8080/.well-known/oauth-protected-resource/mcp");
-        assert_eq!(
-            rewritten,
-            r#"Bearer error="invalid_token", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp""#
-        );
-        assert_eq!(rewrite_resource_metadata("Bearer", "http://x/m"), r#"Bearer resource_metadata="http://x/m""#);
-        assert_eq!(
-            rewrite_resource_metadata(r#"Bearer realm="a""#, "http://x/m"),
-            r#"Bearer realm="a", resource_metadata="http://x/m""#
-        );
-    }
-
-    #[test]
-    fn tokens_compare_in_constant_time_and_exactly() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secreT", b"secret"));
-        assert!(!constant_time_eq(b"secret-and-more", b"secret"));
-        assert!(!constant_time_eq(b"", b"secret"));
-    }
 }

@@ -16,6 +16,7 @@
 //! to POST to. Unreachable servers are retried with backoff; a request that still
 //! cannot be sent gets a JSON-RPC error that names the cause.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,6 +34,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
+mod cause;
+mod options;
+
+use cause::unreachable;
+pub use options::RemoteOptions;
+
 use crate::link::{FromServer, Link};
 use crate::route::Route;
 
@@ -44,59 +51,6 @@ const BACKOFF: [Duration; 5] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
 ];
-
-/// Where the remote server is and what to send it.
-#[derive(Debug, Clone)]
-pub struct RemoteOptions {
-    /// The MCP endpoint.
-    pub url: Url,
-    /// Extra headers on every request (e.g. `Authorization`).
-    pub headers: HeaderMap,
-    /// The `Authorization` of the client this upstream session serves (HTTP front),
-    /// forwarded to this upstream only, and only when `headers` has none of its own.
-    pub client_authorization: Option<Arc<Mutex<Option<HeaderValue>>>>,
-}
-
-impl RemoteOptions {
-    /// Options from a URL and `Name: value` header lines whose values may name
-    /// environment variables as `${VAR}` (secrets stay out of config files).
-    pub fn parse(url: &str, headers: &[String], env: impl Fn(&str) -> Option<String>) -> Result<RemoteOptions, String> {
-        let url = Url::parse(url).map_err(|error| format!("--upstream `{url}` is not a URL: {error}"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("--upstream `{url}`: only http and https URLs are supported"));
-        }
-        let mut map = HeaderMap::new();
-        for line in headers {
-            let (name, value) =
-                line.split_once(':').ok_or_else(|| format!("--header `{line}` must look like `Name: value`"))?;
-            let value = expand_env(value.trim(), &env)?;
-            let name = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| format!("--header `{line}`: `{}` is not a header name", name.trim()))?;
-            let value = HeaderValue::from_str(&value)
-                .map_err(|_| format!("--header `{}`: the value is not a valid header value", name))?;
-            map.append(name, value);
-        }
-        Ok(RemoteOptions { url, headers: map, client_authorization: None })
-    }
-}
-
-/// `${VAR}` replaced by the variable's value; an unset variable is an error naming it.
-fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after.find('}').ok_or_else(|| format!("unclosed `${{` in header value `{value}`"))?;
-        let name = &after[..end];
-        out.push_str(
-            &env(name).ok_or_else(|| format!("the environment variable {name} (used in a --header) is not set"))?,
-        );
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
 
 /// One HTTP client (connection pool, TLS roots) for every upstream session.
 pub(crate) fn shared_client() -> Client {
@@ -117,7 +71,14 @@ pub(crate) fn shared_client() -> Client {
 pub fn connect(options: RemoteOptions, max_message: usize) -> Link {
     let (link, to_server, from_server) = Link::pair();
     let client = shared_client();
-    let remote = Arc::new(Remote { client, options, max_message, from_server, state: Mutex::default() });
+    let remote = Arc::new(Remote {
+        client,
+        options,
+        max_message,
+        from_server,
+        state: Mutex::default(),
+        established: AtomicBool::new(false),
+    });
     tokio::spawn(remote.run(to_server));
     link
 }
@@ -143,6 +104,8 @@ struct Remote {
     max_message: usize,
     from_server: mpsc::Sender<FromServer>,
     state: Mutex<State>,
+    /// The server has answered an HTTP request of this session.
+    established: AtomicBool,
 }
 
 /// A JSON message on one line: raw CR/LF can only be whitespace between tokens.
@@ -270,16 +233,25 @@ impl Remote {
         headers
     }
 
-    /// Sends, retrying with backoff while the server refuses connections.
+    /// Sends. Once the server has answered once, retries with backoff while it refuses
+    /// connections (it may be restarting); before that, a refusal is reported at once: a
+    /// client waiting for its first answer learns in milliseconds that nothing listens.
     async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<Response, reqwest::Error> {
         let mut attempt = 0;
         loop {
             match build().send().await {
-                Err(error) if error.is_connect() && attempt < BACKOFF.len() => {
+                Err(error)
+                    if error.is_connect() && attempt < BACKOFF.len() && self.established.load(Ordering::SeqCst) =>
+                {
                     tokio::time::sleep(BACKOFF[attempt]).await;
                     attempt += 1;
                 }
-                result => return result,
+                result => {
+                    if result.is_ok() {
+                        self.established.store(true, Ordering::SeqCst);
+                    }
+                    return result;
+                }
             }
         }
     }
@@ -314,7 +286,7 @@ impl Remote {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                return self.fail(&route, &format!("the upstream {} is unreachable: {error}", self.options.url)).await;
+                return self.fail(&route, &unreachable(&self.options.url, &error)).await;
             }
         };
         let status = response.status();
@@ -558,7 +530,7 @@ impl Remote {
         match sent {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => self.fail(route, &format!("the upstream answered HTTP {}", response.status())).await,
-            Err(error) => self.fail(route, &format!("the upstream {endpoint} is unreachable: {error}")).await,
+            Err(error) => self.fail(route, &unreachable(&endpoint, &error)).await,
         }
     }
 
@@ -632,24 +604,6 @@ async fn read_limited(response: Response, limit: usize) -> Result<Vec<u8>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_take_values_from_the_environment() {
-        let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
-        let options = RemoteOptions::parse(
-            "https://mcp.example.com/mcp",
-            &["Authorization: Bearer ${TOKEN}".into(), "X-Team: a:b".into()],
-            env,
-        )
-        .unwrap();
-        assert_eq!(options.headers["authorization"], "Bearer s3cret");
-        assert_eq!(options.headers["x-team"], "a:b");
-        let missing = RemoteOptions::parse("https://x/mcp", &["Authorization: Bearer ${NOPE}".into()], env);
-        assert!(missing.unwrap_err().contains("NOPE"));
-        assert!(RemoteOptions::parse("https://x/mcp", &["no colon".into()], env).is_err());
-        assert!(RemoteOptions::parse("ftp://x/mcp", &[], env).is_err());
-        assert!(RemoteOptions::parse("https://x/mcp", &["X: ${UNCLOSED".into()], env).is_err());
-    }
 
     #[test]
     fn messages_are_made_single_line() {

@@ -49,6 +49,16 @@ impl Route {
         Route { id: id.map(|id| String::from_utf8_lossy(&id).into_owned()), method, progress_token }
     }
 
+    /// [`Route::of`]; for a batch of answers, the route of its first answer (a batch is
+    /// answered as a whole, to the stream of its requests).
+    pub fn of_message_or_batch(message: &[u8]) -> Route {
+        if message.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            let answers: Vec<&RawValue> = serde_json::from_slice(message).unwrap_or_default();
+            return answers.first().map(|first| Route::of(first.get().as_bytes())).unwrap_or_default();
+        }
+        Route::of(message)
+    }
+
     /// A request: a method and an id.
     pub fn is_request(&self) -> bool {
         self.method.is_some() && self.id.is_some()

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clawai_proxy::{Guard, Verdict};
+use clawai_proxy::{Guard, Outgoing, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -130,8 +130,20 @@ impl Session {
         match self.guard.from_client(&message) {
             Verdict::Forward => self.send_to_server(message).await.map(|()| None),
             Verdict::Reply(reply) | Verdict::Replace(reply) => Ok(Some(reply)),
+            Verdict::Dispatch(messages) => self.dispatch(messages).await.map(|()| None),
             Verdict::Drop => Ok(None),
         }
+    }
+
+    /// Sends each message to its side: the server, or the stream its id belongs to.
+    async fn dispatch(&self, messages: Vec<Outgoing>) -> Result<(), ()> {
+        for message in messages {
+            match message {
+                Outgoing::ToServer(bytes) => self.send_to_server(bytes).await?,
+                Outgoing::ToClient(bytes) => self.deliver(bytes).await,
+            }
+        }
+        Ok(())
     }
 
     /// Registers a request before it is forwarded, so that its response finds its way
@@ -144,6 +156,15 @@ impl Session {
             routes.progress.insert(token.clone(), id.clone());
         }
         routes.waiting.push((id, sender));
+        receiver
+    }
+
+    /// Registers the requests of a batch, every one on the same stream (their answers
+    /// come back as one array).
+    pub(crate) fn register_all(&self, ids: &[String]) -> mpsc::Receiver<Vec<u8>> {
+        let (sender, receiver) = mpsc::channel(STREAM_DEPTH);
+        let mut routes = lock(&self.routes);
+        routes.waiting.extend(ids.iter().map(|id| (id.clone(), sender.clone())));
         receiver
     }
 
@@ -180,7 +201,7 @@ impl Session {
     /// Sends a server message where it belongs.
     async fn deliver(&self, message: Vec<u8>) {
         self.guard.write_pending_decisions();
-        let route = Route::of(&message);
+        let route = Route::of_message_or_batch(&message);
         let target = {
             let mut routes = lock(&self.routes);
             if route.is_response() {
@@ -235,11 +256,18 @@ impl Session {
                     Verdict::Reply(answer) => {
                         let _ = self.send_to_server(answer).await;
                     }
+                    Verdict::Dispatch(messages) => {
+                        let _ = self.dispatch(messages).await;
+                    }
                     Verdict::Drop => {}
                 },
                 Some(FromServer::Oversize { prefix, length }) => {
-                    if let Some(error) = self.guard.oversize_from_server(&prefix, length, self.max_message) {
-                        self.deliver(error).await;
+                    match self.guard.oversize_from_server(&prefix, length, self.max_message) {
+                        Verdict::Replace(error) => self.deliver(error).await,
+                        Verdict::Dispatch(messages) => {
+                            let _ = self.dispatch(messages).await;
+                        }
+                        _ => {}
                     }
                 }
                 Some(FromServer::Closed(reason)) => break reason,

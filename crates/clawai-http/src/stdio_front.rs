@@ -10,7 +10,7 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
 use clawai_proxy::pipe::enlarge_pipe;
-use clawai_proxy::{Guard, Verdict};
+use clawai_proxy::{Guard, Outgoing, Verdict};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -25,6 +25,18 @@ async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
     let sender = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(sender) = sender {
         let _ = sender.send(message).await;
+    }
+}
+
+/// Sends each message to its side.
+async fn dispatch(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Vec<u8>>, messages: Vec<Outgoing>) {
+    for message in messages {
+        match message {
+            Outgoing::ToServer(bytes) => to_server(guard, server, bytes).await,
+            Outgoing::ToClient(bytes) => {
+                let _ = client.send(bytes).await;
+            }
+        }
     }
 }
 
@@ -67,11 +79,20 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
                         let _ = pump_client.send(replacement).await;
                     }
                     Verdict::Reply(answer) => to_server(&pump_guard, &pump_server, answer).await,
+                    Verdict::Dispatch(messages) => {
+                        dispatch(&pump_guard, &pump_server, &pump_client, messages).await;
+                    }
                     Verdict::Drop => {}
                 },
                 FromServer::Oversize { prefix, length } => {
-                    if let Some(error) = pump_guard.oversize_from_server(&prefix, length, max_message) {
-                        let _ = pump_client.send(error).await;
+                    match pump_guard.oversize_from_server(&prefix, length, max_message) {
+                        Verdict::Replace(error) => {
+                            let _ = pump_client.send(error).await;
+                        }
+                        Verdict::Dispatch(messages) => {
+                            dispatch(&pump_guard, &pump_server, &pump_client, messages).await;
+                        }
+                        _ => {}
                     }
                 }
                 FromServer::Closed(reason) => {
@@ -100,6 +121,9 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
                 Verdict::Forward => to_server(&reader_guard, &reader_server, line).await,
                 Verdict::Reply(reply) | Verdict::Replace(reply) => {
                     let _ = reader_client.send(reply).await;
+                }
+                Verdict::Dispatch(messages) => {
+                    dispatch(&reader_guard, &reader_server, &reader_client, messages).await;
                 }
                 Verdict::Drop => {}
             }

@@ -148,14 +148,31 @@ impl Mirrored<'_> {
                 self.protocol_version
             ));
         }
+        self.check_method_and_name(message, true)
+    }
+
+    /// True when the request carries `Mcp-Method` or `Mcp-Name`.
+    pub fn names_anything(&self) -> bool {
+        self.method.is_some() || self.name.is_some()
+    }
+
+    /// For a request of an earlier revision that carries `Mcp-Method` or `Mcp-Name`
+    /// anyway: those it carries must say what the body says, since a router in front may
+    /// act on them.
+    pub fn check_present(&self, message: &Value) -> Result<(), String> {
+        self.check_method_and_name(message, false)
+    }
+
+    /// `required`: a missing header is a difference too (2026-07-28 requires them).
+    fn check_method_and_name(&self, message: &Value, required: bool) -> Result<(), String> {
         let method = message.get("method").and_then(Value::as_str);
-        if method.is_some() && self.method != method {
+        if (required || self.method.is_some()) && method.is_some() && self.method != method {
             return Err(format!("Mcp-Method header {:?} does not match the body's method {method:?}", self.method));
         }
         let named = matches!(method, Some("tools/call" | "prompts/get" | "resources/read"));
         let name = body_name(message);
         let header_name = self.name.map(decode_header_value);
-        if named && header_name.as_deref() != name {
+        if (required || self.name.is_some()) && (named || self.name.is_some()) && header_name.as_deref() != name {
             return Err(format!("Mcp-Name header {header_name:?} does not match the body's {name:?}"));
         }
         Ok(())
@@ -211,6 +228,11 @@ mod tests {
         assert!(old_version.check(&call("wipe")).is_err());
         let encoded = Mirrored { name: Some("=?base64?ZMOpasOgLXZ1?="), ..agreeing };
         assert_eq!(encoded.check(&call("déjà-vu")), Ok(()));
+        // Earlier revisions: only the headers present are compared.
+        let present = Mirrored { protocol_version: Some("2025-11-25"), method: Some("tools/call"), name: None };
+        assert_eq!(present.check_present(&call("wipe")), Ok(()));
+        assert!(Mirrored { method: Some("tools/list"), ..present }.check_present(&call("wipe")).is_err());
+        assert!(Mirrored { name: Some("read"), ..present }.check_present(&call("wipe")).is_err());
         let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
                           "params": {"uri": "file:///x", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
         let uri =

@@ -26,7 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::audit::{Stamp, stamp};
-use crate::guard::{Deferred, Guard, Verdict};
+use crate::guard::{Deferred, Guard, Outgoing, Verdict};
 use crate::pipe::enlarge_pipe;
 
 /// How the proxy runs its server.
@@ -368,6 +368,14 @@ impl<'a> Outputs<'a> {
         self.client_out.lock().unwrap_or_else(|p| p.into_inner()).send(self.guard, bytes).is_ok()
     }
 
+    /// Queues each message for its side. False when the client is gone.
+    fn dispatch(&mut self, messages: Vec<Outgoing>) -> bool {
+        messages.into_iter().all(|message| match message {
+            Outgoing::ToServer(bytes) => self.queue_for_server(&bytes) || warn_server_gone(),
+            Outgoing::ToClient(bytes) => self.queue_for_client(&bytes),
+        })
+    }
+
     /// Sends what this thread queued (no input is waiting any more), then records the
     /// responses' audit events. False when the client is gone.
     fn flush(&mut self) -> bool {
@@ -404,6 +412,7 @@ fn relay_client(
             Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
             Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
             Verdict::Reply(answer) => out.queue_for_client(&answer),
+            Verdict::Dispatch(messages) => out.dispatch(messages),
             Verdict::Drop => true,
         },
         FrameRef::Oversize { prefix, length } => match guard.oversize_from_client(prefix, length, max) {
@@ -434,11 +443,13 @@ fn relay_server(
                 out.queue_for_server(&answer);
                 true
             }
+            Verdict::Dispatch(messages) => out.dispatch(messages),
             Verdict::Drop => true,
         },
         FrameRef::Oversize { prefix, length } => match guard.oversize_from_server(prefix, length, max) {
-            Some(message) => out.queue_for_client(&message),
-            None => true,
+            Verdict::Replace(message) => out.queue_for_client(&message),
+            Verdict::Dispatch(messages) => out.dispatch(messages),
+            _ => true,
         },
     });
 }

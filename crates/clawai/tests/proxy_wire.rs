@@ -282,8 +282,8 @@ fn annotations_from_tools_list_feed_destructive_rules() {
     let policy = "[[rule]]\nid = \"ask\"\naction = \"prompt\"\ndestructive = true\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
     let mut p = Setup::new(policy).start();
     p.initialize();
-    // Before tools/list, every tool counts as destructive.
-    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gentle","arguments":{}}}));
+    // A tool the server does not list counts as destructive.
+    let r = p.call(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ghost","arguments":{}}}));
     assert_eq!(r["result"]["isError"], true);
     assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("approval"));
     let _ = p.call(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));

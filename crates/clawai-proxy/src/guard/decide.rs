@@ -1,0 +1,250 @@
+//! Deciding one message the policy applies to, and the answer to a denied one.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use clawai_policy::{Action, Call, Decision, Policy};
+use clawai_protocol::reply;
+use clawai_protocol::skim::member;
+use clawai_protocol::{Json, strict};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::listing::Unlisted;
+use super::{Guard, SERVER_DECIDED, Verdict};
+use crate::audit::{Direction, Stamp};
+use crate::redact::Redacted;
+
+/// A decided message as it arrived, for a decision that may have to wait for the
+/// server's tool list (see `listing`).
+#[derive(Clone, Copy)]
+pub(super) struct Arrived<'l> {
+    /// The whole message; `None` when it cannot wait (it is decided now either way).
+    pub(super) line: Option<&'l [u8]>,
+    pub(super) size: usize,
+    pub(super) at: Stamp,
+}
+
+impl Guard {
+    /// Decides a message the policy applies to. The message's top level was already read
+    /// strictly (no duplicate or case-variant members); `params` is read strictly here.
+    pub(super) fn decide(
+        &self,
+        policy: &Arc<Policy>,
+        direction: Direction,
+        method: &str,
+        id: Option<&RawValue>,
+        params: Option<Result<Json<'_>, strict::Ambiguous>>,
+        arrived: Arrived<'_>,
+    ) -> Verdict {
+        let Arrived { size, at, .. } = arrived;
+        let id_text = id.map(RawValue::get);
+        let refuse = |code: i64, why: String| self.refuse_request(direction, method, id, size, code, why);
+        let params = match params.transpose() {
+            Ok(v) => v,
+            Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
+        };
+        let params = params.as_ref();
+        if let Some(key) = case_variant_member(params) {
+            return refuse(
+                reply::AMBIGUOUS,
+                format!("`params.{key}` differs only in case from a member the policy reads"),
+            );
+        }
+        if let Err(why) = check_params(method, params) {
+            return refuse(reply::INVALID_PARAMS, why);
+        }
+        let call = Call::from_params(method, params)
+            .with_server(self.server.as_deref())
+            .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
+        let (call, unlisted) = match (method, call.name) {
+            ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
+                Some(known) => (call.with_annotations(Some(known)), None),
+                None if self.listing.policy_reads_annotations(policy) && depends_on_annotations(policy, &call) => {
+                    // The decision turns on what the server says of this tool, and it has
+                    // not said it in this session yet: ask it before deciding.
+                    if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
+                        && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params)
+                    {
+                        return verdict;
+                    }
+                    (call, Some(self.listing.why_unlisted()))
+                }
+                None => (call, None),
+            },
+            _ => (call, None),
+        };
+        let decision = policy.decide(&call);
+        let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
+            (Some(why), Some((index, rule))) => {
+                Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
+            }
+            (Some(why), None) => Cow::Owned(why.reason(call.name.unwrap_or_default(), "the policy's default")),
+            (None, _) => Cow::Borrowed(decision.reason()),
+        };
+
+        let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
+        let shown = id.map(|id| self.shown_id(id.get()));
+        event.method = Some(method);
+        event.id = shown.as_deref();
+        match method {
+            "tools/call" => event.tool = call.name,
+            "resources/read" => event.resource = call.name,
+            "prompts/get" => event.prompt = call.name,
+            _ => {}
+        }
+        event.arguments = call.arguments.map(Redacted);
+        event.decision = Some(decision.action.as_str());
+        event.rule = decision.rule_id();
+        event.reason = Some(Cow::Borrowed(&reason));
+        event.size = Some(size);
+        self.audit.record_decision(&event);
+
+        if decision.action.forwards() {
+            let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };
+            self.track(table, id, method, at.instant);
+            return Verdict::Forward;
+        }
+        let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
+        tracing::warn!("{} {what}: {reason}", decision.action);
+        match id_text {
+            None => Verdict::Drop,
+            Some(_) => {
+                Verdict::Reply(denial(method, id_text, &decision, &reason, &what, reply::is_stateless_request(params)))
+            }
+        }
+    }
+
+    /// Decides each request inside an `InputRequiredResult` (sampling, elicitation, roots
+    /// asked of the client through the result of its own request). If one is not
+    /// allowed, the client gets an error for its request instead of the result.
+    pub(super) fn decide_input_requests(&self, id: Option<&RawValue>, result: &[u8], size: usize) -> Verdict {
+        let id_text = id.map(RawValue::get);
+        let deny =
+            |code: i64, text: String, data: Option<Value>| Verdict::Replace(reply::error(id_text, code, &text, data));
+        let Some(requests) = member(result, b"inputRequests") else { return Verdict::Forward };
+        let requests = match strict::parse(requests) {
+            Ok(Json::Object(members)) => members,
+            Ok(_) => {
+                let why = "`inputRequests` is not an object".to_owned();
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::INVALID_REQUEST, format!("clawai refused the server's result: {why}"), None);
+            }
+            Err(e) => {
+                let why = format!("the server's input requests are ambiguous ({e})");
+                self.record_refusal(Direction::ServerToClient, None, id, why.clone(), size);
+                return deny(reply::AMBIGUOUS, format!("clawai refused the server's result: {why}"), None);
+            }
+        };
+        let policy = self.policy.current();
+        for (key, request) in &requests {
+            let method = request.get("method").and_then(Json::as_str).unwrap_or_default();
+            if !(SERVER_DECIDED.contains(&method) || policy.names_method(method)) {
+                continue;
+            }
+            let call = Call::from_params(method, request.get("params"))
+                .with_server(self.server.as_deref())
+                .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
+            let decision = policy.decide(&call);
+            let shown = id.map(|id| self.shown_id(id.get()));
+            let mut event = self.event(Direction::ServerToClient, "request");
+            event.method = Some(method);
+            event.id = shown.as_deref();
+            event.arguments = call.arguments.map(Redacted);
+            event.decision = Some(decision.action.as_str());
+            event.rule = decision.rule_id();
+            event.reason =
+                Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()).into());
+            event.size = Some(size);
+            self.audit.record_decision(&event);
+            if !decision.action.forwards() {
+                tracing::warn!("{} {method} inside an input_required result: {}", decision.action, decision.reason());
+                let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str(), "inputRequest": key});
+                let text = format!(
+                    "clawai denied the server's {method} request (input request `{key}`): {}",
+                    decision.reason()
+                );
+                let code = if decision.action == Action::Prompt { reply::APPROVAL_REQUIRED } else { reply::DENIED };
+                return deny(code, text, Some(data));
+            }
+        }
+        Verdict::Forward
+    }
+}
+
+/// True when what the server says of the tool (`destructive`, `read_only`) changes how
+/// the policy decides this call: the call is decided as a read-only tool, as a
+/// destructive one and as one that is neither, and the outcomes differ.
+fn depends_on_annotations(policy: &Policy, call: &Call) -> bool {
+    use clawai_policy::ToolAnnotations;
+    let outcome = |annotations: ToolAnnotations| {
+        let decision = policy.decide(&call.with_annotations(Some(annotations)));
+        (decision.action, decision.rule.map(|(index, _)| index))
+    };
+    let destructive = outcome(ToolAnnotations::default());
+    let read_only = outcome(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
+    let harmless = outcome(ToolAnnotations { read_only_hint: Some(false), destructive_hint: Some(false) });
+    destructive != read_only || destructive != harmless
+}
+
+impl Unlisted {
+    /// Why a rule about what tools do decided a call to a tool the server did not
+    /// describe: said as it is, not in the words of a rule written for tools the server
+    /// does describe.
+    fn reason(&self, tool: &str, decided_by: &str) -> String {
+        let what = match self {
+            Unlisted::NotInList => format!("the server's tool list has no tool `{tool}`"),
+            Unlisted::NoList(why) => format!("clawai could not get the server's tool list ({why})"),
+        };
+        format!(
+            "{what}, so nothing says whether `{tool}` is read-only or destructive; \
+             MCP counts such a tool as destructive and not read-only, and {decided_by} decided on that"
+        )
+    }
+}
+
+/// The answer to a denied request: a tool result with `isError` for `tools/call` (so the
+/// model reads why), a JSON-RPC error otherwise.
+fn denial(method: &str, id: Option<&str>, decision: &Decision, reason: &str, what: &str, stateless: bool) -> Vec<u8> {
+    let (code, text) = match decision.action {
+        Action::Prompt => (
+            reply::APPROVAL_REQUIRED,
+            format!(
+                "clawai: {what} needs a person's approval ({reason}), and no approval channel is available, so it was denied"
+            ),
+        ),
+        _ => (reply::DENIED, format!("clawai denied {what}: {reason}")),
+    };
+    if method == "tools/call" {
+        reply::tool_error(id, &text, stateless)
+    } else {
+        let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
+        reply::error(id, code, &text, Some(data))
+    }
+}
+
+/// The shape each decided method needs, so that the policy and the server read the
+/// same call.
+fn check_params(method: &str, params: Option<&Json>) -> Result<(), String> {
+    let field = |key: &str| params.and_then(|p| p.get(key));
+    let string = |key: &str| match field(key) {
+        Some(Json::String(_)) => Ok(()),
+        Some(_) => Err(format!("`params.{key}` must be a string")),
+        None => Err(format!("`params.{key}` is missing")),
+    };
+    match method {
+        "tools/call" | "prompts/get" => string("name"),
+        "resources/read" => string("uri"),
+        _ => Ok(()),
+    }
+}
+
+/// The members of `params` the policy reads. A lenient server might take `Name` or
+/// `ARGUMENTS` for them, so a member spelled like one of these in another case is refused
+/// even when the real one is absent.
+const DECIDED_PARAMS: [&str; 5] = ["name", "arguments", "uri", "_meta", "task"];
+
+fn case_variant_member<'p>(params: Option<&'p Json>) -> Option<&'p str> {
+    let Some(Json::Object(members)) = params else { return None };
+    members.iter().map(|(k, _)| &**k).find(|k| DECIDED_PARAMS.iter().any(|d| d.eq_ignore_ascii_case(k) && d != k))
+}

@@ -1,0 +1,218 @@
+//! The guard's unit tests: ids, refusals and look-alike methods.
+
+use super::*;
+use clawai_policy::{Format, load_str};
+
+fn guard(audit: AuditLog) -> Guard {
+    let policy = load_str("[[rule]]\nid = \"all\"\naction = \"allow\"\ntool = \"**\"\n", Format::Toml, "test")
+        .expect("the policy loads");
+    Guard::new(PolicyHandle::new(policy), audit, Some("s".into()))
+}
+
+/// The response events in the trail at `path`, once the guard has written it.
+fn response_events(guard: &Guard, path: &std::path::Path) -> Vec<serde_json::Value> {
+    guard.flush_audit();
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["kind"] == "response")
+        .collect()
+}
+
+#[test]
+fn a_response_is_matched_to_its_request_by_the_id_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let guard = guard(AuditLog::open(&path, u64::MAX, 0).unwrap());
+    // Numbers and strings, escaped ones included, as the server echoes them.
+    for id in ["7", "-3", r#""a-1""#, r#""a\u0062""#, "1.5"] {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t"}}}}"#);
+        assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+        let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+        assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
+    }
+    let responses = response_events(&guard, &path);
+    assert_eq!(responses.len(), 5);
+    for event in responses {
+        assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
+        assert!(event["duration_ms"].is_number(), "{event}");
+    }
+}
+
+#[test]
+fn a_response_is_matched_to_its_request_when_the_server_rewrote_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let guard = guard(AuditLog::open(&path, u64::MAX, 0).unwrap());
+    // As the client wrote them, and as a server that decodes and re-encodes ids
+    // (Python's json, JavaScript's JSON) answers them.
+    let pairs = [("-0", "0"), (r#""\u0061""#, r#""a""#), ("1.0", "1"), ("1e2", "100")];
+    for (sent, answered) in pairs {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":{sent},"method":"tools/call","params":{{"name":"t"}}}}"#);
+        assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+        let response = format!(r#"{{"jsonrpc":"2.0","id":{answered},"result":{{"content":[]}}}}"#);
+        assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
+    }
+    // Nothing is left waiting, so the client gets no second answer when the server goes.
+    assert!(guard.server_gone("the MCP server exited").is_empty());
+    // One left unanswered is failed with its id as the client wrote it.
+    assert_eq!(
+        guard.from_client(br#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"t"}}"#),
+        Verdict::Forward
+    );
+    let gone = guard.server_gone("the MCP server exited");
+    assert_eq!(gone.len(), 1);
+    assert!(gone[0].starts_with(br#"{"jsonrpc":"2.0","id":-0,"#), "{}", String::from_utf8_lossy(&gone[0]));
+    let responses = response_events(&guard, &path);
+    assert_eq!(responses.len(), 5);
+    for (event, (_, answered)) in responses.iter().zip(pairs) {
+        assert_eq!(event["method"], "tools/call", "matched to its request: {event}");
+        assert!(event["duration_ms"].is_number(), "{event}");
+        assert_eq!(event["id"], serde_json::from_str::<serde_json::Value>(answered).unwrap(), "the id it carried");
+    }
+}
+
+#[test]
+fn a_server_message_whose_id_is_not_json_is_dropped() {
+    let guard = guard(AuditLog::disabled());
+    for id in ["01", "1e", "-", r#""a"#, "0x1", "+1"] {
+        let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{id}");
+    }
+    assert_eq!(guard.from_server(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Verdict::Forward);
+}
+
+#[test]
+fn a_refused_server_message_is_answered_so_that_nobody_waits() {
+    let guard = guard(AuditLog::disabled());
+    let error = |verdict: Verdict| -> (&'static str, serde_json::Value) {
+        match verdict {
+            Verdict::Reply(bytes) => ("to the server", serde_json::from_slice(&bytes).unwrap()),
+            Verdict::Replace(bytes) => ("to the client", serde_json::from_slice(&bytes).unwrap()),
+            other => panic!("{other:?}"),
+        }
+    };
+    // Ambiguous requests of the server: refused to the server, for their id.
+    for (line, id) in [
+        (&br#"{"jsonrpc":"2.0","id":3,"Method":"sampling/createMessage","method":"ping"}"#[..], serde_json::json!(3)),
+        (br#"{"jsonrpc":"2.0","id":"s7","method":"sampling/createMessage","params":{},"method":"ping"}"#, "s7".into()),
+    ] {
+        let (to, answer) = error(guard.from_server(line));
+        assert_eq!(
+            (to, &answer["id"], &answer["error"]["code"]),
+            ("to the server", &id, &reply::INVALID_REQUEST.into())
+        );
+    }
+    // A response the client's request waits for, but refused: an error for that request.
+    for (n, bad) in
+        [r#""result":{"x":1},"result":{"x":2}"#, r#""result":{"x":1},"Result":{"x":2}"#, r#""result":{"x":1"#]
+            .into_iter()
+            .enumerate()
+    {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"t"}}}}"#);
+        assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
+        let response = format!(r#"{{"jsonrpc":"2.0","id":{n},{bad}}}"#);
+        let (to, answer) = error(guard.from_server(response.as_bytes()));
+        assert_eq!(
+            (to, &answer["id"], &answer["error"]["code"]),
+            ("to the client", &n.into(), &reply::SERVER_UNAVAILABLE.into())
+        );
+        // Answered once: the same refused response again has nobody waiting for it.
+        assert_eq!(guard.from_server(response.as_bytes()), Verdict::Drop, "{response}");
+    }
+    // Neither clearly a request nor a response, or no usable id: dropped.
+    assert_eq!(
+        guard.from_client(br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t"}}"#),
+        Verdict::Forward
+    );
+    for line in [
+        &br#"{"jsonrpc":"2.0","id":9,"method":"x","result":{},"result":{}}"#[..],
+        br#"{"jsonrpc":"2.0","id":9,"id":10,"result":{},"result":{}}"#,
+        br#"{"jsonrpc":"2.0","id":09,"method":"x","method":"y"}"#,
+    ] {
+        assert_eq!(guard.from_server(line), Verdict::Drop, "{}", String::from_utf8_lossy(line));
+    }
+}
+
+#[test]
+fn methods_that_read_as_decided_ones_are_refused_both_ways() {
+    let policy = load_str(
+        "[[rule]]\naction = \"deny\"\nmethod = \"custom/Run\"\n[defaults]\naction = \"allow\"\n",
+        Format::Toml,
+        "test",
+    )
+    .expect("the policy loads");
+    let guard = Guard::new(PolicyHandle::new(policy), AuditLog::disabled(), None);
+    let request =
+        |method: &str| serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": {}}).to_string();
+    let notification = |method: &str| serde_json::json!({"jsonrpc": "2.0", "method": method, "params": {}}).to_string();
+    let refused = |verdict: Verdict| match verdict {
+        Verdict::Reply(bytes) => {
+            let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            answer["id"] == 5 && answer["error"]["code"] == reply::AMBIGUOUS
+        }
+        _ => false,
+    };
+    for method in [
+        "Tools/Call",
+        "TOOLS/CALL",
+        "tools/call ",
+        "\ttools/call",
+        "tools/call\u{0}",
+        "re\u{17f}ources/read",
+        "Prompts/Get",
+        "custom/run",
+        "CUSTOM/RUN ",
+    ] {
+        assert!(refused(guard.from_client(request(method).as_bytes())), "{method:?}");
+        assert_eq!(guard.from_client(notification(method).as_bytes()), Verdict::Drop, "{method:?}");
+    }
+    for method in ["Sampling/CreateMessage", "sampling/createmessage", "elicitation/create\n", "Custom/Run"] {
+        assert!(refused(guard.from_server(request(method).as_bytes())), "{method:?}");
+        assert_eq!(guard.from_server(notification(method).as_bytes()), Verdict::Drop, "{method:?}");
+    }
+    // The methods as spelled pass or are decided; other methods pass.
+    for method in ["ping", "tools/list", "notifications/progress", "tools/call/extra", "Ping"] {
+        assert_eq!(guard.from_client(request(method).as_bytes()), Verdict::Forward, "{method:?}");
+    }
+    assert!(matches!(guard.from_client(request("custom/Run").as_bytes()), Verdict::Reply(_)));
+    assert_eq!(guard.from_server(request("sampling/createMessage").as_bytes()), Verdict::Forward);
+    assert_eq!(guard.from_server(notification("notifications/message").as_bytes()), Verdict::Forward);
+}
+
+#[test]
+fn deny_rules_see_where_a_link_leads_when_the_policy_asks_and_the_server_is_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let root = root.to_str().unwrap();
+    std::fs::create_dir_all(format!("{root}/keys")).unwrap();
+    std::fs::write(format!("{root}/keys/id_rsa"), "k").unwrap();
+    std::fs::create_dir_all(format!("{root}/site")).unwrap();
+    std::os::unix::fs::symlink(format!("{root}/keys"), format!("{root}/site/docs")).unwrap();
+    let policy = |follow: bool| {
+        let text = format!(
+            "[defaults]\nfollow_links = {follow}\n[[rule]]\nid = \"keys\"\naction = \"deny\"\ntool = \"**\"\n\
+             any_arg = \"{root}/keys/**\"\n[[rule]]\naction = \"allow\"\ntool = \"**\"\n"
+        );
+        PolicyHandle::new(load_str(&text, Format::Toml, "test").expect("the policy loads"))
+    };
+    let read = |path: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"read","arguments":{{"p":"{path}"}}}}}}"#
+        )
+    };
+    let through_link = read(&format!("{root}/site/docs/id_rsa"));
+    let denied = |verdict: Verdict| match verdict {
+        Verdict::Reply(bytes) => String::from_utf8(bytes).unwrap().contains("rule `keys`"),
+        _ => false,
+    };
+    let local = Guard::new(policy(true), AuditLog::disabled(), None);
+    assert!(denied(local.from_client(through_link.as_bytes())));
+    assert!(denied(local.from_client(read(&format!("{root}/keys/id_rsa")).as_bytes())));
+    assert_eq!(local.from_client(read(&format!("{root}/site/index.html")).as_bytes()), Verdict::Forward);
+    // The policy did not ask, or the server's files are on another machine.
+    let unasked = Guard::new(policy(false), AuditLog::disabled(), None);
+    assert_eq!(unasked.from_client(through_link.as_bytes()), Verdict::Forward);
+    let remote = Guard::new(policy(true), AuditLog::disabled(), None).for_remote_server();
+    assert_eq!(remote.from_client(through_link.as_bytes()), Verdict::Forward);
+}
