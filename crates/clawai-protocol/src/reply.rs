@@ -32,6 +32,32 @@ pub fn error(id: Option<&str>, code: i64, message: &str, data: Option<Value>) ->
     frame(id, "error", &error)
 }
 
+/// A JSON-RPC result response, newline-terminated (`id` as written).
+pub fn result(id: Option<&str>, result: &Value) -> Vec<u8> {
+    frame(id, "result", result)
+}
+
+/// A JSON-RPC request, newline-terminated (`id` as written, a JSON value).
+pub fn request(id: &str, method: &str, params: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    serde_json::to_writer(&mut out, method).expect("a string always serialises");
+    out.extend_from_slice(b",\"params\":");
+    serde_json::to_writer(&mut out, params).expect("a JSON value always serialises");
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A notification, newline-terminated.
+pub fn notification(method: &str, params: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+        .expect("a JSON value always serialises");
+    out.push(b'\n');
+    out
+}
+
 /// A `tools/call` result with `isError: true` and one text block, newline-terminated.
 /// `stateless`: the request was a 2026-07-28 one, whose results must say
 /// `resultType: "complete"` (clients of that revision reject a result without it).

@@ -5,7 +5,15 @@
 //! bytes, answer the sender, or drop. The guard parses, decides with the policy,
 //! records the audit event before anything is forwarded, and keeps the little state a
 //! decision needs (tool annotations from `tools/list`, requests in flight).
+//!
+//! A decided message goes through the stages of the decision path in order, each a
+//! module: the policy (`decide`: the first rule that matches, with what the server said
+//! of its tools, `listing`), the approvals (`approvals`: a call a rule asks about waits
+//! for a person, or a standing approval lets it through), and the audit trail (the event
+//! is recorded before anything leaves). A stage may hold a message; everything else
+//! keeps flowing meanwhile.
 
+mod approvals;
 mod batch;
 mod decide;
 mod listing;
@@ -15,7 +23,10 @@ mod shown_ids;
 use refuse::reads_as_decided;
 
 use std::borrow::Cow;
+use std::sync::{OnceLock, Weak};
 use std::time::Instant;
+
+pub use approvals::{AskOptions, INPUT_KEY, Outlet};
 
 use compact_str::CompactString;
 
@@ -160,6 +171,10 @@ pub struct Guard {
     /// How conditions learn where a path leads, when the policy asks: on for a server
     /// on this machine, off for a remote one, whose files are not ours to look at.
     follow_links: Option<FollowLinks>,
+    /// Calls a rule asks a person about, and how this session asks.
+    asking: approvals::Asking,
+    /// The guard itself, for the timers of the approvals stage (set with the outlet).
+    me: OnceLock<Weak<Guard>>,
 }
 
 impl Guard {
@@ -177,7 +192,15 @@ impl Guard {
             from_client: InFlightTable::default(),
             from_server: InFlightTable::default(),
             follow_links: Some(crate::links::follow),
+            asking: approvals::Asking::new(AskOptions::default()),
+            me: OnceLock::new(),
         }
+    }
+
+    /// The same guard, asking a person as `options` say.
+    pub fn with_ask_options(mut self, options: AskOptions) -> Guard {
+        self.asking = approvals::Asking::new(options);
+        self
     }
 
     /// The same guard for a server on another machine (`--upstream`): paths are matched
@@ -281,10 +304,10 @@ impl Guard {
         };
         let id = envelope.id;
         if let (Kind::Request, Some(method), Some(id)) = (envelope.kind, envelope.method.as_deref(), id)
-            && self.listing.claims(id.get())
+            && (self.listing.claims(id.get()) || self.asking.claims(id.get()))
         {
-            let why = "ids that begin with `clawai-tools-list-` followed by this session's key are clawai's own; \
-                       use another id"
+            let why = "ids that begin with `clawai-tools-list-` or `clawai-ask-` followed by this session's key are \
+                       clawai's own; use another id"
                 .to_owned();
             return self.refuse_request(
                 Direction::ClientToServer,
@@ -302,7 +325,8 @@ impl Guard {
                     // `params` came before `method`.
                     Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
                 });
-                let arrived = decide::Arrived { line: may_wait.then_some(line), size: line.len(), at };
+                let arrived =
+                    decide::Arrived { line: may_wait.then_some(line), message: Some(line), size: line.len(), at };
                 self.decide(&policy, Direction::ClientToServer, method, id, params, arrived)
             }
             (Kind::Request | Kind::Notification, Some(method))
@@ -311,6 +335,9 @@ impl Guard {
                 self.refuse_look_alike(Direction::ClientToServer, method, id, line.len())
             }
             (Kind::Request, Some(method)) => {
+                if method == "initialize" {
+                    self.note_initialize(envelope.params.as_ref());
+                }
                 self.pass(Direction::ClientToServer, "request", method, id, line.len(), at);
                 self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward
@@ -319,10 +346,24 @@ impl Guard {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
                 if method == "notifications/cancelled" {
                     self.cancel_held(envelope.params.as_ref());
+                    if let Some(verdict) =
+                        cancelled_request(envelope.params.as_ref()).and_then(|r| self.cancel_asked(&r))
+                    {
+                        return verdict;
+                    }
                 }
                 Verdict::Forward
             }
             _ => {
+                if let Some(id) = id
+                    && let Some(verdict) = self.answer_from_client(
+                        id,
+                        envelope.result.map(|r| r.get().as_bytes()),
+                        envelope.error.is_some(),
+                    )
+                {
+                    return verdict;
+                }
                 let mut deferred = Deferred::default();
                 let verdict = self.response(
                     Direction::ClientToServer,
@@ -411,6 +452,18 @@ impl Guard {
         size: usize,
         at: Stamp,
     ) -> Verdict {
+        if let Some(own) = id.filter(|id| self.asking.claims(id.get())) {
+            let why = "ids that begin with `clawai-ask-` followed by this session's key are clawai's own requests to \
+                       the client; use another id";
+            return self.refuse_request(
+                Direction::ServerToClient,
+                method,
+                Some(own),
+                size,
+                reply::INVALID_REQUEST,
+                why.into(),
+            );
+        }
         let policy = self.policy.current();
         if SERVER_DECIDED.contains(&method) || policy.names_method(method) {
             let params = params.map(strict::parse);
@@ -420,7 +473,7 @@ impl Guard {
                 method,
                 id,
                 params,
-                decide::Arrived { line: None, size, at },
+                decide::Arrived { line: None, message: None, size, at },
             );
         }
         if reads_as_decided(method, &SERVER_DECIDED, &policy) {
@@ -460,6 +513,7 @@ impl Guard {
                 )
             })
             .chain(self.held_gone(why))
+            .chain(self.asked_gone(why))
             .collect();
         answers.into_iter().filter_map(|answer| self.gather_answer(answer)).collect()
     }
@@ -558,11 +612,23 @@ impl Guard {
             size,
         });
         // 2026-07-28: server-to-client requests travel inside `input_required` results.
-        match result {
-            Some(result)
+        match (result, id) {
+            (Some(result), Some(id))
                 if direction == Direction::ServerToClient && result_type == Some(&b"\"input_required\""[..]) =>
             {
-                self.decide_input_requests(id, result, size)
+                match self.decide_input_requests(Some(id), result, size) {
+                    // Allowed, and to a call a person allowed: the server's state goes
+                    // inside clawai's, so that the retry is not asked about again.
+                    Verdict::Forward => self.reseal(id, result).unwrap_or(Verdict::Forward),
+                    refused => {
+                        self.forget_approved(id);
+                        refused
+                    }
+                }
+            }
+            (_, Some(id)) if direction == Direction::ServerToClient => {
+                self.forget_approved(id);
+                Verdict::Forward
             }
             _ => Verdict::Forward,
         }
@@ -593,3 +659,24 @@ fn utf8(bytes: &[u8]) -> Option<&str> {
 
 #[cfg(test)]
 mod tests;
+
+/// The `requestId` of a `notifications/cancelled`.
+fn cancelled_request(params: Option<&Params>) -> Option<serde_json::Value> {
+    match params? {
+        Params::Decoded(Ok(params)) => params.get("requestId").map(clawai_protocol::Json::to_value),
+        Params::Raw(raw) => serde_json::from_str::<serde_json::Value>(raw.get()).ok()?.get("requestId").cloned(),
+        Params::Decoded(Err(_)) => None,
+    }
+}
+
+impl Guard {
+    /// Notes what the client's `initialize` declares (whether it can show a form).
+    fn note_initialize(&self, params: Option<&Params>) {
+        let value = match params {
+            Some(Params::Decoded(Ok(params))) => params.to_value(),
+            Some(Params::Raw(raw)) => serde_json::from_str(raw.get()).unwrap_or_default(),
+            _ => return,
+        };
+        self.asking.initialize(&value);
+    }
+}

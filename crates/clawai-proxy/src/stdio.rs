@@ -26,7 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::audit::{Stamp, stamp};
-use crate::guard::{Deferred, Guard, Outgoing, Verdict};
+use crate::guard::{Deferred, Guard, Outgoing, Outlet, Verdict};
 use crate::pipe::enlarge_pipe;
 
 /// How the proxy runs its server.
@@ -133,6 +133,11 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     let server_in: Shared<Option<Outbound<ChildStdin>>> = Arc::new(Mutex::new(Some(Outbound::new(server_in))));
     let client_out: Shared<Outbound<File>> = Arc::new(Mutex::new(Outbound::new(client_out)));
     let (events, rx) = mpsc::channel();
+    guard.set_outlet(Arc::new(StdioOutlet {
+        guard: Arc::downgrade(&guard),
+        server_in: server_in.clone(),
+        client_out: client_out.clone(),
+    }));
 
     spawn_signals(events.clone())?;
     {
@@ -420,6 +425,37 @@ fn relay_client(
             _ => true,
         },
     });
+}
+
+/// Where the guard sends what it decides off the path of any message (a question to
+/// the client that ran out of time): straight to each side, audit trail first.
+struct StdioOutlet {
+    guard: std::sync::Weak<Guard>,
+    server_in: Shared<Option<Outbound<ChildStdin>>>,
+    client_out: Shared<Outbound<File>>,
+}
+
+impl Outlet for StdioOutlet {
+    fn dispatch(&self, messages: Vec<Outgoing>) {
+        let Some(guard) = self.guard.upgrade() else { return };
+        guard.write_pending_decisions();
+        for message in messages {
+            let sent = match message {
+                Outgoing::ToServer(bytes) => {
+                    let mut slot = self.server_in.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.as_mut()
+                        .is_some_and(|input| input.send(&guard, &bytes).and_then(|()| input.flush(&guard)).is_ok())
+                }
+                Outgoing::ToClient(bytes) => {
+                    let mut out = self.client_out.lock().unwrap_or_else(|p| p.into_inner());
+                    out.send(&guard, &bytes).and_then(|()| out.flush(&guard)).is_ok()
+                }
+            };
+            if !sent {
+                tracing::warn!("a message clawai decided on later could not be sent: the other side is gone");
+            }
+        }
+    }
 }
 
 fn warn_server_gone() -> bool {

@@ -61,6 +61,20 @@ pub struct Event<'a> {
     pub is_error: Option<bool>,
     /// Size of the message in bytes.
     pub size: Option<usize>,
+    /// For a call a rule asked about: the step of asking a person (`asked`,
+    /// `answered`, `timed_out`, `cancelled`, `allowed_without_asking`).
+    pub step: Option<&'static str>,
+    /// How the person was asked (`client`, `client_retry`, `broker`) or why nobody was
+    /// (`approvals_file`, `session_grant`, `none`).
+    pub channel: Option<&'static str>,
+    /// What the person allowed: `once`, `session`, `always`.
+    pub scope: Option<&'static str>,
+    /// The approval's id (the broker's, or clawai's own request to the client).
+    pub approval: Option<&'a str>,
+    /// Whether the call a rule asked about went on.
+    pub approved: Option<bool>,
+    /// Who answered (`client`, `ui`, `cli`, `grant`, an approvals file entry).
+    pub by: Option<&'a str>,
 }
 
 impl Event<'_> {
@@ -105,7 +119,30 @@ impl Event<'_> {
             out.extend_from_slice(b",\"size\":");
             out.extend_from_slice(itoa::Buffer::new().format(size).as_bytes());
         }
+        if self.step.is_some() || self.approved.is_some() {
+            self.write_approval(out);
+        }
         out.push(b'}');
+    }
+}
+
+impl Event<'_> {
+    /// The members about asking a person (rare: not on the path of ordinary messages).
+    fn write_approval(&self, out: &mut Vec<u8>) {
+        if let Some(step) = self.step {
+            word_field(out, b",\"step\":\"", step);
+        }
+        if let Some(channel) = self.channel {
+            word_field(out, b",\"channel\":\"", channel);
+        }
+        if let Some(scope) = self.scope {
+            word_field(out, b",\"scope\":\"", scope);
+        }
+        str_field(out, b",\"approval\":", self.approval);
+        if let Some(approved) = self.approved {
+            out.extend_from_slice(if approved { b",\"approved\":true" } else { b",\"approved\":false" });
+        }
+        str_field(out, b",\"by\":", self.by);
     }
 }
 

@@ -10,6 +10,8 @@ use clawai_protocol::{Json, strict};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::Outgoing;
+use super::approvals::{Ask, Asked};
 use super::listing::Unlisted;
 use super::{Guard, SERVER_DECIDED, Verdict};
 use crate::audit::{Direction, Stamp};
@@ -21,6 +23,8 @@ use crate::redact::Redacted;
 pub(super) struct Arrived<'l> {
     /// The whole message; `None` when it cannot wait (it is decided now either way).
     pub(super) line: Option<&'l [u8]>,
+    /// The whole message from the client, which may wait for a person's answer.
+    pub(super) message: Option<&'l [u8]>,
     pub(super) size: usize,
     pub(super) at: Stamp,
 }
@@ -83,6 +87,20 @@ impl Guard {
             (None, _) => Cow::Borrowed(decision.reason()),
         };
 
+        // The approvals stage: a call a rule asks a person about.
+        let asked = match (decision.action, direction, id, arrived.message) {
+            (Action::Prompt, Direction::ClientToServer, Some(id), Some(line)) => Some(self.ask_about(&Ask {
+                method,
+                id,
+                params,
+                call: &call,
+                line,
+                rule: decision.rule.map(|(index, rule)| rule.label(index)),
+                description: decision.rule.and_then(|(_, rule)| rule.description.as_deref()),
+            })),
+            _ => None,
+        };
+
         let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
         let shown = id.map(|id| self.shown_id(id.get()));
         event.method = Some(method);
@@ -98,7 +116,71 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(Cow::Borrowed(&reason));
         event.size = Some(size);
+        match &asked {
+            Some(Asked::Allowed { channel, scope, by, .. }) => {
+                event.step = Some(if *channel == "client_retry" { "answered" } else { "allowed_without_asking" });
+                event.channel = Some(channel);
+                event.scope = Some(scope);
+                event.by = Some(by);
+                event.approved = Some(true);
+            }
+            Some(Asked::Held { channel, approval, .. }) => {
+                event.step = Some("asked");
+                event.channel = Some(channel);
+                event.approval = approval.as_deref();
+            }
+            Some(Asked::Declined { channel }) => {
+                event.step = Some("answered");
+                event.channel = Some(channel);
+                event.approved = Some(false);
+                event.by = Some("client");
+            }
+            Some(Asked::Refused(e)) => {
+                event.step = Some("refused");
+                event.channel = Some("client_retry");
+                event.approved = Some(false);
+                event.by = Some("clawai");
+                event.reason = Some(Cow::Owned(format!("{reason}; {e}")));
+            }
+            Some(Asked::Nobody) => {
+                event.step = Some("not_asked");
+                event.channel = Some("none");
+                event.approved = Some(false);
+            }
+            None => {}
+        }
         self.audit.record_decision(&event);
+
+        match asked {
+            Some(Asked::Allowed { forward, .. }) => {
+                self.track(&self.from_client, id, method, at.instant);
+                return match forward {
+                    Some(bytes) => Verdict::Dispatch(vec![Outgoing::ToServer(bytes)]),
+                    None => Verdict::Forward,
+                };
+            }
+            Some(Asked::Held { verdict, .. }) => return verdict,
+            Some(Asked::Refused(e)) => {
+                let text = format!("clawai refused the retry of {method}: {e}");
+                return Verdict::Reply(reply::error(id_text, reply::INVALID_PARAMS, &text, None));
+            }
+            Some(Asked::Declined { .. }) => {
+                let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
+                let text = format!("clawai denied {what}: a rule asks a person ({reason}), and the person declined");
+                let stateless = reply::is_stateless_request(params);
+                return Verdict::Reply(if method == "tools/call" {
+                    reply::tool_error(id_text, &text, stateless)
+                } else {
+                    reply::error(
+                        id_text,
+                        reply::APPROVAL_REQUIRED,
+                        &text,
+                        Some(serde_json::json!({"decision": "prompt"})),
+                    )
+                });
+            }
+            Some(Asked::Nobody) | None => {}
+        }
 
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };
@@ -210,7 +292,9 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, reason: &str, wha
         Action::Prompt => (
             reply::APPROVAL_REQUIRED,
             format!(
-                "clawai: {what} needs a person's approval ({reason}), and no approval channel is available, so it was denied"
+                "clawai: {what} needs a person's approval ({reason}), and nobody could be asked, so it was denied. \
+                 To be asked: use a client that shows forms (MCP elicitation), or run `clawai ui`; \
+                 to allow it always, add it to approvals.toml (`clawai policy explain` shows what applies)"
             ),
         ),
         _ => (reply::DENIED, format!("clawai denied {what}: {reason}")),

@@ -1,0 +1,509 @@
+//! The approvals stage: what happens to a call a rule asks a person about (`prompt`),
+//! after the policy stage and before the audit stage records the outcome.
+//!
+//! In order: a standing approval (`approvals.toml`) or a grant of this session lets it
+//! through without asking; a 2026-07-28 retry that carries clawai's sealed state is
+//! checked and decided by the answer it carries; otherwise the person is asked in the
+//! client when it can show a form (clawai's own `elicitation/create`, or for a 2026-07-28
+//! request an `input_required` result); otherwise nobody can be asked and the call is
+//! denied, saying so. While a person is asked, the call waits and everything else flows:
+//! the answer, a cancellation or the time-out (on a timer that dispatches through the
+//! transport's [`Outlet`]) ends the wait.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use clawai_policy::{Approvals, Call};
+use clawai_protocol::Json;
+use clawai_protocol::reply;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::{Guard, Outgoing, Verdict};
+use crate::ask::form::{self, Choice, Question};
+use crate::ask::grants::SessionGrants;
+use crate::ask::key::{arguments_digest, call_key};
+use crate::ask::seal::{Binding, SealError, Sealer, Stage, State};
+use crate::audit::Direction;
+
+/// The key of clawai's question among a 2026-07-28 result's `inputRequests`.
+pub const INPUT_KEY: &str = "clawai.approval";
+/// How long a sealed question stays answerable.
+const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// How a session asks.
+#[derive(Debug, Clone)]
+pub struct AskOptions {
+    /// How long a call waits for a person before it is denied.
+    pub timeout: Duration,
+    /// The standing approvals (`approvals.toml`), read whenever a rule asks.
+    pub approvals_file: Option<PathBuf>,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        AskOptions { timeout: Duration::from_secs(45), approvals_file: None }
+    }
+}
+
+/// Where a transport sends messages the guard decides on later, off the path of any
+/// message (a time-out).
+pub trait Outlet: Send + Sync {
+    /// Sends each message to its side.
+    fn dispatch(&self, messages: Vec<Outgoing>);
+}
+
+/// A call waiting for the client's answer to clawai's question.
+struct Waiting {
+    line: Vec<u8>,
+    /// The call's id, as written.
+    call_id: String,
+    method: String,
+    name: Option<String>,
+    key: String,
+    asked: Instant,
+}
+
+/// A 2026-07-28 call a person allowed, forwarded: if the server asks for input of its
+/// own, its state is sealed inside clawai's so the retry is not asked about again.
+struct Approved {
+    method: String,
+    name: Option<String>,
+    digest: String,
+}
+
+/// The approvals stage's state for one session.
+pub(super) struct Asking {
+    options: AskOptions,
+    sealer: Sealer,
+    grants: SessionGrants,
+    /// How clawai's own request ids begin, as written: `"clawai-ask-<random>-`.
+    prefix: String,
+    sent: AtomicU64,
+    /// The client declared `elicitation` (form mode) at `initialize`.
+    client_elicits: AtomicBool,
+    waiting: Mutex<HashMap<String, Waiting>>,
+    approved: Mutex<HashMap<String, Approved>>,
+    outlet: OnceLock<Arc<dyn Outlet>>,
+}
+
+impl Asking {
+    pub(super) fn new(options: AskOptions) -> Asking {
+        let random = uuid::Uuid::now_v7().simple().to_string();
+        Asking {
+            options,
+            sealer: Sealer::new(),
+            grants: SessionGrants::default(),
+            prefix: format!("\"clawai-ask-{}-", &random[16..]),
+            sent: AtomicU64::new(0),
+            client_elicits: AtomicBool::new(false),
+            waiting: Mutex::new(HashMap::new()),
+            approved: Mutex::new(HashMap::new()),
+            outlet: OnceLock::new(),
+        }
+    }
+
+    /// True when `id` (as written) is in clawai's own namespace of request ids.
+    pub(super) fn claims(&self, id: &str) -> bool {
+        id.starts_with(&self.prefix)
+    }
+
+    /// Notes what the client's `initialize` declared.
+    pub(super) fn initialize(&self, params: &Value) {
+        let elicits = params.get("capabilities").and_then(|c| c.get("elicitation")).is_some_and(offers_form);
+        self.client_elicits.store(elicits, Ordering::SeqCst);
+    }
+
+    pub(super) fn set_outlet(&self, outlet: Arc<dyn Outlet>) {
+        let _ = self.outlet.set(outlet);
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn approved(&self) -> std::sync::MutexGuard<'_, HashMap<String, Approved>> {
+        self.approved.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An elicitation capability that takes forms: `{}` (forms only, before URL mode
+/// existed) or one with `form`.
+fn offers_form(capability: &Value) -> bool {
+    capability.as_object().is_some_and(|c| c.is_empty() || c.contains_key("form"))
+}
+
+/// What the approvals stage did with a call a rule asked about.
+pub(super) enum Asked {
+    /// Nobody could be asked: the call is denied, as the policy's `prompt` says.
+    Nobody,
+    /// It goes on without asking now: a standing approval, a grant, or the answer a
+    /// retry carried. `forward`: the bytes to send instead of the call (a retry without
+    /// clawai's members).
+    Allowed { channel: &'static str, scope: &'static str, by: String, forward: Option<Vec<u8>> },
+    /// A person said no (in the answer a retry carried).
+    Declined { channel: &'static str },
+    /// A retry whose sealed state is not good: refused.
+    Refused(SealError),
+    /// The person is being asked; the call waits (or the client retries).
+    Held { verdict: Verdict, channel: &'static str, approval: Option<String> },
+}
+
+/// The call the stage is about.
+pub(super) struct Ask<'a> {
+    pub(super) method: &'a str,
+    pub(super) id: &'a RawValue,
+    pub(super) params: Option<&'a Json<'a>>,
+    pub(super) call: &'a Call<'a>,
+    pub(super) line: &'a [u8],
+    pub(super) rule: Option<String>,
+    pub(super) description: Option<&'a str>,
+}
+
+impl Guard {
+    /// Lets a transport dispatch what the stage decides later (time-outs). Without an
+    /// outlet a question to the client waits for its answer without a time-out.
+    pub fn set_outlet(self: &Arc<Guard>, outlet: Arc<dyn Outlet>) {
+        let _ = self.me.set(Arc::downgrade(self));
+        self.asking.set_outlet(outlet);
+    }
+
+    /// The approvals stage for a client request a rule asked about.
+    pub(super) fn ask_about(&self, ask: &Ask) -> Asked {
+        let arguments = ask.call.arguments.map(Json::to_value);
+        if let Some(path) = &self.asking.options.approvals_file {
+            match Approvals::load(path) {
+                Ok(approvals) => {
+                    if let Some((index, entry)) = approvals.approving(ask.call) {
+                        let by = format!("{} {}", path.display(), entry.label(index));
+                        return Asked::Allowed { channel: "approvals_file", scope: "always", by, forward: None };
+                    }
+                }
+                Err(e) => tracing::warn!("the standing approvals were not read: {e}"),
+            }
+        }
+        let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
+        if self.asking.grants.allows(&key) {
+            return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
+        }
+        if reply::is_stateless_request(ask.params) {
+            return self.ask_stateless(ask, &key);
+        }
+        if self.asking.client_elicits.load(Ordering::SeqCst) {
+            return self.ask_in_client(ask, key, arguments.as_ref());
+        }
+        Asked::Nobody
+    }
+
+    /// clawai's own `elicitation/create`; the call waits for the answer.
+    fn ask_in_client(&self, ask: &Ask, key: String, arguments: Option<&Value>) -> Asked {
+        let n = self.asking.sent.fetch_add(1, Ordering::SeqCst) + 1;
+        let own_id = format!("{}{n}\"", self.asking.prefix);
+        let question = Question {
+            server: self.server.as_deref(),
+            method: ask.method,
+            name: ask.call.name,
+            arguments,
+            rule: ask.rule.as_deref(),
+            description: ask.description,
+        };
+        let mut params = form::elicitation_params(&question, true);
+        // Which call the question is about, for transports that route by request.
+        params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
+        let request = reply::request(&own_id, "elicitation/create", &params);
+        self.asking.waiting().insert(
+            own_id.clone(),
+            Waiting {
+                line: ask.line.to_vec(),
+                call_id: ask.id.get().to_owned(),
+                method: ask.method.to_owned(),
+                name: ask.call.name.map(str::to_owned),
+                key,
+                asked: Instant::now(),
+            },
+        );
+        self.start_timer(own_id.clone());
+        Asked::Held {
+            verdict: Verdict::Dispatch(vec![Outgoing::ToClient(request)]),
+            channel: "client",
+            approval: Some(own_id),
+        }
+    }
+
+    /// Ends the wait when the person does not answer in time.
+    fn start_timer(&self, own_id: String) {
+        let Some(outlet) = self.asking.outlet.get() else { return };
+        let outlet = Arc::downgrade(outlet);
+        let timeout = self.asking.options.timeout;
+        let guard = self.weak_self();
+        let spawned = std::thread::Builder::new().name("ask-timer".into()).spawn(move || {
+            std::thread::sleep(timeout);
+            let (Some(guard), Some(outlet)) = (guard.upgrade(), outlet.upgrade()) else { return };
+            if let Some(messages) = guard.ask_timed_out(&own_id) {
+                outlet.dispatch(messages);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the timer of a question to the client ({e}); it waits without one");
+        }
+    }
+
+    fn weak_self(&self) -> Weak<Guard> {
+        self.me.get().cloned().unwrap_or_default()
+    }
+
+    /// The wait for `own_id` ran out: the call is denied and the question withdrawn.
+    fn ask_timed_out(&self, own_id: &str) -> Option<Vec<Outgoing>> {
+        let waiting = self.asking.waiting().remove(own_id)?;
+        let seconds = self.asking.options.timeout.as_secs_f64();
+        let why = format!("nobody answered within {seconds} s");
+        self.record_step(&waiting, own_id, "timed_out", None, false, "clawai");
+        let cancel = reply::notification(
+            "notifications/cancelled",
+            &json!({"requestId": serde_json::from_str::<Value>(own_id).unwrap_or(Value::Null), "reason": why}),
+        );
+        Some(vec![Outgoing::ToClient(cancel), Outgoing::ToClient(self.declined(&waiting, &why))])
+    }
+
+    /// The client's answer to one of clawai's questions (`None`: not one of clawai's ids,
+    /// or no call waits for it any more).
+    pub(super) fn answer_from_client(&self, id: &RawValue, result: Option<&[u8]>, is_error: bool) -> Option<Verdict> {
+        if !self.asking.claims(id.get()) {
+            return None;
+        }
+        let Some(waiting) = self.asking.waiting().remove(id.get()) else {
+            // Answered after the time-out: nothing waits for it.
+            return Some(Verdict::Drop);
+        };
+        let choice = match (is_error, result.and_then(|r| serde_json::from_slice::<Value>(r).ok())) {
+            (false, Some(result)) => form::read_answer(&result),
+            _ => Choice::Deny,
+        };
+        let scope = match choice {
+            Choice::AllowSession => Some("session"),
+            Choice::AllowOnce => Some("once"),
+            Choice::Deny => None,
+        };
+        self.record_step(&waiting, id.get(), "answered", scope, choice.allows(), "client");
+        if !choice.allows() {
+            return Some(Verdict::Dispatch(vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))]));
+        }
+        if choice == Choice::AllowSession {
+            self.asking.grants.grant(&waiting.key);
+        }
+        let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
+        self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
+        Some(Verdict::Dispatch(vec![Outgoing::ToServer(waiting.line)]))
+    }
+
+    /// The client cancelled a call that waits for a person: the question is withdrawn
+    /// and nothing reaches the server.
+    pub(super) fn cancel_asked(&self, request_id: &Value) -> Option<Verdict> {
+        let own_id = {
+            let waiting = self.asking.waiting();
+            waiting
+                .iter()
+                .find(|(_, w)| serde_json::from_str::<Value>(&w.call_id).ok().as_ref() == Some(request_id))
+                .map(|(own, _)| own.clone())?
+        };
+        let waiting = self.asking.waiting().remove(&own_id)?;
+        self.record_step(&waiting, &own_id, "cancelled", None, false, "client");
+        let cancel = reply::notification(
+            "notifications/cancelled",
+            &json!({"requestId": serde_json::from_str::<Value>(&own_id).unwrap_or(Value::Null), "reason": "the call was cancelled"}),
+        );
+        Some(Verdict::Dispatch(vec![Outgoing::ToClient(cancel)]))
+    }
+
+    /// The server is gone: every call waiting for a person gets an error.
+    pub(super) fn asked_gone(&self, why: &str) -> Vec<Vec<u8>> {
+        let drained: Vec<(String, Waiting)> = self.asking.waiting().drain().collect();
+        drained
+            .into_iter()
+            .map(|(own_id, waiting)| {
+                self.record_step(&waiting, &own_id, "cancelled", None, false, "clawai");
+                reply::error(
+                    Some(&waiting.call_id),
+                    reply::SERVER_UNAVAILABLE,
+                    &format!("clawai: {why}; the request got no answer"),
+                    None,
+                )
+            })
+            .collect()
+    }
+
+    /// The answer to a call a person did not allow.
+    fn declined(&self, waiting: &Waiting, why: &str) -> Vec<u8> {
+        let what =
+            waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
+        let text = format!("clawai denied {what}: a rule asks a person, and {why}");
+        if waiting.method == "tools/call" {
+            reply::tool_error(Some(&waiting.call_id), &text, false)
+        } else {
+            reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"decision": "prompt"})))
+        }
+    }
+
+    /// One step of asking, in the audit trail.
+    fn record_step(
+        &self,
+        waiting: &Waiting,
+        own_id: &str,
+        step: &'static str,
+        scope: Option<&'static str>,
+        approved: bool,
+        by: &str,
+    ) {
+        let shown = self.shown_id(&waiting.call_id);
+        let mut event = self.event(Direction::ClientToServer, "approval");
+        event.method = Some(&waiting.method);
+        event.id = Some(&shown);
+        match waiting.method.as_str() {
+            "tools/call" => event.tool = waiting.name.as_deref(),
+            "resources/read" => event.resource = waiting.name.as_deref(),
+            "prompts/get" => event.prompt = waiting.name.as_deref(),
+            _ => {}
+        }
+        event.step = Some(step);
+        event.channel = Some("client");
+        event.scope = scope;
+        event.approval = Some(own_id);
+        event.approved = Some(approved);
+        event.by = Some(by);
+        event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);
+        self.audit.record_decision(&event);
+    }
+
+    /// A 2026-07-28 request: a retry with clawai's sealed state is decided by the answer
+    /// it carries; a first call is answered with the question.
+    fn ask_stateless(&self, ask: &Ask, key: &str) -> Asked {
+        let params = ask.params.map(Json::to_value).unwrap_or(Value::Null);
+        let digest = retry_digest(&params);
+        let binding = Binding {
+            session: &self.session,
+            server: self.server.as_deref(),
+            method: ask.method,
+            name: ask.call.name,
+            digest: &digest,
+        };
+        let state = params.get("requestState").and_then(Value::as_str);
+        if let Some(state) = state.filter(|s| Sealer::is_ours(s)) {
+            let opened = match self.asking.sealer.open(state, &binding) {
+                Ok(opened) => opened,
+                Err(e) => return Asked::Refused(e),
+            };
+            let scope = match opened.stage {
+                Stage::Approved => "once",
+                Stage::Asked => {
+                    let answer = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+                    match answer.map_or(Choice::Deny, form::read_answer) {
+                        Choice::Deny => return Asked::Declined { channel: "client_retry" },
+                        Choice::AllowSession => {
+                            self.asking.grants.grant(key);
+                            "session"
+                        }
+                        Choice::AllowOnce => "once",
+                    }
+                }
+            };
+            self.asking.approved().insert(
+                ask.id.get().to_owned(),
+                Approved { method: ask.method.to_owned(), name: ask.call.name.map(str::to_owned), digest },
+            );
+            let forward = retry_without_clawai(ask.id, ask.method, params, opened.inner);
+            return Asked::Allowed { channel: "client_retry", scope, by: "client".into(), forward: Some(forward) };
+        }
+        let capabilities = params.get("_meta").and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"));
+        if !capabilities.and_then(|c| c.get("elicitation")).is_some_and(offers_form) {
+            return Asked::Nobody;
+        }
+        let arguments = ask.call.arguments.map(Json::to_value);
+        let question = Question {
+            server: self.server.as_deref(),
+            method: ask.method,
+            name: ask.call.name,
+            arguments: arguments.as_ref(),
+            rule: ask.rule.as_deref(),
+            description: ask.description,
+        };
+        // The server's own state of an earlier round rides inside clawai's.
+        let inner = state.map(str::to_owned);
+        let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Asked, inner }, STATE_TTL);
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true)}},
+            "requestState": sealed,
+        });
+        Asked::Held {
+            verdict: Verdict::Reply(reply::result(Some(ask.id.get()), &result)),
+            channel: "client",
+            approval: None,
+        }
+    }
+
+    /// A server's `input_required` answer to a call a person allowed: its state goes
+    /// inside a sealed one of clawai's, so that the retry is known as allowed. `None`
+    /// when the response is not to such a call.
+    pub(super) fn reseal(&self, id: &RawValue, result: &[u8]) -> Option<Verdict> {
+        let approved = self.asking.approved().remove(id.get())?;
+        let mut result: Value = serde_json::from_slice(result).ok()?;
+        let inner = result.get("requestState").and_then(Value::as_str).map(str::to_owned);
+        let binding = Binding {
+            session: &self.session,
+            server: self.server.as_deref(),
+            method: &approved.method,
+            name: approved.name.as_deref(),
+            digest: &approved.digest,
+        };
+        let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Approved, inner }, STATE_TTL);
+        result["requestState"] = Value::String(sealed);
+        Some(Verdict::Replace(reply::result(Some(id.get()), &result)))
+    }
+
+    /// A response to a forwarded call that needs no resealing.
+    pub(super) fn forget_approved(&self, id: &RawValue) {
+        if !self.asking.approved().is_empty() {
+            self.asking.approved().remove(id.get());
+        }
+    }
+}
+
+/// The digest a sealed state binds: the call's parameters without the members a retry
+/// adds (`requestState`, `inputResponses`) and the per-request `_meta`.
+fn retry_digest(params: &Value) -> String {
+    let mut bound = params.clone();
+    if let Some(members) = bound.as_object_mut() {
+        for key in ["requestState", "inputResponses", "_meta"] {
+            members.remove(key);
+        }
+    }
+    arguments_digest(Some(&bound))
+}
+
+/// The retry as the server gets it: clawai's answer and state removed, the server's
+/// own state (if clawai held it) put back.
+fn retry_without_clawai(id: &RawValue, method: &str, mut params: Value, inner: Option<String>) -> Vec<u8> {
+    if let Some(members) = params.as_object_mut() {
+        members.remove("requestState");
+        if let Some(Value::Object(responses)) = members.get_mut("inputResponses") {
+            responses.remove(INPUT_KEY);
+            if responses.is_empty() {
+                members.remove("inputResponses");
+            }
+        }
+        if let Some(inner) = inner {
+            members.insert("requestState".into(), Value::String(inner));
+        }
+    }
+    let mut message = Map::new();
+    message.insert("jsonrpc".into(), json!("2.0"));
+    message.insert("id".into(), serde_json::from_str(id.get()).unwrap_or(Value::Null));
+    message.insert("method".into(), json!(method));
+    message.insert("params".into(), params);
+    let mut bytes = serde_json::to_vec(&Value::Object(message)).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
