@@ -1,0 +1,1 @@
+//! clawai ui (in progress).
