@@ -118,7 +118,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Resolves on SIGINT or SIGTERM.
-pub(crate) async fn shutdown_signal() {
+async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     else {

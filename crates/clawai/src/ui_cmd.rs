@@ -41,7 +41,20 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(clawai_ui::run(options, crate::http_cmd::shutdown_signal()))?;
+    runtime.block_on(async {
+        // Installed before the URL is printed: whoever reads it may stop the broker
+        // at once, and must find the socket and URL file removed.
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        };
+        clawai_ui::run(options, shutdown).await.map_err(anyhow::Error::from)
+    })?;
     // The audit follower is a plain thread; nothing else needs waiting for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(ExitCode::Ok)
