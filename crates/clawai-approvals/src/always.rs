@@ -90,8 +90,9 @@ pub fn append_always_to(path: &Path, entry: &AlwaysEntry, today: jiff::civil::Da
         Err(e) => return Err(io(e)),
     };
     let text = existing.as_deref().unwrap_or(HEADER);
-    let document: DocumentMut =
-        text.parse().map_err(|e: toml_edit::TomlError| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
+    let document: DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
     let id = next_id(&document, today, path)?;
     let mut appended = String::with_capacity(text.len() + 256);
     appended.push_str(text);
@@ -104,7 +105,9 @@ pub fn append_always_to(path: &Path, entry: &AlwaysEntry, today: jiff::civil::Da
     appended.push_str(&entry_text(entry, &id, today));
     // The whole file must still read as approvals: a top-level `allow = ...` that is not
     // a list of tables would have been refused above, so this only guards surprises.
-    appended.parse::<DocumentMut>().map_err(|e| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
+    appended
+        .parse::<DocumentMut>()
+        .map_err(|e| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
     write_private(path, appended.as_bytes()).map_err(io)?;
     Ok(id)
 }

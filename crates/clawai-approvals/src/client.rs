@@ -54,7 +54,7 @@ impl Client {
     /// Asks a person about a call. The answer may already be there (a grant); else the
     /// call is queued and [`Pending::wait`] waits for the person.
     pub fn ask(mut self, ask: &Ask) -> Result<Pending, Error> {
-        self.send(&Request::Ask { ask: ask.clone() })?;
+        self.send(&Request::Ask { ask: Box::new(ask.clone()) })?;
         match self.read(None)? {
             Some(Reply::Queued { id }) => Ok(Pending { client: self, id, answer: None }),
             Some(Reply::Answer(answer)) => Ok(Pending { client: self, id: answer.id.clone(), answer: Some(answer) }),

@@ -140,8 +140,8 @@ pub struct PendingItem {
 pub enum Request {
     /// A proxy asks a person about a call.
     Ask {
-        /// The call.
-        ask: Ask,
+        /// The call (boxed: it is much larger than the other requests).
+        ask: Box<Ask>,
     },
     /// The proxy stopped holding the call (it answered "approval pending under ID").
     Timeout {

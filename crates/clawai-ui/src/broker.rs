@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{
-    AlwaysEntry, Answer, Ask, AskedVia, By, Outcome, PendingItem, Scope, State, append_always_to,
-};
+use clawai_approvals::{AlwaysEntry, Answer, Ask, AskedVia, By, Outcome, PendingItem, Scope, State, append_always_to};
 use tokio::sync::{oneshot, watch};
 
 /// The default window: how long after a timeout an approval still grants the retry,

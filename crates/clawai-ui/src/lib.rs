@@ -114,10 +114,14 @@ pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Resu
     let unix = socket::bind(&options.socket, &options.url_file)?;
     let mut cleanup = socket::Cleanup(vec![options.socket.clone()]);
     let tcp = tokio::net::TcpListener::bind(options.listen).await.map_err(|error| UiError::Io {
-        what: format!("cannot listen on {}; is the port in use? (--listen 127.0.0.1:0 picks a free one)", options.listen),
+        what: format!(
+            "cannot listen on {}; is the port in use? (--listen 127.0.0.1:0 picks a free one)",
+            options.listen
+        ),
         error,
     })?;
-    let local = tcp.local_addr().map_err(|error| UiError::Io { what: "cannot read the bound address".into(), error })?;
+    let local =
+        tcp.local_addr().map_err(|error| UiError::Io { what: "cannot read the bound address".into(), error })?;
     let token = secret::token();
     let url = page_url(local, &token);
     write_private(&options.url_file, &format!("{url}\n"))

@@ -115,9 +115,11 @@ async fn connection(stream: UnixStream, broker: Arc<Broker>) {
     let reply = match next(&mut reader, &mut buf).await {
         Line::Closed => return,
         Line::Malformed(problem) => error(problem),
-        Line::Request(Request::Ask { ask }) => return asked(ask, reader, writer, broker).await,
+        Line::Request(Request::Ask { ask }) => return asked(*ask, reader, writer, broker).await,
         Line::Request(Request::List) => Reply::Pending { items: broker.list() },
-        Line::Request(Request::Approve { id, scope }) => answered(broker.answer(&id, Decision::Approve(scope), By::Cli)),
+        Line::Request(Request::Approve { id, scope }) => {
+            answered(broker.answer(&id, Decision::Approve(scope), By::Cli))
+        }
         Line::Request(Request::Deny { id }) => answered(broker.answer(&id, Decision::Deny, By::Cli)),
         Line::Request(Request::Timeout { .. } | Request::Cancel { .. }) => {
             error("`timeout` and `cancel` are sent on the connection that asked, after its ask")
@@ -155,37 +157,24 @@ async fn asked(
         return;
     }
     let mut buf = Vec::new();
-    loop {
-        tokio::select! {
-            answered = &mut answer => {
-                if let Ok(answer) = answered {
-                    send(&mut writer, &Reply::Answer(answer)).await;
-                }
-                return;
+    tokio::select! {
+        answered = &mut answer => {
+            if let Ok(answer) = answered {
+                send(&mut writer, &Reply::Answer(answer)).await;
             }
-            line = next(&mut reader, &mut buf) => match line {
-                Line::Request(Request::Timeout { id: said }) if said == id => {
-                    broker.timed_out(&id);
-                    return;
-                }
-                Line::Request(Request::Cancel { id: said }) if said == id => {
-                    broker.withdraw(&id);
-                    return;
-                }
-                Line::Closed => {
-                    broker.withdraw(&id);
-                    return;
-                }
-                Line::Request(_) => {
-                    send(&mut writer, &error(format!("this connection waits for {id}; only `timeout` or `cancel` for it can follow"))).await;
-                    broker.withdraw(&id);
-                    return;
-                }
-                Line::Malformed(problem) => {
-                    send(&mut writer, &error(problem)).await;
-                    broker.withdraw(&id);
-                    return;
-                }
+        }
+        line = next(&mut reader, &mut buf) => match line {
+            Line::Request(Request::Timeout { id: said }) if said == id => broker.timed_out(&id),
+            Line::Request(Request::Cancel { id: said }) if said == id => broker.withdraw(&id),
+            Line::Closed => broker.withdraw(&id),
+            Line::Request(_) => {
+                let problem = format!("this connection waits for {id}; only `timeout` or `cancel` for it can follow");
+                send(&mut writer, &error(problem)).await;
+                broker.withdraw(&id);
+            }
+            Line::Malformed(problem) => {
+                send(&mut writer, &error(problem)).await;
+                broker.withdraw(&id);
             }
         }
     }

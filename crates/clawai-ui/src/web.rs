@@ -66,13 +66,13 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     response
 }
 
-/// Checks Host and Origin; `Err` is the refusal to send.
-fn check_site(web: &Web, headers: &HeaderMap) -> Result<(), Response> {
+/// Checks Host and Origin; `Some` is the refusal to send.
+fn refuse_site(web: &Web, headers: &HeaderMap) -> Option<Response> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
     if let Some(hosts) = &web.hosts
         && !hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(host))
     {
-        return Err(plain(
+        return Some(plain(
             StatusCode::FORBIDDEN,
             format!(
                 "Host `{host}` is refused: this page answers only to {} (protection against DNS rebinding); open the URL `clawai ui` printed",
@@ -84,13 +84,13 @@ fn check_site(web: &Web, headers: &HeaderMap) -> Result<(), Response> {
         let own = format!("http://{host}");
         if !origin.to_str().is_ok_and(|o| o.eq_ignore_ascii_case(&own)) {
             let shown = String::from_utf8_lossy(origin.as_bytes());
-            return Err(plain(
+            return Some(plain(
                 StatusCode::FORBIDDEN,
                 format!("requests from the origin `{shown}` are refused: only the page at {own} may call this API"),
             ));
         }
     }
-    Ok(())
+    None
 }
 
 /// The token from `?token=` or `Authorization: Bearer`.
@@ -110,7 +110,7 @@ fn has_token(web: &Web, uri: &Uri, headers: &HeaderMap) -> bool {
 }
 
 async fn handle(State(web): State<Arc<Web>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refusal) = check_site(&web, &headers) {
+    if let Some(refusal) = refuse_site(&web, &headers) {
         return refusal;
     }
     let path = uri.path();
@@ -153,13 +153,19 @@ fn answer(web: &Web, deny: bool, headers: &HeaderMap, body: &[u8]) -> Response {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the answer as application/json");
     }
     let Ok(request) = serde_json::from_slice::<AnswerBody>(body) else {
-        return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "expected {\"id\": ID, \"scope\": \"once\"|\"session\"|\"always\"}"}));
+        return json(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": "expected {\"id\": ID, \"scope\": \"once\"|\"session\"|\"always\"}"}),
+        );
     };
     let decision = match (deny, request.scope) {
         (true, _) => Decision::Deny,
         (false, Some(scope)) => Decision::Approve(scope),
         (false, None) => {
-            return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "scope is missing: once, session or always"}));
+            return json(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({"error": "scope is missing: once, session or always"}),
+            );
         }
     };
     match web.broker.answer(&request.id, decision, By::Ui) {

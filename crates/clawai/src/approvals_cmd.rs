@@ -84,13 +84,8 @@ fn line(item: &PendingItem) -> String {
         Some(name) => format!("{} {}", item.method, name),
         None => item.method.clone(),
     };
-    let mut text = format!(
-        "{}  {}  {}  {}",
-        item.id,
-        item.asked_at,
-        item.server.as_deref().unwrap_or("(no server name)"),
-        what
-    );
+    let mut text =
+        format!("{}  {}  {}  {}", item.id, item.asked_at, item.server.as_deref().unwrap_or("(no server name)"), what);
     if let Some(rule) = &item.rule {
         text.push_str(&format!("  rule {rule}"));
     }

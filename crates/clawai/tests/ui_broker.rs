@@ -173,7 +173,11 @@ fn a_malformed_line_is_refused_and_changes_nothing() {
     let ui = Ui::start();
     let pending = ui.ask("k");
     let before = ui.client().list().unwrap();
-    for bad in ["not json", "{\"type\":\"approve\",\"id\":\"X\"}", "{\"type\":\"approve\",\"id\":\"ID\",\"scope\":\"forever\"}"] {
+    for bad in [
+        "not json",
+        "{\"type\":\"approve\",\"id\":\"X\"}",
+        "{\"type\":\"approve\",\"id\":\"ID\",\"scope\":\"forever\"}",
+    ] {
         let bad = bad.replace("ID", pending.id());
         let mut stream = std::os::unix::net::UnixStream::connect(ui.socket()).unwrap();
         stream.write_all(format!("{bad}\n").as_bytes()).unwrap();

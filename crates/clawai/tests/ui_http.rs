@@ -11,11 +11,15 @@ use ui_support::{Ui, http};
 fn the_api_needs_the_token() {
     let ui = Ui::start();
     let port = ui.port();
-    let (status, body) = http(port, &format!("GET /api/pending HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"));
+    let (status, body) =
+        http(port, &format!("GET /api/pending HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"));
     assert_eq!(status, 401, "{body}");
     let (status, _) = http(
         port,
-        &format!("GET /api/pending?token=0{} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n", &ui.token()[1..]),
+        &format!(
+            "GET /api/pending?token=0{} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n",
+            &ui.token()[1..]
+        ),
     );
     assert_eq!(status, 401, "a wrong token");
     let (status, body) = http(
