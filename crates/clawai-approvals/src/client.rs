@@ -180,4 +180,29 @@ impl Pending {
         let id = self.id.clone();
         self.client.send(&Request::Cancel { id })
     }
+
+    /// A handle another thread can use to withdraw the ask while this one blocks in
+    /// [`Pending::wait`] (a client's cancellation of the held call).
+    pub fn canceller(&self) -> Result<Canceller, Error> {
+        Ok(Canceller { stream: self.client.stream.try_clone()?, id: self.id.clone() })
+    }
+}
+
+/// Withdraws an asked call from another thread; see [`Pending::canceller`].
+pub struct Canceller {
+    stream: UnixStream,
+    id: String,
+}
+
+impl Canceller {
+    /// Sends `cancel` and ends the connection, so that a [`Pending::wait`] in progress
+    /// returns [`Error::Closed`] at once.
+    pub fn cancel(mut self) -> Result<(), Error> {
+        let mut line =
+            serde_json::to_vec(&Request::Cancel { id: self.id.clone() }).map_err(|e| Error::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        self.stream.write_all(&line)?;
+        self.stream.shutdown(std::net::Shutdown::Both)?;
+        Ok(())
+    }
 }

@@ -14,6 +14,6 @@ mod paths;
 mod protocol;
 
 pub use always::{AlwaysEntry, AlwaysError, AskedVia, append_always, append_always_to};
-pub use client::{Client, Error, Pending};
+pub use client::{Canceller, Client, Error, Pending};
 pub use paths::{approvals_file, audit_file, socket_path, state_dir, url_file};
 pub use protocol::{Answer, Ask, By, Outcome, PendingItem, Reply, Request, Scope, State};

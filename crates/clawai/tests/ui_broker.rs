@@ -115,6 +115,21 @@ fn cancel_and_a_closed_connection_withdraw_the_ask() {
 }
 
 #[test]
+fn another_thread_can_withdraw_an_ask_while_it_is_awaited() {
+    let ui = Ui::start();
+    let mut pending = ui.ask("k");
+    let canceller = pending.canceller().unwrap();
+    let waiter = std::thread::spawn(move || pending.wait(WAIT));
+    std::thread::sleep(Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    canceller.cancel().unwrap();
+    assert!(matches!(waiter.join().unwrap(), Err(Error::Closed)));
+    assert!(started.elapsed() < Duration::from_secs(2), "the wait did not end at once");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(ui.client().list().unwrap().is_empty());
+}
+
+#[test]
 fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let ui = Ui::start();
     let file = ui.dir.path().join("config/clawai/approvals.toml");
