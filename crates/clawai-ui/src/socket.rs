@@ -28,7 +28,14 @@ pub fn bind(path: &Path, url_file: &Path) -> Result<UnixListener, UiError> {
             .create(dir)
             .map_err(io(format!("cannot create {}", dir.display())))?;
     }
-    if std::fs::symlink_metadata(path).is_ok() {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(UiError::Io {
+                what: format!("{} is in the way of the broker's socket; move it elsewhere", path.display()),
+                error: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            });
+        }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             let url = std::fs::read_to_string(url_file).unwrap_or_default();
             return Err(UiError::AlreadyRunning { socket: path.to_path_buf(), url: url.trim().to_owned() });

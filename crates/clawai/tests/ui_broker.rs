@@ -180,6 +180,17 @@ fn a_second_broker_refuses_and_a_stale_socket_is_replaced() {
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     let ui = Ui::start_in(dir, &[]);
     assert!(ui.client().list().unwrap().is_empty());
+    drop(ui);
+
+    // Anything else in its place is left alone.
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("run/clawai/broker.sock");
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    std::fs::write(&socket, "mine").unwrap();
+    let refused = ui_support::command(dir.path()).args(["ui", "--listen", "127.0.0.1:0"]).output().unwrap();
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("in the way"), "{}", stderr(&refused));
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "mine");
 }
 
 #[test]
