@@ -130,6 +130,25 @@ fn another_thread_can_withdraw_an_ask_while_it_is_awaited() {
 }
 
 #[test]
+fn each_new_ask_raises_a_desktop_notification_where_notify_send_exists() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("notified");
+    let script = bin.path().join("notify-send");
+    std::fs::write(&script, format!("#!/bin/sh\nprintf '%s|%s\\n' \"$1\" \"$2\" >> '{}'\n", log.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let ui = Ui::start_with(&[("PATH", &path)]);
+    let pending = ui.ask("k");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !log.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let notified = std::fs::read_to_string(&log).expect("notify-send ran");
+    assert_eq!(notified, format!("clawai: approval needed|fs write_file — clawai approve {}\n", pending.id()));
+}
+
+#[test]
 fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let ui = Ui::start();
     let file = ui.dir.path().join("config/clawai/approvals.toml");
