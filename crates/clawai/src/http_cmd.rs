@@ -98,7 +98,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
 }
 
 /// `127.0.0.1:8080`, `[::1]:8080`, `localhost:8080` or a bare port (127.0.0.1).
-fn listen_addr(text: &str) -> Result<std::net::SocketAddr> {
+pub(crate) fn listen_addr(text: &str) -> Result<std::net::SocketAddr> {
     if let Ok(port) = text.trim_start_matches(':').parse::<u16>() {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     }

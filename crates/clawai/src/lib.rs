@@ -2,6 +2,7 @@
 //! crates. Two binaries share it: `clawai` (everything, with the stdio proxy) and
 //! `clawai-http` (the same commands, able to run the HTTP transports itself).
 
+mod approvals_cmd;
 mod audit_cmd;
 mod clients_cmd;
 pub mod http_cmd;
@@ -9,8 +10,9 @@ mod paths;
 mod policy_cmd;
 mod policy_in_use;
 pub mod proxy_cmd;
+pub mod ui_cmd;
 
-pub use proxy_cmd::HttpTransport;
+pub use proxy_cmd::{HttpRunners, HttpTransport};
 
 use clap::{Parser, Subcommand};
 
@@ -50,6 +52,15 @@ enum Command {
     /// Wrap what is unwrapped, then start a client: `clawai run -- claude`. The
     /// configurations stay wrapped after the client exits (`clawai unwrap --all` undoes it).
     Run(clients_cmd::RunArgs),
+    /// Start the approval broker and its web page: pending approvals for `prompt`
+    /// rules, the live audit trail. Prints the page's URL.
+    Ui(ui_cmd::UiArgs),
+    /// The calls waiting for a person's approval.
+    Approvals(approvals_cmd::ListArgs),
+    /// Approve a pending call: once, for its session (--session), or always (--always).
+    Approve(approvals_cmd::ApproveArgs),
+    /// Refuse a pending call.
+    Deny(approvals_cmd::DenyArgs),
 }
 
 /// How the process ends.
@@ -103,7 +114,7 @@ pub fn main(http: HttpTransport) -> ! {
         .with_max_level(level)
         .with_target(false)
         .init();
-    if matches!(cli.command, Command::Policy(_) | Command::Audit(_) | Command::Status(_)) {
+    if matches!(cli.command, Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_)) {
         stop_quietly_when_the_reader_goes();
     }
     let result = match cli.command {
@@ -115,6 +126,10 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Status(args) => clients_cmd::status(args),
         Command::Watch(args) => clients_cmd::watch(args),
         Command::Run(args) => clients_cmd::run(args),
+        Command::Ui(args) => ui_cmd::run(args, http),
+        Command::Approvals(args) => approvals_cmd::list(args),
+        Command::Approve(args) => approvals_cmd::approve(args),
+        Command::Deny(args) => approvals_cmd::deny(args),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

@@ -82,7 +82,16 @@ pub enum HttpTransport {
     /// Replace this process with the `clawai-http` binary beside it (same arguments).
     Helper,
     /// Run them here (the `clawai-http` binary itself).
-    InProcess(fn(ProxyArgs) -> Result<ExitCode>),
+    InProcess(HttpRunners),
+}
+
+/// What the `clawai-http` binary runs in process: the commands that need the HTTP stack.
+#[derive(Clone, Copy)]
+pub struct HttpRunners {
+    /// `clawai proxy --listen` / `--upstream`.
+    pub proxy: fn(ProxyArgs) -> Result<ExitCode>,
+    /// `clawai ui`.
+    pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
 }
 
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
@@ -100,7 +109,7 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if args.listen.is_some() || args.upstream.is_some() {
         return match http {
             HttpTransport::Helper => exec_http_helper(),
-            HttpTransport::InProcess(run_http) => run_http(args),
+            HttpTransport::InProcess(runners) => (runners.proxy)(args),
         };
     }
     let guarded = Guarded::open(&args)?;
@@ -115,13 +124,13 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
 }
 
 /// Replaces this process with `clawai-http` (same pid, same stdin/stdout, same args).
-fn exec_http_helper() -> Result<ExitCode> {
+pub(crate) fn exec_http_helper() -> Result<ExitCode> {
     use std::os::unix::process::CommandExt;
     let here = std::env::current_exe().context("cannot find the clawai binary's own path")?;
     let helper = here.with_file_name("clawai-http");
     if !helper.exists() {
         bail!(
-            "--listen and --upstream are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
+            "--listen, --upstream and `clawai ui` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
             here.display()
         );
     }

@@ -1,6 +1,9 @@
 //! `clawai-http`: the `clawai` commands, running the HTTP transports (`proxy --listen`,
-//! `proxy --upstream`) in process. `clawai` execs it for those.
+//! `proxy --upstream`) and `clawai ui` in process. `clawai` execs it for those.
 
 fn main() {
-    clawai::main(clawai::HttpTransport::InProcess(clawai::http_cmd::run_http))
+    clawai::main(clawai::HttpTransport::InProcess(clawai::HttpRunners {
+        proxy: clawai::http_cmd::run_http,
+        ui: clawai::ui_cmd::run_ui,
+    }))
 }

@@ -1,0 +1,165 @@
+//! `clawai ui`: the approval broker and its local web page.
+//!
+//! Proxies holding a `prompt` call ask the broker over a Unix socket (see
+//! `clawai_approvals` for the protocol and the client); a person answers in the page
+//! (pending approvals, the live audit trail, counts per server) or with `clawai approve`.
+
+mod audit;
+mod broker;
+mod notify;
+mod secret;
+mod socket;
+mod web;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use broker::GRANT_WINDOW;
+
+/// How `clawai ui` runs.
+#[derive(Debug, Clone)]
+pub struct UiOptions {
+    /// The web page's address; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// Allow an address other than loopback.
+    pub public: bool,
+    /// The audit trail to show.
+    pub audit: PathBuf,
+    /// The broker's socket.
+    pub socket: PathBuf,
+    /// Where the page's URL is written.
+    pub url_file: PathBuf,
+    /// Where "always" answers go.
+    pub approvals: PathBuf,
+    /// How long after a timeout an approval still grants the retry, and how long the
+    /// grant lasts.
+    pub grant_window: Duration,
+}
+
+impl UiOptions {
+    /// The options for `listen`, with the default paths (and `CLAWAI_GRANT_WINDOW_MS`,
+    /// a knob for tests, shortening the grant window).
+    pub fn new(listen: SocketAddr, public: bool, audit: Option<PathBuf>) -> UiOptions {
+        let grant_window = std::env::var("CLAWAI_GRANT_WINDOW_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(GRANT_WINDOW, Duration::from_millis);
+        UiOptions {
+            listen,
+            public,
+            audit: audit.unwrap_or_else(clawai_approvals::audit_file),
+            socket: clawai_approvals::socket_path(),
+            url_file: clawai_approvals::url_file(),
+            approvals: clawai_approvals::approvals_file(),
+            grant_window,
+        }
+    }
+}
+
+/// Why `clawai ui` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    /// A broker already listens on the socket.
+    #[error("an approval broker is already running ({}){}; use it, or stop it first", .socket.display(), if .url.is_empty() { String::new() } else { format!(" at {}", .url) })]
+    AlreadyRunning {
+        /// Its socket.
+        socket: PathBuf,
+        /// Its page, from ui.url.
+        url: String,
+    },
+    /// A non-loopback address without `--public`.
+    #[error(
+        "{0} is reachable from other machines; the page answers approvals, so it listens on loopback (127.0.0.1) unless you pass --public"
+    )]
+    NotLoopback(SocketAddr),
+    /// A file or socket operation failed.
+    #[error("{what}: {error}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        error: std::io::Error,
+    },
+}
+
+/// The URL a browser opens: loopback by name when listening on every address.
+fn page_url(local: SocketAddr, token: &str) -> String {
+    let host = match local.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+    };
+    format!("http://{host}:{}/?token={token}", local.port())
+}
+
+/// Writes `text` to `path`, readable by its owner only.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(text.as_bytes())
+}
+
+/// Runs the broker and the page until `shutdown` resolves; prints the page's URL on
+/// stdout once both listen. Removes the socket and the URL file on the way out.
+pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Result<(), UiError> {
+    if !options.listen.ip().is_loopback() && !options.public {
+        return Err(UiError::NotLoopback(options.listen));
+    }
+    let unix = socket::bind(&options.socket, &options.url_file)?;
+    let mut cleanup = socket::Cleanup(vec![options.socket.clone()]);
+    let tcp = tokio::net::TcpListener::bind(options.listen).await.map_err(|error| UiError::Io {
+        what: format!(
+            "cannot listen on {}; is the port in use? (--listen 127.0.0.1:0 picks a free one)",
+            options.listen
+        ),
+        error,
+    })?;
+    let local =
+        tcp.local_addr().map_err(|error| UiError::Io { what: "cannot read the bound address".into(), error })?;
+    let token = secret::token();
+    let url = page_url(local, &token);
+    write_private(&options.url_file, &format!("{url}\n"))
+        .map_err(|error| UiError::Io { what: format!("cannot write {}", options.url_file.display()), error })?;
+    cleanup.0.push(options.url_file.clone());
+
+    let broker = Arc::new(broker::Broker::new(options.approvals.clone(), options.grant_window));
+    let feed = audit::AuditFeed::new();
+    feed.follow(options.audit.clone());
+    let hosts = (!options.public).then(|| {
+        let port = local.port();
+        vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
+    });
+    let web = Arc::new(web::Web { broker: broker.clone(), feed, token, hosts });
+
+    let sockets = tokio::spawn(socket::serve(unix, broker.clone()));
+    let sweeper = {
+        let broker = broker.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                broker.sweep();
+            }
+        })
+    };
+    println!("{url}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    eprintln!("clawai: approval broker on {}; audit trail {}", options.socket.display(), options.audit.display());
+    // Not a graceful shutdown: the live streams never end by themselves, and nothing
+    // they carry needs finishing.
+    let served = tokio::select! {
+        served = axum::serve(tcp, web::router(web)) => served.map_err(|error| UiError::Io { what: "the web page stopped".into(), error }),
+        () = shutdown => Ok(()),
+    };
+    sockets.abort();
+    sweeper.abort();
+    drop(cleanup);
+    served
+}

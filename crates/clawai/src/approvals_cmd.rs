@@ -1,0 +1,170 @@
+//! `clawai approvals`, `clawai approve ID`, `clawai deny ID`: answer pending approvals
+//! from a terminal, through the broker `clawai ui` runs. Blocking socket I/O only, so
+//! these run in the small binary.
+
+use anyhow::Result;
+use clap::Args;
+use clawai_approvals::{Client, Error, PendingItem, Scope, State};
+
+use crate::ExitCode;
+
+/// Options of `clawai approvals`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print the pending approvals as a JSON list.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `clawai approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The approval's id, as `clawai approvals` lists it.
+    id: String,
+    /// Also let the identical call through for the rest of its session.
+    #[arg(long, conflicts_with = "always")]
+    session: bool,
+    /// Let calls of this tool on this server through from now on (written to
+    /// approvals.toml; never overrides a `deny` rule).
+    #[arg(long)]
+    always: bool,
+}
+
+/// Options of `clawai deny`.
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The approval's id, as `clawai approvals` lists it.
+    id: String,
+}
+
+/// Runs `request` against the broker; a missing broker or a refusal is a message and
+/// exit code 1, anything else an error.
+fn with_broker<T>(request: impl FnOnce(Client) -> Result<T, Error>) -> Result<Result<T, ExitCode>> {
+    let outcome = Client::connect().and_then(request);
+    match outcome {
+        Ok(value) => Ok(Ok(value)),
+        Err(Error::NoBroker(_)) => {
+            eprintln!("clawai: no approval broker is running; start one with `clawai ui`");
+            Ok(Err(ExitCode::Failure))
+        }
+        Err(Error::Refused(message)) => {
+            eprintln!("clawai: {message}");
+            Ok(Err(ExitCode::Failure))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `clawai approvals [--json]`.
+pub fn list(args: ListArgs) -> Result<ExitCode> {
+    let items = match with_broker(Client::list)? {
+        Ok(items) => items,
+        Err(code) => return Ok(code),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&items)?);
+    } else if items.is_empty() {
+        println!("no approvals pending");
+    } else {
+        for item in &items {
+            println!("{}", line(item));
+        }
+        println!("answer with `clawai approve ID [--session | --always]` or `clawai deny ID`");
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// One pending approval on one line, every text made safe for a terminal.
+fn line(item: &PendingItem) -> String {
+    let state = match item.state {
+        State::Waiting => "waiting",
+        State::Expired => "expired (approving lets the retry through once)",
+    };
+    let what = match &item.name {
+        Some(name) => format!("{} {}", item.method, name),
+        None => item.method.clone(),
+    };
+    let mut text =
+        format!("{}  {}  {}  {}", item.id, item.asked_at, item.server.as_deref().unwrap_or("(no server name)"), what);
+    if let Some(rule) = &item.rule {
+        text.push_str(&format!("  rule {rule}"));
+    }
+    text.push_str(&format!("  {}  [{state}]", summary(&item.arguments)));
+    visible(&text)
+}
+
+/// The arguments as compact JSON, cut to a line's worth.
+fn summary(arguments: &serde_json::Value) -> String {
+    const MAX: usize = 100;
+    let text = arguments.to_string();
+    if text.chars().count() <= MAX {
+        return text;
+    }
+    let cut: String = text.chars().take(MAX).collect();
+    format!("{cut}… ({} bytes)", text.len())
+}
+
+/// `text` with control, bidi and zero-width characters written as `\u{...}` escapes, so
+/// a name or argument cannot rewrite the terminal or hide what it says.
+pub(crate) fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c as u32,
+            0x00ad | 0x061c | 0x115f | 0x1160 | 0x180e | 0x200b..=0x200f | 0x2028..=0x202e
+            | 0x2060..=0x206f | 0x3164 | 0xfeff | 0xfff9..=0xfffb | 0xe0000..=0xe007f)
+}
+
+/// `clawai approve ID [--session | --always]`.
+pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
+    let scope = match (args.session, args.always) {
+        (_, true) => Scope::Always,
+        (true, _) => Scope::Session,
+        _ => Scope::Once,
+    };
+    let id = args.id.trim().to_ascii_uppercase();
+    Ok(match with_broker(|client| client.approve(&id, scope))? {
+        Ok(()) => {
+            let how = match scope {
+                Scope::Once => "approved once",
+                Scope::Session => "approved for the session",
+                Scope::Always => "approved always (written to approvals.toml)",
+            };
+            println!("{id}: {how}");
+            ExitCode::Ok
+        }
+        Err(code) => code,
+    })
+}
+
+/// `clawai deny ID`.
+pub fn deny(args: DenyArgs) -> Result<ExitCode> {
+    let id = args.id.trim().to_ascii_uppercase();
+    Ok(match with_broker(|client| client.deny(&id))? {
+        Ok(()) => {
+            println!("{id}: denied");
+            ExitCode::Ok
+        }
+        Err(code) => code,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_characters_are_escaped_for_the_terminal() {
+        assert_eq!(visible("a\u{202e}b\u{200b}c\u{1b}[2J\nd é"), "a\\u{202e}b\\u{200b}c\\u{001b}[2J\\u{000a}d é");
+    }
+}

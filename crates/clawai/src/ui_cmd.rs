@@ -1,0 +1,61 @@
+//! `clawai ui`: the approval broker and its web page, run by the `clawai-http` binary
+//! (see [`crate::proxy_cmd::HttpTransport`]).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::ExitCode;
+use crate::proxy_cmd::HttpTransport;
+
+/// Options of `clawai ui`.
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// The page's address (`127.0.0.1:PORT`, or a bare port); port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:7391", value_name = "ADDR")]
+    listen: String,
+    /// The audit trail shown live [default: $XDG_STATE_HOME/clawai/audit.jsonl].
+    #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Allow an address other than loopback (anyone who can reach it and has the token
+    /// can answer approvals).
+    #[arg(long)]
+    public: bool,
+}
+
+/// Runs `clawai ui`, in the `clawai-http` binary.
+pub fn run(args: UiArgs, http: HttpTransport) -> Result<ExitCode> {
+    match http {
+        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+        HttpTransport::InProcess(runners) => (runners.ui)(args),
+    }
+}
+
+/// The broker and page, in process (the `clawai-http` binary's runner).
+pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
+    let listen = crate::http_cmd::listen_addr(&args.listen)?;
+    let options = clawai_ui::UiOptions::new(listen, args.public, args.audit);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        // Installed before the URL is printed: whoever reads it may stop the broker
+        // at once, and must find the socket and URL file removed.
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        };
+        clawai_ui::run(options, shutdown).await.map_err(anyhow::Error::from)
+    })?;
+    // The audit follower is a plain thread; nothing else needs waiting for.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(ExitCode::Ok)
+}

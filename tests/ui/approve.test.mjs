@@ -1,0 +1,197 @@
+// clawai ui in a real headless Chromium: a proxy's ask appears on the page, a click on
+// "Approve once" answers it on the socket; hidden characters are shown escaped, long
+// values cut with their digest, the audit trail streams in, and the API refuses a
+// request without the token.
+//
+//   node tests/ui/approve.test.mjs        (CLAWAI_BIN=path/to/clawai, default target/debug/clawai;
+//                                          CLAWAI_UI_SCREENSHOT=page.png saves what the page showed)
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const clawai = process.env.CLAWAI_BIN || resolve(here, '../../target/debug/clawai');
+const results = { passed: 0, failed: 0 };
+const cleanups = [];
+
+function check(name, ok, detail = '') {
+  if (ok) {
+    results.passed += 1;
+    console.log(`ok   ${name}`);
+  } else {
+    results.failed += 1;
+    console.log(`FAIL ${name} ${detail}`);
+  }
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+// Starts `clawai ui` in a fresh home; resolves with its URL.
+function startUi(home, audit) {
+  const ui = spawn(clawai, ['ui', '--listen', '127.0.0.1:0', '--audit', audit], {
+    env: {
+      ...process.env,
+      HOME: home,
+      XDG_RUNTIME_DIR: join(home, 'run'),
+      XDG_STATE_HOME: join(home, 'state'),
+      XDG_CONFIG_HOME: join(home, 'config'),
+      CLAWAI_BROKER_SOCKET: '',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  cleanups.push(() => ui.kill('SIGTERM'));
+  return withTimeout(new Promise((resolveUrl, reject) => {
+    let out = '';
+    ui.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolveUrl(out.split('\n')[0].trim());
+    });
+    ui.on('exit', (code) => reject(new Error(`clawai ui exited (${code}) before printing its URL`)));
+  }), 20000, 'clawai ui printing its URL');
+}
+
+// A connection to the broker's socket, as a proxy makes one: JSON lines each way.
+function proxyConnection(socketPath) {
+  const socket = createConnection(socketPath);
+  cleanups.push(() => socket.destroy());
+  const lines = [];
+  const waiters = [];
+  let buffer = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk) => {
+    buffer += chunk;
+    let at;
+    while ((at = buffer.indexOf('\n')) >= 0) {
+      const line = JSON.parse(buffer.slice(0, at));
+      buffer = buffer.slice(at + 1);
+      const waiter = waiters.shift();
+      if (waiter) waiter(line); else lines.push(line);
+    }
+  });
+  return {
+    send: (object) => socket.write(JSON.stringify(object) + '\n'),
+    next: (what) => withTimeout(new Promise((r) => (lines.length ? r(lines.shift()) : waiters.push(r))), 15000, what),
+  };
+}
+
+async function main() {
+  const home = mkdtempSync(join(tmpdir(), 'clawai-ui-test-'));
+  cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+  mkdirSync(join(home, 'state'), { recursive: true });
+  const audit = join(home, 'state', 'audit.jsonl');
+  const event = (decision, tool) => JSON.stringify({
+    time: new Date().toISOString(), session: 's', server: 'fs', direction: 'client', kind: 'request',
+    method: 'tools/call', id: 1, tool, arguments: {}, decision, rule: 'r', reason: 'x',
+  }) + '\n';
+  writeFileSync(audit, event('allow', 'read_file'));
+  const url = await startUi(home, audit);
+  check('clawai ui prints a loopback URL with a token', /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/.test(url), url);
+
+  const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-chromium-'));
+  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+  });
+  cleanups.unshift(() => context.close());
+  const page = context.pages()[0] ?? await context.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  await page.goto(url);
+  await page.locator('#status', { hasText: 'live' }).waitFor({ timeout: 15000 });
+  check('the page connects to the live stream', true);
+
+  // A proxy asks about a call whose arguments hide a right-to-left override and carry
+  // a long value.
+  const long = 'A'.repeat(600);
+  const proxy = proxyConnection(join(home, 'run', 'clawai', 'broker.sock'));
+  proxy.send({
+    type: 'ask',
+    ask: {
+      session: 'session-1', server: 'fs', method: 'tools/call', name: 'write_file',
+      arguments: { path: '/tmp/invoice\u202etxt.sh', content: long },
+      rule: 'ask-writes', description: 'writes need a person', reason: 'rule ask-writes asks a person',
+      key: 'k1', timeout_ms: 45000,
+    },
+  });
+  const queued = await proxy.next('the queued reply');
+  check('the broker queues the ask', queued.type === 'queued' && /^[A-Z0-9]{6}$/.test(queued.id), JSON.stringify(queued));
+  const card = page.locator(`article[data-id="${queued.id}"]`);
+  await card.waitFor({ timeout: 15000 });
+  const text = await card.innerText();
+  check('the page shows the pending call', text.includes('write_file') && text.includes('ask-writes') && text.includes('fs'), text);
+  check('a bidi character is shown as an escape', text.includes('\\u202e') && !text.includes('\u202e'), JSON.stringify(text));
+  const digest = createHash('sha256').update(long).digest('hex').slice(0, 16);
+  check('a long value is cut and its digest shown', text.includes(`600 characters, SHA-256 ${digest}`) && !text.includes(long), text.slice(0, 400));
+
+  // The audit trail streams in.
+  appendFileSync(audit, event('deny', 'delete_file'));
+  await page.locator('#audit-table tbody tr', { hasText: 'delete_file' }).waitFor({ timeout: 15000 });
+  const counts = await page.locator('#counts-table').innerText();
+  check('the audit stream shows new events and counts them', /fs\s+1\s+1/.test(counts), counts);
+
+  // A page of another origin (any site the browser has open) holding the token still
+  // cannot answer: the broker refuses its Origin.
+  const foreign = createServer((_, res) => res.end('<!doctype html><title>elsewhere</title>'));
+  await new Promise((r) => foreign.listen(0, '127.0.0.1', r));
+  cleanups.push(() => foreign.close());
+  const elsewhere = await context.newPage();
+  await elsewhere.goto(`http://127.0.0.1:${foreign.address().port}/`);
+  const crossSite = await elsewhere.evaluate(async ({ api, id }) => {
+    try {
+      const response = await fetch(api, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ id, scope: 'once' }) });
+      return `status ${response.status}`;
+    } catch (error) {
+      return 'refused';
+    }
+  }, { api: new URL('/api/approve', url).href + '?token=' + new URL(url).searchParams.get('token'), id: queued.id });
+  await elsewhere.close();
+  const stillPending = await page.evaluate(async (token) => (await (await fetch('/api/pending', { headers: { Authorization: 'Bearer ' + token } })).json()).length, new URL(url).searchParams.get('token'));
+  check('a page of another origin cannot approve, even with the token', crossSite === 'refused' && stillPending === 1, `${crossSite}, ${stillPending} pending`);
+
+  if (process.env.CLAWAI_UI_SCREENSHOT) await page.screenshot({ path: process.env.CLAWAI_UI_SCREENSHOT, fullPage: true });
+  await card.getByRole('button', { name: 'Approve once' }).click();
+  const answer = await proxy.next('the answer on the socket');
+  check('a click on "Approve once" answers the proxy',
+    answer.type === 'answer' && answer.id === queued.id && answer.outcome === 'allow_once' && answer.by === 'ui',
+    JSON.stringify(answer));
+  await card.waitFor({ state: 'detached', timeout: 15000 });
+  check('the answered call leaves the page', true);
+
+  const statuses = await page.evaluate(async (token) => ({
+    without: (await fetch('/api/pending')).status,
+    wrong: (await fetch('/api/pending', { headers: { Authorization: 'Bearer nope' } })).status,
+    with: (await fetch('/api/pending', { headers: { Authorization: 'Bearer ' + token } })).status,
+  }), new URL(url).searchParams.get('token'));
+  check('the API refuses a request without the token', statuses.without === 401 && statuses.wrong === 401 && statuses.with === 200,
+    JSON.stringify(statuses));
+  check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
+}
+
+let crashed = null;
+try {
+  await withTimeout(main(), 90000, 'the whole test');
+} catch (error) {
+  crashed = error;
+  console.log(`FAIL ${error.stack || error}`);
+  results.failed += 1;
+}
+for (const cleanup of cleanups) {
+  try { await cleanup(); } catch { /* already gone */ }
+}
+console.log(`${results.passed} passed, ${results.failed} failed`);
+process.exit(results.failed === 0 && !crashed ? 0 : 1);
