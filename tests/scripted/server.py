@@ -64,6 +64,14 @@ def main():
                 result(rid, page)
             else:
                 result(rid, {"tools": tools, "padding": "x" * int(os.environ.get("SCRIPTED_LIST_PAD", "0"))})
+        elif method == "tools/call" and params.get("name") == "mrtr_tool":
+            # 2026-07-28: a tool that asks the client for input of its own first (MRTR),
+            # and completes once the retry carries its state back.
+            if params.get("requestState") == "server-state-1":
+                result(rid, {"resultType": "complete", "content": [{"type": "text", "text": "completed with " + json.dumps(params.get("inputResponses"), sort_keys=True)}]})
+            else:
+                result(rid, {"resultType": "input_required", "requestState": "server-state-1",
+                             "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "sure?", "requestedSchema": {"type": "object", "properties": {}}}}}})
         elif method == "tools/call":
             result(rid, {"content": [{"type": "text", "text": "called " + str(params.get("name"))}], "received": raw.decode("utf-8", "replace")})
         elif method == "test/input-required":

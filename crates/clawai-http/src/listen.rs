@@ -58,6 +58,8 @@ pub struct ListenOptions {
     /// The origin clients reach the endpoint at (`https://mcp.example.com`), when it is
     /// not `http://` + the `Host` they send (behind a TLS-terminating proxy).
     pub public_origin: Option<String>,
+    /// How a call a `prompt` rule holds is asked about.
+    pub ask: clawai_proxy::AskOptions,
 }
 
 /// What the endpoint relays to.
@@ -94,7 +96,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Front {
     /// An endpoint relaying to `upstream` under `policy`, recording to `audit`.
     pub fn new(options: ListenOptions, upstream: Upstream, policy: PolicyHandle, audit: AuditLog) -> Arc<Front> {
-        let sessionless = Guard::new(policy.clone(), audit.clone(), options.server.clone());
+        let sessionless =
+            Guard::new(policy.clone(), audit.clone(), options.server.clone()).with_ask_options(options.ask.clone());
         let sessionless = match &upstream {
             Upstream::Command(_) => sessionless,
             Upstream::Remote(_) => sessionless.for_remote_server(),
@@ -193,7 +196,8 @@ impl Front {
     }
 
     async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Box<Response>> {
-        let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone());
+        let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone())
+            .with_ask_options(self.options.ask.clone());
         let guard = match &self.upstream {
             Upstream::Command(_) => guard,
             Upstream::Remote(_) => guard.for_remote_server(),

@@ -65,6 +65,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             max_message: args.max_message_size,
             server: args.server.clone(),
             public_origin,
+            ask: args.ask_options(),
         };
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
@@ -83,7 +84,8 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         });
     }
     if let Some(remote) = remote {
-        let guard = Arc::new(Guard::new(handle, audit, args.server).for_remote_server());
+        let ask = args.ask_options();
+        let guard = Arc::new(Guard::new(handle, audit, args.server).for_remote_server().with_ask_options(ask));
         let max = args.max_message_size;
         let rt = runtime()?;
         let code = rt.block_on(async move {

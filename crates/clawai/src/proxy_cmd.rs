@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use clawai_proxy::{AuditLog, FileStamp, Guard, PolicyHandle, StdioOptions};
+use clawai_proxy::{AskOptions, AuditLog, FileStamp, Guard, PolicyHandle, StdioOptions};
 
 use crate::ExitCode;
 use crate::paths;
@@ -29,6 +29,14 @@ pub struct ProxyArgs {
     /// Seconds the server gets to exit after its input closes (and again after SIGTERM).
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
     pub(crate) grace: f64,
+    /// Seconds a call a `prompt` rule holds waits for a person's answer before it is
+    /// denied (most clients give up on a call after 60).
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    pub(crate) ask_timeout: f64,
+    /// The calls a person allowed always (`clawai approve ID --always`, `clawai ui`):
+    /// they pass a `prompt` rule without asking (never a `deny`).
+    #[arg(long, value_name = "FILE", env = "CLAWAI_APPROVALS")]
+    pub(crate) approvals: Option<PathBuf>,
     /// The largest message accepted in either direction, in bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
     pub(crate) max_message_size: usize,
@@ -94,6 +102,15 @@ pub struct HttpRunners {
     pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
 }
 
+impl ProxyArgs {
+    /// How a call a `prompt` rule holds is asked about.
+    pub(crate) fn ask_options(&self) -> AskOptions {
+        let approvals =
+            self.approvals.clone().filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(paths::default_approvals);
+        AskOptions { timeout: Duration::from_secs_f64(self.ask_timeout), approvals_file: Some(approvals) }
+    }
+}
+
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if args.upstream.is_some() && !args.command.is_empty() {
         bail!("give either --upstream URL or a command after `--`, not both");
@@ -106,6 +123,9 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if !(args.grace.is_finite() && args.grace >= 0.0) {
         bail!("--grace must be a number of seconds, 0 or more");
     }
+    if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
+        bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
+    }
     if args.listen.is_some() || args.upstream.is_some() {
         return match http {
             HttpTransport::Helper => exec_http_helper(),
@@ -113,7 +133,8 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
         };
     }
     let guarded = Guarded::open(&args)?;
-    let guard = Arc::new(Guard::new(guarded.policy, guarded.audit, args.server));
+    let guard =
+        Arc::new(Guard::new(guarded.policy, guarded.audit, args.server.clone()).with_ask_options(args.ask_options()));
     let options = StdioOptions {
         command: args.command,
         grace: Duration::from_secs_f64(args.grace),
