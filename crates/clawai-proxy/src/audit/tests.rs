@@ -89,6 +89,12 @@ fn events_are_json_with_every_field_escaped() {
         duration_ms: Some(1.25),
         is_error: Some(false),
         size: Some(123),
+        step: Some("answered"),
+        channel: Some("client"),
+        scope: Some("session"),
+        approval: Some("\"clawai-ask-x-1\""),
+        approved: Some(true),
+        by: Some("client \"x\""),
     };
     let mut out = Vec::new();
     event.write_json(&mut out, &mut Encoder::default());
@@ -98,6 +104,14 @@ fn events_are_json_with_every_field_escaped() {
     assert_eq!(v["server"], "fs \"quoted\"");
     assert_eq!(v["direction"], "client->server");
     assert_eq!(v["kind"], "request");
+    assert_eq!(
+        (v["step"].as_str(), v["channel"].as_str(), v["scope"].as_str()),
+        (Some("answered"), Some("client"), Some("session"))
+    );
+    assert_eq!(
+        (v["approval"].as_str(), v["approved"].as_bool(), v["by"].as_str()),
+        (Some("\"clawai-ask-x-1\""), Some(true), Some("client \"x\""))
+    );
     assert_eq!(v["method"], "tools/call");
     assert_eq!(v["id"], "a\"b");
     assert_eq!(v["tool"], "read\nfile\u{7}");
