@@ -15,6 +15,7 @@
 
 mod approvals;
 mod batch;
+mod broker;
 mod decide;
 mod listing;
 mod refuse;

@@ -75,7 +75,7 @@ fn the_client_is_asked_and_allow_once_forwards_the_original_bytes() {
     let own_id = question["id"].as_str().unwrap();
     assert!(own_id.starts_with("clawai-ask-"), "{own_id}");
     let message = question["params"]["message"].as_str().unwrap();
-    for part in ["write_file", "`ask-writes`: Writes need a person", "\\u{202e}evil"] {
+    for part in ["write_file", "Rule ask-writes: Writes need a person", "\\u{202e}evil"] {
         assert!(message.contains(part), "{part} in {message}");
     }
     assert_eq!(question["params"]["requestedSchema"]["required"][0], "decision");

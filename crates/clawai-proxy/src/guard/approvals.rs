@@ -56,15 +56,15 @@ pub trait Outlet: Send + Sync {
     fn dispatch(&self, messages: Vec<Outgoing>);
 }
 
-/// A call waiting for the client's answer to clawai's question.
-struct Waiting {
-    line: Vec<u8>,
+/// A call waiting for a person's answer.
+pub(super) struct Waiting {
+    pub(super) line: Vec<u8>,
     /// The call's id, as written.
-    call_id: String,
-    method: String,
-    name: Option<String>,
-    key: String,
-    asked: Instant,
+    pub(super) call_id: String,
+    pub(super) method: String,
+    pub(super) name: Option<String>,
+    pub(super) key: String,
+    pub(super) asked: Instant,
 }
 
 /// A 2026-07-28 call a person allowed, forwarded: if the server asks for input of its
@@ -77,9 +77,9 @@ struct Approved {
 
 /// The approvals stage's state for one session.
 pub(super) struct Asking {
-    options: AskOptions,
+    pub(super) options: AskOptions,
     sealer: Sealer,
-    grants: SessionGrants,
+    pub(super) grants: SessionGrants,
     /// How clawai's own request ids begin, as written: `"clawai-ask-<random>-`.
     prefix: String,
     sent: AtomicU64,
@@ -87,7 +87,9 @@ pub(super) struct Asking {
     client_elicits: AtomicBool,
     waiting: Mutex<HashMap<String, Waiting>>,
     approved: Mutex<HashMap<String, Approved>>,
-    outlet: OnceLock<Arc<dyn Outlet>>,
+    /// Calls waiting for the approval broker, by the call's id: how to withdraw each.
+    pub(super) brokered: Mutex<HashMap<String, clawai_approvals::Canceller>>,
+    pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
 impl Asking {
@@ -102,6 +104,7 @@ impl Asking {
             client_elicits: AtomicBool::new(false),
             waiting: Mutex::new(HashMap::new()),
             approved: Mutex::new(HashMap::new()),
+            brokered: Mutex::new(HashMap::new()),
             outlet: OnceLock::new(),
         }
     }
@@ -190,12 +193,15 @@ impl Guard {
             return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
         }
         if reply::is_stateless_request(ask.params) {
-            return self.ask_stateless(ask, &key);
+            return match self.ask_stateless(ask, &key) {
+                Asked::Nobody => self.ask_broker(ask, key).unwrap_or(Asked::Nobody),
+                asked => asked,
+            };
         }
         if self.asking.client_elicits.load(Ordering::SeqCst) {
             return self.ask_in_client(ask, key, arguments.as_ref());
         }
-        Asked::Nobody
+        self.ask_broker(ask, key).unwrap_or(Asked::Nobody)
     }
 
     /// clawai's own `elicitation/create`; the call waits for the answer.
@@ -251,7 +257,7 @@ impl Guard {
         }
     }
 
-    fn weak_self(&self) -> Weak<Guard> {
+    pub(super) fn weak_self(&self) -> Weak<Guard> {
         self.me.get().cloned().unwrap_or_default()
     }
 
@@ -260,7 +266,7 @@ impl Guard {
         let waiting = self.asking.waiting().remove(own_id)?;
         let seconds = self.asking.options.timeout.as_secs_f64();
         let why = format!("nobody answered within {seconds} s");
-        self.record_step(&waiting, own_id, "timed_out", None, false, "clawai");
+        self.record_step(&waiting, own_id, "client", "timed_out", None, false, "clawai");
         let cancel = reply::notification(
             "notifications/cancelled",
             &json!({"requestId": serde_json::from_str::<Value>(own_id).unwrap_or(Value::Null), "reason": why}),
@@ -287,7 +293,7 @@ impl Guard {
             Choice::AllowOnce => Some("once"),
             Choice::Deny => None,
         };
-        self.record_step(&waiting, id.get(), "answered", scope, choice.allows(), "client");
+        self.record_step(&waiting, id.get(), "client", "answered", scope, choice.allows(), "client");
         if !choice.allows() {
             return Some(Verdict::Dispatch(vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))]));
         }
@@ -302,6 +308,9 @@ impl Guard {
     /// The client cancelled a call that waits for a person: the question is withdrawn
     /// and nothing reaches the server.
     pub(super) fn cancel_asked(&self, request_id: &Value) -> Option<Verdict> {
+        if let Some(verdict) = self.cancel_brokered(request_id) {
+            return Some(verdict);
+        }
         let own_id = {
             let waiting = self.asking.waiting();
             waiting
@@ -310,7 +319,7 @@ impl Guard {
                 .map(|(own, _)| own.clone())?
         };
         let waiting = self.asking.waiting().remove(&own_id)?;
-        self.record_step(&waiting, &own_id, "cancelled", None, false, "client");
+        self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "client");
         let cancel = reply::notification(
             "notifications/cancelled",
             &json!({"requestId": serde_json::from_str::<Value>(&own_id).unwrap_or(Value::Null), "reason": "the call was cancelled"}),
@@ -320,11 +329,20 @@ impl Guard {
 
     /// The server is gone: every call waiting for a person gets an error.
     pub(super) fn asked_gone(&self, why: &str) -> Vec<Vec<u8>> {
+        let answer = |call_id: &str| {
+            reply::error(
+                Some(call_id),
+                reply::SERVER_UNAVAILABLE,
+                &format!("clawai: {why}; the request got no answer"),
+                None,
+            )
+        };
+        let brokered: Vec<Vec<u8>> = self.withdraw_brokered().iter().map(|id| answer(id)).collect();
         let drained: Vec<(String, Waiting)> = self.asking.waiting().drain().collect();
         drained
             .into_iter()
             .map(|(own_id, waiting)| {
-                self.record_step(&waiting, &own_id, "cancelled", None, false, "clawai");
+                self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "clawai");
                 reply::error(
                     Some(&waiting.call_id),
                     reply::SERVER_UNAVAILABLE,
@@ -332,11 +350,12 @@ impl Guard {
                     None,
                 )
             })
+            .chain(brokered)
             .collect()
     }
 
     /// The answer to a call a person did not allow.
-    fn declined(&self, waiting: &Waiting, why: &str) -> Vec<u8> {
+    pub(super) fn declined(&self, waiting: &Waiting, why: &str) -> Vec<u8> {
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let text = format!("clawai denied {what}: a rule asks a person, and {why}");
@@ -348,10 +367,12 @@ impl Guard {
     }
 
     /// One step of asking, in the audit trail.
-    fn record_step(
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn record_step(
         &self,
         waiting: &Waiting,
-        own_id: &str,
+        approval: &str,
+        channel: &'static str,
         step: &'static str,
         scope: Option<&'static str>,
         approved: bool,
@@ -368,9 +389,9 @@ impl Guard {
             _ => {}
         }
         event.step = Some(step);
-        event.channel = Some("client");
+        event.channel = Some(channel);
         event.scope = scope;
-        event.approval = Some(own_id);
+        event.approval = Some(approval);
         event.approved = Some(approved);
         event.by = Some(by);
         event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);

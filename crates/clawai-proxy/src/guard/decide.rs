@@ -95,7 +95,7 @@ impl Guard {
                 params,
                 call: &call,
                 line,
-                rule: decision.rule.map(|(index, rule)| rule.label(index)),
+                rule: decision.rule.map(|(index, rule)| rule.id.clone().unwrap_or_else(|| rule.label(index))),
                 description: decision.rule.and_then(|(_, rule)| rule.description.as_deref()),
             })),
             _ => None,

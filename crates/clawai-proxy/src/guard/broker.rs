@@ -1,0 +1,198 @@
+//! Asking out of band: when the client cannot show a form and an approval broker runs
+//! (`clawai ui`), the held call is queued there under an id a person answers in the
+//! page or with `clawai approve ID`. A thread of the session waits for the answer (with
+//! `notifications/progress` every few seconds when the call carried a progress token)
+//! up to the ask time-out, then answers the call: forwarded when allowed, denied when
+//! not, and when nobody answered in time, an error saying the approval is pending under
+//! its id, so that the identical call retried after the approval passes once.
+
+use std::time::{Duration, Instant};
+
+use clawai_approvals::{Client, Error as BrokerError, Outcome};
+use clawai_protocol::Json;
+use clawai_protocol::reply;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::approvals::{Ask, Asked, Waiting};
+use super::{Guard, Outgoing, Verdict};
+use crate::redact::Redacted;
+
+/// How often a waiting call with a progress token hears that it still waits.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+impl Guard {
+    /// Queues the call at the broker and waits for it on a thread. `None` when no broker
+    /// runs, or the transport cannot answer later (no outlet): nobody can be asked.
+    pub(super) fn ask_broker(&self, ask: &Ask, key: String) -> Option<Asked> {
+        let outlet = self.asking.outlet.get()?.clone();
+        let client = match Client::connect() {
+            Ok(client) => client,
+            Err(BrokerError::NoBroker(_)) => return None,
+            Err(e) => {
+                tracing::warn!("the approval broker could not be reached: {e}");
+                return None;
+            }
+        };
+        let arguments = ask.call.arguments.map_or(Value::Null, |args| {
+            let mut out = Vec::new();
+            Redacted(args).write_json(&mut out);
+            serde_json::from_slice(&out).unwrap_or(Value::Null)
+        });
+        let timeout = self.asking.options.timeout;
+        let request = clawai_approvals::Ask {
+            session: self.session.clone(),
+            server: self.server.clone(),
+            method: ask.method.to_owned(),
+            name: ask.call.name.map(str::to_owned),
+            arguments,
+            rule: ask.rule.clone(),
+            description: ask.description.map(str::to_owned),
+            reason: format!("a rule asks a person about {}", ask.call.name.unwrap_or(ask.method)),
+            key: key.clone(),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let mut pending = match client.ask(&request) {
+            Ok(pending) => pending,
+            Err(e) => {
+                tracing::warn!("the approval broker did not take the question: {e}");
+                return None;
+            }
+        };
+        let approval = pending.id().to_owned();
+        if let Ok(canceller) = pending.canceller() {
+            lock(&self.asking.brokered).insert(ask.id.get().to_owned(), canceller);
+        }
+        let waiting = Waiting {
+            line: ask.line.to_vec(),
+            call_id: ask.id.get().to_owned(),
+            method: ask.method.to_owned(),
+            name: ask.call.name.map(str::to_owned),
+            key,
+            asked: Instant::now(),
+        };
+        let progress = ask.params.and_then(|p| p.get("_meta")).and_then(|m| m.get("progressToken")).map(Json::to_value);
+        let guard = self.weak_self();
+        let id = approval.clone();
+        let spawned = std::thread::Builder::new().name("ask-broker".into()).spawn(move || {
+            let deadline = waiting.asked + timeout;
+            let mut tick = 0u64;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                // Short time-outs hear about the wait too: a third of it at most.
+                let slice = if progress.is_some() { left.min(PROGRESS_EVERY.min(timeout / 3)) } else { left };
+                let answer = pending.wait(slice);
+                let Some(guard) = guard.upgrade() else { return };
+                match answer {
+                    Ok(Some(answer)) => {
+                        let messages = guard.broker_answered(
+                            &waiting,
+                            &id,
+                            answer.outcome,
+                            &format!("{:?}", answer.by).to_lowercase(),
+                        );
+                        outlet.dispatch(messages);
+                        return;
+                    }
+                    Ok(None) if Instant::now() < deadline => {
+                        tick += 1;
+                        if let Some(token) = &progress {
+                            let message = format!(
+                                "waiting for a person's approval under {id} (clawai ui, or clawai approve {id})"
+                            );
+                            let note = reply::notification(
+                                "notifications/progress",
+                                &json!({"progressToken": token, "progress": tick, "message": message}),
+                            );
+                            outlet.dispatch(vec![Outgoing::ToClient(note)]);
+                        }
+                    }
+                    Ok(None) => {
+                        let _ = pending.timed_out();
+                        outlet.dispatch(guard.broker_timed_out(&waiting, &id));
+                        return;
+                    }
+                    // Withdrawn: the client cancelled the call, or the server is gone.
+                    Err(_) => {
+                        lock(&guard.asking.brokered).remove(&waiting.call_id);
+                        return;
+                    }
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot wait for the approval broker ({e})");
+            return None;
+        }
+        Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: "broker", approval: Some(approval) })
+    }
+
+    /// The broker's answer: the call goes on, or is denied.
+    fn broker_answered(&self, waiting: &Waiting, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
+        lock(&self.asking.brokered).remove(&waiting.call_id);
+        let scope = match outcome {
+            Outcome::AllowOnce => Some("once"),
+            Outcome::AllowSession => Some("session"),
+            Outcome::AllowAlways => Some("always"),
+            Outcome::Deny => None,
+        };
+        self.record_step(waiting, approval, "broker", "answered", scope, scope.is_some(), by);
+        if scope.is_none() {
+            return vec![Outgoing::ToClient(self.declined(waiting, "the person declined"))];
+        }
+        if outcome == Outcome::AllowSession {
+            self.asking.grants.grant(&waiting.key);
+        }
+        let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
+        self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
+        vec![Outgoing::ToServer(waiting.line.clone())]
+    }
+
+    /// Nobody answered in time: the call gets an error that names the pending approval.
+    fn broker_timed_out(&self, waiting: &Waiting, approval: &str) -> Vec<Outgoing> {
+        lock(&self.asking.brokered).remove(&waiting.call_id);
+        self.record_step(waiting, approval, "broker", "timed_out", None, false, "clawai");
+        let what =
+            waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
+        let text = format!(
+            "clawai: {what} waits for a person's approval under {approval}, and nobody answered within {} s. \
+             Approve it in clawai ui or with `clawai approve {approval}`, then make the same call again within \
+             2 minutes: it passes once",
+            self.asking.options.timeout.as_secs_f64()
+        );
+        let answer = if waiting.method == "tools/call" {
+            reply::tool_error(Some(&waiting.call_id), &text, false)
+        } else {
+            reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"approval": approval})))
+        };
+        vec![Outgoing::ToClient(answer)]
+    }
+
+    /// The client cancelled a call that waits for the broker: the ask is withdrawn.
+    pub(super) fn cancel_brokered(&self, request_id: &Value) -> Option<Verdict> {
+        let mut brokered = lock(&self.asking.brokered);
+        let call_id =
+            brokered.keys().find(|id| serde_json::from_str::<Value>(id).ok().as_ref() == Some(request_id))?.clone();
+        let canceller = brokered.remove(&call_id)?;
+        drop(brokered);
+        let _ = canceller.cancel();
+        Some(Verdict::Drop)
+    }
+
+    /// The server is gone: every ask at the broker is withdrawn. The ids of the calls
+    /// that waited, as written.
+    pub(super) fn withdraw_brokered(&self) -> Vec<String> {
+        let drained: Vec<_> = lock(&self.asking.brokered).drain().collect();
+        drained
+            .into_iter()
+            .map(|(call_id, canceller)| {
+                let _ = canceller.cancel();
+                call_id
+            })
+            .collect()
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
