@@ -24,10 +24,9 @@ mod shown_ids;
 use refuse::reads_as_decided;
 
 use std::borrow::Cow;
-use std::sync::{OnceLock, Weak};
 use std::time::Instant;
 
-pub use approvals::{AskOptions, INPUT_KEY, Outlet};
+pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 
 use compact_str::CompactString;
 
@@ -174,8 +173,6 @@ pub struct Guard {
     follow_links: Option<FollowLinks>,
     /// Calls a rule asks a person about, and how this session asks.
     asking: approvals::Asking,
-    /// The guard itself, for the timers of the approvals stage (set with the outlet).
-    me: OnceLock<Weak<Guard>>,
 }
 
 impl Guard {
@@ -194,7 +191,6 @@ impl Guard {
             from_server: InFlightTable::default(),
             follow_links: Some(crate::links::follow),
             asking: approvals::Asking::new(AskOptions::default()),
-            me: OnceLock::new(),
         }
     }
 
