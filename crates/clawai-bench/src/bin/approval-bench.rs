@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-const POLICY: &str = "[[rule]]\nid = \"ask\"\naction = \"prompt\"\ntool = \"ask_me\"\n\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+const POLICY: &str =
+    "[[rule]]\nid = \"ask\"\naction = \"prompt\"\ntool = \"ask_me\"\n\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
 
 fn main() -> Result<()> {
-    let rounds: usize = std::env::args().nth(1).map(|n| n.parse()).transpose().context("ROUNDS must be a number")?.unwrap_or(2000);
+    let rounds: usize =
+        std::env::args().nth(1).map(|n| n.parse()).transpose().context("ROUNDS must be a number")?.unwrap_or(2000);
     let here = std::env::current_exe()?.parent().context("no directory")?.to_path_buf();
     let dir = tempfile::tempdir()?;
     let policy = dir.path().join("policy.toml");
@@ -46,21 +48,36 @@ fn main() -> Result<()> {
         }
         Ok(serde_json::from_str(&line)?)
     };
-    writeln!(input, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#)?;
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#
+    )?;
     read(&mut output)?;
     let (mut allowed, mut asked) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for n in 0..rounds {
         let start = Instant::now();
-        writeln!(input, r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{n}}}}}}}"#, 2 * n + 1)?;
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{n}}}}}}}"#,
+            2 * n + 1
+        )?;
         read(&mut output)?;
         allowed.push(start.elapsed());
         let start = Instant::now();
-        writeln!(input, r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"ask_me","arguments":{{"n":{n}}}}}}}"#, 2 * n + 2)?;
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"ask_me","arguments":{{"n":{n}}}}}}}"#,
+            2 * n + 2
+        )?;
         let question = read(&mut output)?;
         if question["method"] != "elicitation/create" {
             bail!("expected clawai's question, got {question}");
         }
-        writeln!(input, r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"decision":"allow_once"}}}}}}"#, question["id"])?;
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"decision":"allow_once"}}}}}}"#,
+            question["id"]
+        )?;
         let result = read(&mut output)?;
         if result["result"]["content"][0]["text"] != "ok" {
             bail!("the approved call did not complete: {result}");

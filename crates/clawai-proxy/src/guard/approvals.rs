@@ -224,11 +224,12 @@ impl Guard {
             }
         }
         let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
-        if self.asking.grants.allows(&key) {
+        let stateless = reply::is_stateless_request(ask.params);
+        if !stateless && self.asking.grants.allows(&key) {
             return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
         }
-        if reply::is_stateless_request(ask.params) {
-            return match self.ask_stateless(ask, &key) {
+        if stateless {
+            return match self.ask_stateless(ask) {
                 Asked::Nobody => self.ask_broker(ask, key).unwrap_or(Asked::Nobody),
                 asked => asked,
             };
@@ -251,7 +252,7 @@ impl Guard {
             rule: ask.rule.as_deref(),
             description: ask.description,
         };
-        let mut params = form::elicitation_params(&question, true);
+        let mut params = form::elicitation_params(&question, true, true);
         // Which call the question is about, for transports that route by request.
         params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
         let request = reply::request(&own_id, "elicitation/create", &params);
@@ -429,7 +430,7 @@ impl Guard {
 
     /// A 2026-07-28 request: a retry with clawai's sealed state is decided by the answer
     /// it carries; a first call is answered with the question.
-    fn ask_stateless(&self, ask: &Ask, key: &str) -> Asked {
+    fn ask_stateless(&self, ask: &Ask) -> Asked {
         let params = ask.params.map(Json::to_value).unwrap_or(Value::Null);
         let digest = retry_digest(&params);
         let binding = Binding {
@@ -449,13 +450,12 @@ impl Guard {
                 Stage::Approved => "once",
                 Stage::Asked => {
                     let answer = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+                    // A stateless request has no session: "for the session" is never
+                    // offered, and an answer that says it anyway allows once (the
+                    // shared guard of `--listen` serves many clients).
                     match answer.map_or(Choice::Deny, form::read_answer) {
                         Choice::Deny => return Asked::Declined { channel: "client_retry" },
-                        Choice::AllowSession => {
-                            self.asking.grants.grant(key);
-                            "session"
-                        }
-                        Choice::AllowOnce => "once",
+                        Choice::AllowSession | Choice::AllowOnce => "once",
                     }
                 }
             };
@@ -484,7 +484,7 @@ impl Guard {
         let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Asked, inner }, STATE_TTL);
         let result = json!({
             "resultType": "input_required",
-            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true)}},
+            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true, false)}},
             "requestState": sealed,
         });
         Asked::Held {
