@@ -9,6 +9,8 @@
 //! profiler attached to the run, `CLAWAI_BENCH_SELF=1` puts a second `clawai proxy` (its
 //! own trail beside the first) in the bare relay's place: the ratios then compare
 //! clawai with itself, and show how far this machine's noise moves them.
+//! `CLAWAI_BENCH_BASELINE=PATH` does the same with another clawai binary (an earlier
+//! build), so that a change is measured against the code before it in one run.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -46,10 +48,16 @@ struct Bins {
     audit: PathBuf,
     /// `CLAWAI_BENCH_SELF`: the relay's place goes to a second clawai writing this trail.
     self_check: Option<PathBuf>,
+    /// `CLAWAI_BENCH_BASELINE`: the binary that second clawai runs (else this build's).
+    baseline: Option<PathBuf>,
 }
 
 fn clawai_command(bins: &Bins, audit: &std::path::Path) -> Command {
-    let mut c = Command::new(&bins.clawai);
+    clawai_binary_command(bins, &bins.clawai, audit)
+}
+
+fn clawai_binary_command(bins: &Bins, binary: &std::path::Path, audit: &std::path::Path) -> Command {
+    let mut c = Command::new(binary);
     c.args(["proxy", "--server", "bench", "--policy"])
         .arg(&bins.policy)
         .arg("--audit")
@@ -64,7 +72,7 @@ fn command(bins: &Bins, mode: Mode) -> Command {
     let mut c = match mode {
         Mode::Direct => Command::new(&bins.echo),
         Mode::Relay => match &bins.self_check {
-            Some(audit) => clawai_command(bins, audit),
+            Some(audit) => clawai_binary_command(bins, bins.baseline.as_deref().unwrap_or(&bins.clawai), audit),
             None => {
                 let mut c = Command::new(&bins.relay);
                 c.arg("--").arg(&bins.echo);
@@ -321,8 +329,9 @@ fn main() -> Result<()> {
         .map(PathBuf::from)
         .unwrap_or_else(|| work.join("state").join("audit.jsonl"));
     // Beside the first trail; a device such as /dev/null serves both.
-    let self_check = std::env::var_os("CLAWAI_BENCH_SELF")
-        .map(|_| if audit.exists() && !audit.is_file() { audit.clone() } else { audit.with_extension("self.jsonl") });
+    let baseline = std::env::var_os("CLAWAI_BENCH_BASELINE").filter(|p| !p.is_empty()).map(PathBuf::from);
+    let self_check = (std::env::var_os("CLAWAI_BENCH_SELF").is_some() || baseline.is_some())
+        .then(|| if audit.exists() && !audit.is_file() { audit.clone() } else { audit.with_extension("self.jsonl") });
     let bins = Bins {
         echo: find("mcp-echo")?,
         relay: find("byte-relay")?,
@@ -330,6 +339,7 @@ fn main() -> Result<()> {
         policy,
         audit,
         self_check,
+        baseline,
     };
     let status =
         Command::new(&bins.clawai).args(["policy", "check"]).arg(&bins.policy).stdout(Stdio::null()).status()?;
@@ -361,7 +371,12 @@ fn main() -> Result<()> {
     println!(
         "clawai proxy benchmark: echo server over stdio, 100-rule policy, audit on ({audit_lines} audit lines written); each figure is the median of {rounds_wanted} interleaved rounds\n"
     );
-    if bins.self_check.is_some() {
+    if let Some(baseline) = &bins.baseline {
+        println!(
+            "CLAWAI_BENCH_BASELINE: the \"bare relay\" column is clawai as built at {}, so each ratio compares this build with that one\n",
+            baseline.display()
+        );
+    } else if bins.self_check.is_some() {
         println!(
             "CLAWAI_BENCH_SELF: the \"bare relay\" column is a second clawai proxy, so each ratio compares clawai with itself\n"
         );

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clawai_proxy::{Guard, Outgoing, Verdict};
+use clawai_proxy::{Guard, Later, Outgoing, Outlet, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -73,6 +73,34 @@ pub(crate) struct Session {
     pub(crate) client_authorization: Option<Arc<Mutex<Option<axum::http::HeaderValue>>>>,
 }
 
+/// Takes what the session's guard decides later (a question's time-out, the approval
+/// broker's answer) to the server or the client's streams.
+struct SessionOutlet {
+    session: std::sync::Weak<Session>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Outlet for SessionOutlet {
+    fn later(&self, later: Later) {
+        let Some(session) = self.session.upgrade() else { return };
+        self.runtime.spawn(async move {
+            let messages = session.guard.settle(later);
+            let _ = session.dispatch(messages).await;
+        });
+    }
+}
+
+/// For clawai's own question to the client about a held call: the held call's id, as
+/// written (its stream is where the question goes).
+fn question_for(message: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(message).ok()?;
+    let id = value.get("id")?.as_str()?;
+    if !id.starts_with("clawai-ask-") || value.get("method")?.as_str()? != "elicitation/create" {
+        return None;
+    }
+    Some(value.get("params")?.get("_meta")?.get("clawai/for")?.to_string())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -100,6 +128,10 @@ impl Session {
             client_authorization,
         });
         tokio::spawn(Arc::clone(&session).pump(link.from_server));
+        session.guard.set_outlet(Arc::new(SessionOutlet {
+            session: Arc::downgrade(&session),
+            runtime: tokio::runtime::Handle::current(),
+        }));
         session
     }
 
@@ -209,6 +241,13 @@ impl Session {
                 let position = routes.waiting.iter().position(|(waiting, _)| waiting == id);
                 routes.progress.retain(|_, request| request != id);
                 position.map(|index| routes.waiting.remove(index).1)
+            } else if let Some(held) = (route.method.as_deref() == Some("elicitation/create"))
+                .then(|| question_for(&message))
+                .flatten()
+                .and_then(|held| routes.waiting.iter().find(|(id, _)| *id == held).map(|(_, s)| s.clone()))
+            {
+                // clawai's question about a held call goes on that call's stream.
+                Some(held)
             } else {
                 let by_token = (route.method.as_deref() == Some("notifications/progress"))
                     .then(|| Route::reported_progress_token(&message))

@@ -10,7 +10,7 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
 use clawai_proxy::pipe::enlarge_pipe;
-use clawai_proxy::{Guard, Outgoing, Verdict};
+use clawai_proxy::{Guard, Later, Outgoing, Outlet, Verdict};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -40,6 +40,26 @@ async fn dispatch(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Ve
     }
 }
 
+/// Takes what the guard decides later (a question's time-out, the approval broker's
+/// answer) onto this front's queues.
+struct FrontOutlet {
+    guard: std::sync::Weak<Guard>,
+    server: ServerSender,
+    client: mpsc::Sender<Vec<u8>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Outlet for FrontOutlet {
+    fn later(&self, later: Later) {
+        let Some(guard) = self.guard.upgrade() else { return };
+        let (server, client) = (Arc::clone(&self.server), self.client.clone());
+        self.runtime.spawn(async move {
+            let messages = guard.settle(later);
+            dispatch(&guard, &server, &client, messages).await;
+        });
+    }
+}
+
 /// Relays between this process's stdin/stdout and `link` until the client closes its
 /// input or a signal arrives. Returns the exit code (0, or 128 + signal).
 pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Result<i32> {
@@ -48,6 +68,12 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
     enlarge_pipe(std::io::stdout().as_fd());
     let server: ServerSender = Arc::new(Mutex::new(Some(sender)));
     let (to_client, mut client_queue) = mpsc::channel::<Vec<u8>>(crate::link::CHANNEL_DEPTH);
+    guard.set_outlet(Arc::new(FrontOutlet {
+        guard: Arc::downgrade(&guard),
+        server: Arc::clone(&server),
+        client: to_client.clone(),
+        runtime: tokio::runtime::Handle::current(),
+    }));
 
     let writer_guard = Arc::clone(&guard);
     let writer = tokio::spawn(async move {

@@ -26,7 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::audit::{Stamp, stamp};
-use crate::guard::{Deferred, Guard, Outgoing, Outlet, Verdict};
+use crate::guard::{Deferred, Guard, Later, Outgoing, Outlet, Verdict};
 use crate::pipe::enlarge_pipe;
 
 /// How the proxy runs its server.
@@ -436,8 +436,9 @@ struct StdioOutlet {
 }
 
 impl Outlet for StdioOutlet {
-    fn dispatch(&self, messages: Vec<Outgoing>) {
+    fn later(&self, later: Later) {
         let Some(guard) = self.guard.upgrade() else { return };
+        let messages = guard.settle(later);
         guard.write_pending_decisions();
         for message in messages {
             let sent = match message {

@@ -104,16 +104,23 @@ impl DecisionFilter {
         match self {
             DecisionFilter::Blocked => match decision {
                 Some("deny" | "refused") => true,
+                // A person is being asked: the outcome is the `approval` event that follows.
+                Some("prompt") if event.get("step").and_then(Value::as_str) == Some("asked") => false,
                 Some("prompt") => !was_approved(event),
-                _ => false,
+                _ => {
+                    event.get("kind").and_then(Value::as_str) == Some("approval")
+                        && matches!(event.get("step").and_then(Value::as_str), Some("answered" | "timed_out"))
+                        && !was_approved(event)
+                }
             },
             _ => decision == self.to_possible_value().as_ref().map(|v| v.get_name()),
         }
     }
 }
 
-/// A `prompt` decision that a person approved carries `"approved": true`; without an
-/// approval channel none does, and the call was denied.
+/// A `prompt` decision let through without asking now (a standing approval, a session
+/// grant, the answer a retry carried) carries `"approved": true`; one a person is asked
+/// about says `"step": "asked"`, and its `approval` event says how it ended.
 fn was_approved(event: &Value) -> bool {
     event.get("approved") == Some(&Value::Bool(true))
 }

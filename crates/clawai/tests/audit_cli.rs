@@ -83,6 +83,12 @@ fn decision_is_checked_and_blocked_lists_every_call_that_did_not_go_through() {
             call(t, 4, "prompt", serde_json::json!({"n": 4}), serde_json::json!({"approved": true})),
             call(t, 5, "audit", serde_json::json!({"n": 5}), none.clone()),
             r#"{"time":"2026-11-24T10:00:00Z","session":"s","direction":"client->server","kind":"refused","id":6,"decision":"refused","reason":"not JSON-RPC"}"#.to_owned(),
+            // Asked about, then approved by the person: it went through.
+            call(t, 7, "prompt", serde_json::json!({"n": 7}), serde_json::json!({"step": "asked", "channel": "client"})),
+            r#"{"time":"2026-11-24T10:00:01Z","session":"s","direction":"client->server","kind":"approval","method":"tools/call","id":7,"tool":"read_file","step":"answered","channel":"client","scope":"once","approved":true}"#.to_owned(),
+            // Asked about, then declined: blocked (its approval event says so).
+            call(t, 8, "prompt", serde_json::json!({"n": 8}), serde_json::json!({"step": "asked", "channel": "broker"})),
+            r#"{"time":"2026-11-24T10:00:01Z","session":"s","direction":"client->server","kind":"approval","method":"tools/call","id":8,"tool":"read_file","step":"timed_out","channel":"broker","approved":false}"#.to_owned(),
         ],
     );
     let (code, out, err) = clawai_audit(&path, &["query", "--decision", "denied"]);
@@ -91,7 +97,7 @@ fn decision_is_checked_and_blocked_lists_every_call_that_did_not_go_through() {
     let (code, out, err) = clawai_audit(&path, &["query", "--decision", "blocked"]);
     assert_eq!(code, 0, "{err}");
     let ids: Vec<&str> = out.lines().filter_map(|l| l.split(" #").nth(1)?.split(' ').next()).collect();
-    assert_eq!(ids, ["2", "3", "6"], "{out}");
+    assert_eq!(ids, ["2", "3", "6", "8"], "{out}");
     let (_, out, _) = clawai_audit(&path, &["query", "--decision", "deny"]);
     assert_eq!(out.lines().count(), 1, "{out}");
 }

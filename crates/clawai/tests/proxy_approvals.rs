@@ -377,3 +377,24 @@ fn the_servers_own_input_required_state_travels_inside_clawais() {
         "{third}"
     );
 }
+
+#[test]
+fn a_2026_request_is_never_offered_the_session_and_an_answer_claiming_it_allows_once() {
+    let mut p = start(&[]);
+    let args = json!({"path": "/tmp/a", "content": "x"});
+    let first = p.call(&stateless(json!(1), "write_file", args.clone(), json!({})));
+    let choices = &first["result"]["inputRequests"]["clawai.approval"]["params"]["requestedSchema"]["properties"]["decision"]
+        ["enum"];
+    assert_eq!(choices, &json!(["allow_once", "deny"]), "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let session = json!({"clawai.approval": {"action": "accept", "content": {"decision": "allow_session"}}});
+    let retry = p.call(&stateless(
+        json!(2),
+        "write_file",
+        args.clone(),
+        json!({"inputResponses": session, "requestState": state}),
+    ));
+    assert_eq!(retry["result"]["content"][0]["text"], "called write_file");
+    let again = p.call(&stateless(json!(3), "write_file", args, json!({})));
+    assert_eq!(again["result"]["resultType"], "input_required", "no grant across stateless requests: {again}");
+}

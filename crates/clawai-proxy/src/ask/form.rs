@@ -61,8 +61,17 @@ impl Choice {
 }
 
 /// The `params` of clawai's `elicitation/create` for a question. `with_mode` adds
-/// `"mode": "form"` (2025-11-25 and later, which know URL mode too).
-pub fn elicitation_params(question: &Question, with_mode: bool) -> Value {
+/// `"mode": "form"` (2025-11-25 and later, which know URL mode too); `for_session`
+/// offers "allow for the session" (not to 2026-07-28 requests, which have no session).
+pub fn elicitation_params(question: &Question, with_mode: bool, for_session: bool) -> Value {
+    let (choices, names): (Vec<&str>, Vec<&str>) = if for_session {
+        (
+            vec![Choice::AllowOnce.as_str(), Choice::AllowSession.as_str(), Choice::Deny.as_str()],
+            vec!["Allow once", "Allow this exact call for the rest of the session", "Deny"],
+        )
+    } else {
+        (vec![Choice::AllowOnce.as_str(), Choice::Deny.as_str()], vec!["Allow once", "Deny"])
+    };
     let mut params = Map::new();
     if with_mode {
         params.insert("mode".into(), json!("form"));
@@ -77,8 +86,8 @@ pub fn elicitation_params(question: &Question, with_mode: bool) -> Value {
                     "type": "string",
                     "title": "Decision",
                     "description": "Allow this call, or deny it",
-                    "enum": [Choice::AllowOnce.as_str(), Choice::AllowSession.as_str(), Choice::Deny.as_str()],
-                    "enumNames": ["Allow once", "Allow this exact call for the rest of the session", "Deny"],
+                    "enum": choices,
+                    "enumNames": names,
                     "default": Choice::Deny.as_str(),
                 }
             },
@@ -226,10 +235,13 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part} in {text}");
         }
-        let params = elicitation_params(&q, true);
+        let params = elicitation_params(&q, true, true);
         assert_eq!(params["mode"], "form");
         assert_eq!(params["requestedSchema"]["required"][0], DECISION_FIELD);
-        assert!(elicitation_params(&q, false).get("mode").is_none());
+        assert_eq!(params["requestedSchema"]["properties"][DECISION_FIELD]["enum"].as_array().unwrap().len(), 3);
+        let stateless = elicitation_params(&q, false, false);
+        assert!(stateless.get("mode").is_none());
+        assert_eq!(stateless["requestedSchema"]["properties"][DECISION_FIELD]["enum"], json!(["allow_once", "deny"]));
     }
 
     #[test]

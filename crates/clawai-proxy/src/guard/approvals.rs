@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use clawai_policy::{Approvals, Call};
@@ -49,11 +49,35 @@ impl Default for AskOptions {
     }
 }
 
-/// Where a transport sends messages the guard decides on later, off the path of any
-/// message (a time-out).
+/// Something the approvals stage learns off the path of any message (a time-out, the
+/// broker's answer), handed to the transport's [`Outlet`], which has the guard settle it
+/// ([`Guard::settle`]) and sends what that gives.
+#[derive(Debug)]
+pub enum Later {
+    /// Nobody answered clawai's question (its id, as written) in time.
+    QuestionTimedOut(String),
+    /// The broker answered a call.
+    BrokerAnswered {
+        /// The call's id, as written.
+        call_id: String,
+        /// What the person decided.
+        outcome: clawai_approvals::Outcome,
+        /// Who answered (`ui`, `cli`, `grant`).
+        by: String,
+    },
+    /// Nobody answered at the broker in time.
+    BrokerTimedOut {
+        /// The call's id, as written.
+        call_id: String,
+    },
+    /// A message for the client while a call waits (a progress notification).
+    ToClient(Vec<u8>),
+}
+
+/// Where a transport takes what the guard decides later, off the path of any message.
 pub trait Outlet: Send + Sync {
-    /// Sends each message to its side.
-    fn dispatch(&self, messages: Vec<Outgoing>);
+    /// Settles `later` with the guard ([`Guard::settle`]) and sends what it gives.
+    fn later(&self, later: Later);
 }
 
 /// A call waiting for a person's answer.
@@ -87,8 +111,9 @@ pub(super) struct Asking {
     client_elicits: AtomicBool,
     waiting: Mutex<HashMap<String, Waiting>>,
     approved: Mutex<HashMap<String, Approved>>,
-    /// Calls waiting for the approval broker, by the call's id: how to withdraw each.
-    pub(super) brokered: Mutex<HashMap<String, clawai_approvals::Canceller>>,
+    /// Calls waiting for the approval broker, by the call's id: the call, its approval
+    /// id, and how to withdraw it.
+    pub(super) brokered: Mutex<HashMap<String, (Waiting, String, clawai_approvals::Canceller)>>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
@@ -167,11 +192,21 @@ pub(super) struct Ask<'a> {
 }
 
 impl Guard {
-    /// Lets a transport dispatch what the stage decides later (time-outs). Without an
-    /// outlet a question to the client waits for its answer without a time-out.
-    pub fn set_outlet(self: &Arc<Guard>, outlet: Arc<dyn Outlet>) {
-        let _ = self.me.set(Arc::downgrade(self));
+    /// Lets a transport take what the stage decides later (time-outs, the broker's
+    /// answers). Without an outlet a question to the client waits for its answer without
+    /// a time-out, and the broker is not asked.
+    pub fn set_outlet(&self, outlet: Arc<dyn Outlet>) {
         self.asking.set_outlet(outlet);
+    }
+
+    /// What the messages of something learnt later are, each to its side.
+    pub fn settle(&self, later: Later) -> Vec<Outgoing> {
+        match later {
+            Later::QuestionTimedOut(own_id) => self.ask_timed_out(&own_id).unwrap_or_default(),
+            Later::BrokerAnswered { call_id, outcome, by } => self.broker_answered(&call_id, outcome, &by),
+            Later::BrokerTimedOut { call_id } => self.broker_timed_out(&call_id),
+            Later::ToClient(bytes) => vec![Outgoing::ToClient(bytes)],
+        }
     }
 
     /// The approvals stage for a client request a rule asked about.
@@ -189,11 +224,12 @@ impl Guard {
             }
         }
         let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
-        if self.asking.grants.allows(&key) {
+        let stateless = reply::is_stateless_request(ask.params);
+        if !stateless && self.asking.grants.allows(&key) {
             return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
         }
-        if reply::is_stateless_request(ask.params) {
-            return match self.ask_stateless(ask, &key) {
+        if stateless {
+            return match self.ask_stateless(ask) {
                 Asked::Nobody => self.ask_broker(ask, key).unwrap_or(Asked::Nobody),
                 asked => asked,
             };
@@ -216,7 +252,7 @@ impl Guard {
             rule: ask.rule.as_deref(),
             description: ask.description,
         };
-        let mut params = form::elicitation_params(&question, true);
+        let mut params = form::elicitation_params(&question, true, true);
         // Which call the question is about, for transports that route by request.
         params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
         let request = reply::request(&own_id, "elicitation/create", &params);
@@ -244,21 +280,15 @@ impl Guard {
         let Some(outlet) = self.asking.outlet.get() else { return };
         let outlet = Arc::downgrade(outlet);
         let timeout = self.asking.options.timeout;
-        let guard = self.weak_self();
         let spawned = std::thread::Builder::new().name("ask-timer".into()).spawn(move || {
             std::thread::sleep(timeout);
-            let (Some(guard), Some(outlet)) = (guard.upgrade(), outlet.upgrade()) else { return };
-            if let Some(messages) = guard.ask_timed_out(&own_id) {
-                outlet.dispatch(messages);
+            if let Some(outlet) = outlet.upgrade() {
+                outlet.later(Later::QuestionTimedOut(own_id));
             }
         });
         if let Err(e) = spawned {
             tracing::warn!("cannot start the timer of a question to the client ({e}); it waits without one");
         }
-    }
-
-    pub(super) fn weak_self(&self) -> Weak<Guard> {
-        self.me.get().cloned().unwrap_or_default()
     }
 
     /// The wait for `own_id` ran out: the call is denied and the question withdrawn.
@@ -400,7 +430,7 @@ impl Guard {
 
     /// A 2026-07-28 request: a retry with clawai's sealed state is decided by the answer
     /// it carries; a first call is answered with the question.
-    fn ask_stateless(&self, ask: &Ask, key: &str) -> Asked {
+    fn ask_stateless(&self, ask: &Ask) -> Asked {
         let params = ask.params.map(Json::to_value).unwrap_or(Value::Null);
         let digest = retry_digest(&params);
         let binding = Binding {
@@ -420,13 +450,12 @@ impl Guard {
                 Stage::Approved => "once",
                 Stage::Asked => {
                     let answer = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+                    // A stateless request has no session: "for the session" is never
+                    // offered, and an answer that says it anyway allows once (the
+                    // shared guard of `--listen` serves many clients).
                     match answer.map_or(Choice::Deny, form::read_answer) {
                         Choice::Deny => return Asked::Declined { channel: "client_retry" },
-                        Choice::AllowSession => {
-                            self.asking.grants.grant(key);
-                            "session"
-                        }
-                        Choice::AllowOnce => "once",
+                        Choice::AllowSession | Choice::AllowOnce => "once",
                     }
                 }
             };
@@ -455,7 +484,7 @@ impl Guard {
         let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Asked, inner }, STATE_TTL);
         let result = json!({
             "resultType": "input_required",
-            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true)}},
+            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true, false)}},
             "requestState": sealed,
         });
         Asked::Held {

@@ -6,6 +6,7 @@
 //! not, and when nobody answered in time, an error saying the approval is pending under
 //! its id, so that the identical call retried after the approval passes once.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawai_approvals::{Client, Error as BrokerError, Outcome};
@@ -14,6 +15,7 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::approvals::Later;
 use super::approvals::{Ask, Asked, Waiting};
 use super::{Guard, Outgoing, Verdict};
 use crate::redact::Redacted;
@@ -60,39 +62,33 @@ impl Guard {
             }
         };
         let approval = pending.id().to_owned();
-        if let Ok(canceller) = pending.canceller() {
-            lock(&self.asking.brokered).insert(ask.id.get().to_owned(), canceller);
-        }
+        let canceller = pending.canceller().ok()?;
+        let call_id = ask.id.get().to_owned();
         let waiting = Waiting {
             line: ask.line.to_vec(),
-            call_id: ask.id.get().to_owned(),
+            call_id: call_id.clone(),
             method: ask.method.to_owned(),
             name: ask.call.name.map(str::to_owned),
             key,
             asked: Instant::now(),
         };
+        lock(&self.asking.brokered).insert(call_id.clone(), (waiting, approval.clone(), canceller));
         let progress = ask.params.and_then(|p| p.get("_meta")).and_then(|m| m.get("progressToken")).map(Json::to_value);
-        let guard = self.weak_self();
+        let outlet = Arc::downgrade(&outlet);
         let id = approval.clone();
         let spawned = std::thread::Builder::new().name("ask-broker".into()).spawn(move || {
-            let deadline = waiting.asked + timeout;
+            let deadline = Instant::now() + timeout;
             let mut tick = 0u64;
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 // Short time-outs hear about the wait too: a third of it at most.
                 let slice = if progress.is_some() { left.min(PROGRESS_EVERY.min(timeout / 3)) } else { left };
                 let answer = pending.wait(slice);
-                let Some(guard) = guard.upgrade() else { return };
+                let Some(outlet) = outlet.upgrade() else { return };
                 match answer {
                     Ok(Some(answer)) => {
-                        let messages = guard.broker_answered(
-                            &waiting,
-                            &id,
-                            answer.outcome,
-                            &format!("{:?}", answer.by).to_lowercase(),
-                        );
-                        outlet.dispatch(messages);
-                        return;
+                        let by = format!("{:?}", answer.by).to_lowercase();
+                        return outlet.later(Later::BrokerAnswered { call_id, outcome: answer.outcome, by });
                     }
                     Ok(None) if Instant::now() < deadline => {
                         tick += 1;
@@ -104,54 +100,51 @@ impl Guard {
                                 "notifications/progress",
                                 &json!({"progressToken": token, "progress": tick, "message": message}),
                             );
-                            outlet.dispatch(vec![Outgoing::ToClient(note)]);
+                            outlet.later(Later::ToClient(note));
                         }
                     }
                     Ok(None) => {
                         let _ = pending.timed_out();
-                        outlet.dispatch(guard.broker_timed_out(&waiting, &id));
-                        return;
+                        return outlet.later(Later::BrokerTimedOut { call_id });
                     }
                     // Withdrawn: the client cancelled the call, or the server is gone.
-                    Err(_) => {
-                        lock(&guard.asking.brokered).remove(&waiting.call_id);
-                        return;
-                    }
+                    Err(_) => return,
                 }
             }
         });
         if let Err(e) = spawned {
             tracing::warn!("cannot wait for the approval broker ({e})");
+            lock(&self.asking.brokered).remove(ask.id.get());
             return None;
         }
         Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: "broker", approval: Some(approval) })
     }
 
     /// The broker's answer: the call goes on, or is denied.
-    fn broker_answered(&self, waiting: &Waiting, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
-        lock(&self.asking.brokered).remove(&waiting.call_id);
+    pub(super) fn broker_answered(&self, call_id: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
+        let Some((waiting, approval, _)) = lock(&self.asking.brokered).remove(call_id) else { return Vec::new() };
         let scope = match outcome {
             Outcome::AllowOnce => Some("once"),
             Outcome::AllowSession => Some("session"),
             Outcome::AllowAlways => Some("always"),
             Outcome::Deny => None,
         };
-        self.record_step(waiting, approval, "broker", "answered", scope, scope.is_some(), by);
+        self.record_step(&waiting, &approval, "broker", "answered", scope, scope.is_some(), by);
         if scope.is_none() {
-            return vec![Outgoing::ToClient(self.declined(waiting, "the person declined"))];
+            return vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))];
         }
         if outcome == Outcome::AllowSession {
             self.asking.grants.grant(&waiting.key);
         }
         let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
         self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
-        vec![Outgoing::ToServer(waiting.line.clone())]
+        vec![Outgoing::ToServer(waiting.line)]
     }
 
     /// Nobody answered in time: the call gets an error that names the pending approval.
-    fn broker_timed_out(&self, waiting: &Waiting, approval: &str) -> Vec<Outgoing> {
-        lock(&self.asking.brokered).remove(&waiting.call_id);
-        self.record_step(waiting, approval, "broker", "timed_out", None, false, "clawai");
+    pub(super) fn broker_timed_out(&self, call_id: &str) -> Vec<Outgoing> {
+        let Some((waiting, approval, _)) = lock(&self.asking.brokered).remove(call_id) else { return Vec::new() };
+        self.record_step(&waiting, &approval, "broker", "timed_out", None, false, "clawai");
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let text = format!(
@@ -173,9 +166,10 @@ impl Guard {
         let mut brokered = lock(&self.asking.brokered);
         let call_id =
             brokered.keys().find(|id| serde_json::from_str::<Value>(id).ok().as_ref() == Some(request_id))?.clone();
-        let canceller = brokered.remove(&call_id)?;
+        let (waiting, approval, canceller) = brokered.remove(&call_id)?;
         drop(brokered);
         let _ = canceller.cancel();
+        self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "client");
         Some(Verdict::Drop)
     }
 
@@ -185,8 +179,9 @@ impl Guard {
         let drained: Vec<_> = lock(&self.asking.brokered).drain().collect();
         drained
             .into_iter()
-            .map(|(call_id, canceller)| {
+            .map(|(call_id, (waiting, approval, canceller))| {
                 let _ = canceller.cancel();
+                self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "clawai");
                 call_id
             })
             .collect()
