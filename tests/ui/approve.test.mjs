@@ -1,13 +1,15 @@
 // clawai ui in a real headless Chromium: a proxy's ask appears on the page, a click on
 // "Approve once" answers it on the socket; hidden characters are shown escaped, long
 // values cut with their digest, the audit trail streams in, and the API refuses a
-// request without the token.
+// request without the token. Then a real `clawai proxy` (in front of the scripted server,
+// its client unable to show forms) holds a prompted call until "Approve once" is clicked
+// in the page, and the call completes.
 //
 //   node tests/ui/approve.test.mjs        (CLAWAI_BIN=path/to/clawai, default target/debug/clawai;
 //                                          CLAWAI_UI_SCREENSHOT=page.png saves what the page showed)
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -38,17 +40,25 @@ function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
+// The environment of a fresh home: the broker and the proxies of a test share it.
+function homeEnv(home) {
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_RUNTIME_DIR: join(home, 'run'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CONFIG_HOME: join(home, 'config'),
+  };
+  for (const name of ['CLAWAI_BROKER_SOCKET', 'CLAWAI_APPROVALS', 'CLAWAI_AUDIT', 'CLAWAI_POLICY', 'CLAWAI_GRANT_WINDOW_MS']) {
+    delete env[name];
+  }
+  return env;
+}
+
 // Starts `clawai ui` in a fresh home; resolves with its URL.
 function startUi(home, audit) {
   const ui = spawn(clawai, ['ui', '--listen', '127.0.0.1:0', '--audit', audit], {
-    env: {
-      ...process.env,
-      HOME: home,
-      XDG_RUNTIME_DIR: join(home, 'run'),
-      XDG_STATE_HOME: join(home, 'state'),
-      XDG_CONFIG_HOME: join(home, 'config'),
-      CLAWAI_BROKER_SOCKET: '',
-    },
+    env: homeEnv(home),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   cleanups.push(() => ui.kill('SIGTERM'));
@@ -83,6 +93,56 @@ function proxyConnection(socketPath) {
   return {
     send: (object) => socket.write(JSON.stringify(object) + '\n'),
     next: (what) => withTimeout(new Promise((r) => (lines.length ? r(lines.shift()) : waiters.push(r))), 15000, what),
+  };
+}
+
+// Reads JSON lines from a stream: next(what) resolves with the next line's object.
+function jsonLines(stream) {
+  const lines = [];
+  const waiters = [];
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    buffer += chunk;
+    let at;
+    while ((at = buffer.indexOf('\n')) >= 0) {
+      const text = buffer.slice(0, at).trim();
+      buffer = buffer.slice(at + 1);
+      if (!text) continue;
+      const line = JSON.parse(text);
+      const waiter = waiters.shift();
+      if (waiter) waiter(line); else lines.push(line);
+    }
+  });
+  return { next: (what, ms = 15000) => withTimeout(new Promise((r) => (lines.length ? r(lines.shift()) : waiters.push(r))), ms, what) };
+}
+
+// A real `clawai proxy` in the broker's home, in front of the scripted server, with a
+// policy that asks a person about write_file; `log` is every line the server received.
+function startProxy(home, audit) {
+  const policy = join(home, 'policy.toml');
+  writeFileSync(policy, [
+    '[[rule]]', 'id = "ask-writes"', 'action = "prompt"', 'tool = "write_file"', 'description = "Writes need a person"', '',
+    '[[rule]]', 'action = "allow"', 'method = "**"', '',
+  ].join('\n'));
+  const log = join(home, 'scripted.log');
+  const proxy = spawn(clawai, ['proxy', '--policy', policy, '--approvals', join(home, 'config', 'no-approvals.toml'),
+    '--audit', audit, '--server', 'fs', '--', 'python3', resolve(here, '../scripted/server.py')], {
+    env: { ...homeEnv(home), SCRIPTED_LOG: log },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  cleanups.unshift(() => proxy.kill('SIGTERM'));
+  const out = jsonLines(proxy.stdout);
+  return {
+    send: (object) => proxy.stdin.write(JSON.stringify(object) + '\n'),
+    // The next message from the proxy that answers `id` (notifications are skipped).
+    reply: async (id, what, ms) => {
+      for (;;) {
+        const message = await out.next(what, ms);
+        if (message.id === id) return message;
+      }
+    },
+    serverGot: (text) => existsSync(log) && readFileSync(log, 'utf8').includes(text),
   };
 }
 
@@ -179,6 +239,33 @@ async function main() {
   }), new URL(url).searchParams.get('token'));
   check('the API refuses a request without the token', statuses.without === 401 && statuses.wrong === 401 && statuses.with === 200,
     JSON.stringify(statuses));
+
+  // A real proxy whose client cannot show forms: its prompted call waits at the broker,
+  // appears on the page, and completes when "Approve once" is clicked.
+  const real = startProxy(home, audit);
+  real.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'ui-test', version: '1' } } });
+  const init = await real.reply('init', 'the proxy answering initialize', 30000);
+  check('the real proxy starts in front of the scripted server', init.result?.serverInfo?.name === 'scripted', JSON.stringify(init));
+  real.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  real.send({ jsonrpc: '2.0', id: 'held', method: 'tools/call', params: { name: 'write_file', arguments: { path: '/tmp/from-the-real-proxy', content: 'x' } } });
+  const realCard = page.locator('article[data-id]', { hasText: '/tmp/from-the-real-proxy' });
+  await realCard.waitFor({ timeout: 15000 });
+  const realText = await realCard.innerText();
+  check("the page shows the real proxy's pending call",
+    realText.includes('write_file') && realText.includes('ask-writes') && realText.includes('fs'), realText);
+  real.send({ jsonrpc: '2.0', id: 'other', method: 'tools/call', params: { name: 'safe_read', arguments: {} } });
+  const other = await real.reply('other', 'an allowed call while one waits');
+  check('an allowed call completes while the prompted one waits',
+    other.result?.content?.[0]?.text === 'called safe_read' && !real.serverGot('write_file'), JSON.stringify(other));
+  await realCard.getByRole('button', { name: 'Approve once' }).click();
+  const held = await real.reply('held', 'the held call completing after the click');
+  check('a click on "Approve once" lets the held call through to the server',
+    held.result?.content?.[0]?.text === 'called write_file' && !held.result?.isError && real.serverGot('/tmp/from-the-real-proxy'),
+    JSON.stringify(held).slice(0, 400));
+  await realCard.waitFor({ state: 'detached', timeout: 15000 });
+  await page.locator('#audit-table tbody tr', { hasText: 'write_file' }).first().waitFor({ timeout: 15000 });
+  check("the real proxy's events stream into the page", true);
+
   check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
 }
 
