@@ -347,13 +347,6 @@ OUT_OF_BAND = {
 }
 
 
-# clawai's own answers (a denial, a time-out) to a 2026-07-28 call that waited at the
-# broker lack `resultType`, which 2026-07-28 clients require: the official client refuses
-# the result (a validation error) instead of reading the denial.
-NO_RESULT_TYPE_FROM_THE_BROKER = pytest.mark.xfail(
-    strict=True, reason="product bug: a broker denial or time-out of a 2026-07-28 call has no resultType")
-
-
 @pytest.mark.parametrize("front", FRONTS)
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_without_elicitation_or_broker_nobody_can_be_asked(tmp_path, front, mode):
@@ -371,7 +364,7 @@ async def test_without_elicitation_or_broker_nobody_can_be_asked(tmp_path, front
 @pytest.mark.parametrize("front", FRONTS)
 @pytest.mark.parametrize("mode,verdict", [
     ("legacy", "approve"), ("legacy", "deny"), ("auto", "approve"),
-    pytest.param("auto", "deny", marks=NO_RESULT_TYPE_FROM_THE_BROKER)])
+    ("auto", "deny")])
 async def test_out_of_band_a_person_answers_at_the_terminal(tmp_path, front, mode, verdict):
     case = OUT_OF_BAND[mode]
     policy = write_policy(tmp_path, case["policy"])
@@ -415,7 +408,7 @@ async def test_out_of_band_a_person_answers_at_the_terminal(tmp_path, front, mod
 
 
 @pytest.mark.parametrize("front", FRONTS)
-@pytest.mark.parametrize("mode", ["legacy", pytest.param("auto", marks=NO_RESULT_TYPE_FROM_THE_BROKER)])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_out_of_band_past_the_time_out_an_approval_lets_the_retry_through_once(tmp_path, front, mode):
     case = OUT_OF_BAND[mode]
     policy = write_policy(tmp_path, case["policy"])

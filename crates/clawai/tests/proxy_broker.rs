@@ -153,3 +153,16 @@ fn a_cancelled_call_is_withdrawn_from_the_broker() {
     assert_eq!(seen_by_server(&p), 0);
     assert!(!p.server_log().contains("notifications/cancelled"));
 }
+
+#[test]
+fn clawais_own_answers_to_a_2026_call_say_their_result_type() {
+    let ui = Ui::start();
+    let mut p = proxy_beside(&ui, &[]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/tmp/a"},"_meta":meta}}));
+    let items = pending(&ui, 1);
+    assert!(ui.cli(&["deny", items[0]["id"].as_str().unwrap()]).status.success());
+    let reply = p.recv();
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("rule `ask-writes`"), "{reply}");
+}

@@ -89,6 +89,10 @@ pub(super) struct Waiting {
     pub(super) name: Option<String>,
     pub(super) key: String,
     pub(super) asked: Instant,
+    /// The rule that asked, as the answers name it.
+    pub(super) rule: Option<String>,
+    /// A 2026-07-28 request: its answers say `resultType: "complete"`.
+    pub(super) stateless: bool,
 }
 
 /// A 2026-07-28 call a person allowed, forwarded: if the server asks for input of its
@@ -265,6 +269,8 @@ impl Guard {
                 name: ask.call.name.map(str::to_owned),
                 key,
                 asked: Instant::now(),
+                rule: ask.rule.clone(),
+                stateless: false,
             },
         );
         self.start_timer(own_id.clone());
@@ -388,9 +394,10 @@ impl Guard {
     pub(super) fn declined(&self, waiting: &Waiting, why: &str) -> Vec<u8> {
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
-        let text = format!("clawai denied {what}: a rule asks a person, and {why}");
+        let rule = waiting.rule.as_deref().map_or_else(|| "the policy's default".to_owned(), |r| format!("rule `{r}`"));
+        let text = format!("clawai denied {what}: {rule} asks a person, and {why}");
         if waiting.method == "tools/call" {
-            reply::tool_error(Some(&waiting.call_id), &text, false)
+            reply::tool_error(Some(&waiting.call_id), &text, waiting.stateless)
         } else {
             reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"decision": "prompt"})))
         }
@@ -421,7 +428,8 @@ impl Guard {
         event.step = Some(step);
         event.channel = Some(channel);
         event.scope = scope;
-        event.approval = Some(approval);
+        // clawai's own request ids are JSON strings as written: the event shows the text.
+        event.approval = Some(approval.trim_matches('"'));
         event.approved = Some(approved);
         event.by = Some(by);
         event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);

@@ -71,6 +71,8 @@ impl Guard {
             name: ask.call.name.map(str::to_owned),
             key,
             asked: Instant::now(),
+            rule: ask.rule.clone(),
+            stateless: clawai_protocol::reply::is_stateless_request(ask.params),
         };
         lock(&self.asking.brokered).insert(call_id.clone(), (waiting, approval.clone(), canceller));
         let progress = ask.params.and_then(|p| p.get("_meta")).and_then(|m| m.get("progressToken")).map(Json::to_value);
@@ -154,7 +156,7 @@ impl Guard {
             self.asking.options.timeout.as_secs_f64()
         );
         let answer = if waiting.method == "tools/call" {
-            reply::tool_error(Some(&waiting.call_id), &text, false)
+            reply::tool_error(Some(&waiting.call_id), &text, waiting.stateless)
         } else {
             reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"approval": approval})))
         };

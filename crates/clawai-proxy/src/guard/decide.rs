@@ -127,7 +127,7 @@ impl Guard {
             Some(Asked::Held { channel, approval, .. }) => {
                 event.step = Some("asked");
                 event.channel = Some(channel);
-                event.approval = approval.as_deref();
+                event.approval = approval.as_deref().map(|a| a.trim_matches('"'));
             }
             Some(Asked::Declined { channel }) => {
                 event.step = Some("answered");
