@@ -104,25 +104,11 @@ fn summary(arguments: &serde_json::Value) -> String {
     format!("{cut}… ({} bytes)", text.len())
 }
 
-/// `text` with control, bidi and zero-width characters written as `\u{...}` escapes, so
-/// a name or argument cannot rewrite the terminal or hide what it says.
+/// `text` with control, bidi, zero-width and other hidden characters written as
+/// `\u{...}` escapes, so a name or argument cannot rewrite the terminal or hide what it
+/// says: the same rendering as the question a client shows.
 pub(crate) fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_hidden(c) {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(c as u32,
-            0x00ad | 0x061c | 0x115f | 0x1160 | 0x180e | 0x200b..=0x200f | 0x2028..=0x202e
-            | 0x2060..=0x206f | 0x3164 | 0xfeff | 0xfff9..=0xfffb | 0xe0000..=0xe007f)
+    clawai_proxy::ask::form::render_text(text)
 }
 
 /// `clawai approve ID [--session | --always]`.
