@@ -55,7 +55,8 @@ impl Client {
     /// call is queued and [`Pending::wait`] waits for the person.
     pub fn ask(mut self, ask: &Ask) -> Result<Pending, Error> {
         self.send(&Request::Ask { ask: Box::new(ask.clone()) })?;
-        match self.read(None)? {
+        // The broker queues at once; one that does not answer must not stall the proxy.
+        match self.read(Some(Instant::now() + ASK_TAKEN_WITHIN))? {
             Some(Reply::Queued { id }) => Ok(Pending { client: self, id, answer: None }),
             Some(Reply::Answer(answer)) => Ok(Pending { client: self, id: answer.id.clone(), answer: Some(answer) }),
             other => Err(unexpected(other)),
@@ -136,6 +137,9 @@ fn unexpected(reply: Option<Reply>) -> Error {
         None => Error::Closed,
     }
 }
+
+/// How long the broker may take to queue an ask before the proxy stops waiting for it.
+const ASK_TAKEN_WITHIN: Duration = Duration::from_secs(3);
 
 /// An asked call: queued at the broker, or already answered by a grant. Dropping it
 /// closes the connection, which withdraws the ask (as [`Pending::cancel`] does).

@@ -42,6 +42,46 @@ pub(crate) fn host(value: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
+/// The host an RFC 3986 parser reads in `value` (Python's `urllib.parse`, Go's
+/// `net/url`, curl), which can differ from a WHATWG parser's: the authority runs to the
+/// first `/`, `?` or `#` (a `\` is part of it), and the host follows its last `@`.
+/// `http://docs.example\@evil.example/` names `docs.example` to Node and
+/// `evil.example` to Python. Lowercased, without port or trailing dot; `None` without
+/// `scheme://` or when the host is empty.
+pub(crate) fn rfc3986_host(value: &str) -> Option<String> {
+    let value = value.trim_matches(|c: char| c <= ' ');
+    let (scheme, rest) = value.split_once("://")?;
+    if scheme.len() < 2 || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) {
+        return None;
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if host_port.starts_with('[') {
+        &host_port[..host_port.find(']').map_or(host_port.len(), |end| end + 1)]
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => host_port,
+        }
+    };
+    let host = host.trim_end_matches('.').to_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// `value` with the host an RFC 3986 parser reads in place of its authority
+/// (`http://evil.example/x` for `http://docs.example\@evil.example/x`), when that
+/// differs from what the WHATWG reading gives.
+pub(crate) fn rfc3986_url(value: &str) -> Option<String> {
+    let host = rfc3986_host(value)?;
+    if self::host(value).as_deref() == Some(host.as_str()) {
+        return None;
+    }
+    let value = value.trim_matches(|c: char| c <= ' ');
+    let (scheme, rest) = value.split_once("://")?;
+    let tail = &rest[rest.find(['/', '?', '#']).unwrap_or(rest.len())..];
+    Some(format!("{}://{host}{tail}", scheme.to_ascii_lowercase()))
+}
+
 /// A host glob as written in a policy, in the form hosts are matched in: lowercase, and
 /// each label that is not a wildcard in its ASCII (IDNA) form, so `*.bücher.example`
 /// matches the `xn--bcher-kva.example` a URL parser makes of it.
@@ -149,6 +189,18 @@ mod tests {
         assert_eq!(host("/etc/passwd"), None);
         assert_eq!(host("two words"), None);
         assert_eq!(host("mailto:a@evil.example"), None, "a URL without a host names none");
+    }
+
+    #[test]
+    fn parsers_that_disagree_on_the_authority_are_both_read() {
+        let split = "http://docs.example\\@evil.example/x";
+        assert_eq!(host(split).as_deref(), Some("docs.example"), "WHATWG: a backslash ends the authority");
+        assert_eq!(rfc3986_host(split).as_deref(), Some("evil.example"), "RFC 3986: the host follows the last @");
+        assert_eq!(rfc3986_url(split).as_deref(), Some("http://evil.example/x"));
+        assert_eq!(rfc3986_host("HTTPS://User@Evil.Example.:8443/a").as_deref(), Some("evil.example"));
+        assert_eq!(rfc3986_host("http://[::1]:80/").as_deref(), Some("[::1]"));
+        assert_eq!(rfc3986_url("https://evil.example/a"), None, "both parsers agree");
+        assert_eq!(rfc3986_host("/etc/passwd"), None);
     }
 
     #[test]

@@ -75,7 +75,11 @@ impl ValueTest {
             ValueTest::Number(bounds) => number(value, q).is_some_and(|x| bounds.hold(x)),
             ValueTest::Regex(_) | ValueTest::Host(_) => match value {
                 Json::String(s) => self.string(s, q, follow),
-                Json::Number(n) if matches!(self, ValueTest::Regex(_)) => self.string(&n.to_string(), q, follow),
+                Json::Number(n) if matches!(self, ValueTest::Regex(_)) => {
+                    // A deny-like test also sees the integer a server reads (`22.0` is 22).
+                    self.string(&n.to_string(), q, follow)
+                        || (q == Quantifier::Any && integer_text(n).is_some_and(|whole| self.string(&whole, q, follow)))
+                }
                 Json::Bool(b) if matches!(self, ValueTest::Regex(_)) => {
                     self.string(if *b { "true" } else { "false" }, q, follow)
                 }
@@ -93,10 +97,14 @@ impl ValueTest {
                     || (q == Quantifier::Any && urls::canonical_url(s).is_some_and(|u| re.is_match(&u)))
             }
             ValueTest::Host(glob) => {
+                // The host as a WHATWG parser (Node, browsers) and as an RFC 3986 parser
+                // (Python, Go, curl) read it: a deny-like test holds when either matches,
+                // an allow needs every host read to match.
                 let host_matches = |r: &str| {
-                    urls::host(r).is_some_and(|h| {
-                        glob.is_match(&h) || (q == Quantifier::Any && glob.matches_only_ignoring_case(&h))
-                    })
+                    let hosts = [urls::host(r), urls::rfc3986_host(r)];
+                    let test =
+                        |h: &String| glob.is_match(h) || (q == Quantifier::Any && glob.matches_only_ignoring_case(h));
+                    q.over(hosts.iter().flatten(), test)
                 };
                 q.over(readings(s), |r| host_matches(&r))
             }
@@ -143,15 +151,17 @@ fn number(value: &Json, q: Quantifier) -> Option<f64> {
     let x = match value {
         Json::Number(n) => n.as_f64(),
         Json::String(s) if q == Quantifier::Any => {
-            let t = s.trim();
+            // Python reads `1_000` as 1000; `inf` and `1e999` are beyond any bound.
+            let t: String = s.trim().chars().filter(|c| *c != '_').collect();
             match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
                 Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as f64),
-                None => t.parse::<f64>().ok(),
+                None => t.parse::<f64>().ok().filter(|x| !x.is_nan()),
             }
         }
         _ => None,
     }?;
-    x.is_finite().then_some(x)
+    // An allow takes finite JSON numbers only (which is all JSON has).
+    (q == Quantifier::Any || x.is_finite()).then_some(x)
 }
 
 fn glob_leaf(value: &Json, glob: &Glob, q: Quantifier, follow: Option<FollowLinks>) -> bool {
@@ -192,7 +202,12 @@ pub(crate) fn string_matches(s: &str, glob: &Glob, q: Quantifier, follow: Option
     let by_case = |r: &str| glob.matches_only_ignoring_case(r);
     let by_other_name =
         |r: &str| other_names_match(r, glob.names_file_urls(), follow, |name| glob.is_match(name) || by_case(name));
-    let by_url = |r: &str| urls::canonical_url(r).is_some_and(|url| glob.is_match(&normalize(&url)) || by_case(&url));
+    let by_url = |r: &str| {
+        [urls::canonical_url(r), urls::rfc3986_url(r)]
+            .into_iter()
+            .flatten()
+            .any(|url| glob.is_match(&normalize(&url)) || by_case(&url))
+    };
     let matches = |r: &str| glob.is_match(r) && (deny_like || linked_matches(r, glob, follow));
     if is_plain(s) {
         // The only reading is the text itself (most arguments): no list to build.

@@ -277,3 +277,60 @@ fn methods_the_proxy_passes_through_are_allowed_whatever_the_default() {
         assert_eq!(allow_all.explain(&Call::from_params(method, None)).decision.action, Action::Deny, "{method}");
     }
 }
+
+#[test]
+fn a_url_that_parsers_split_differently_is_read_both_ways() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "no-evil-host"
+        action = "deny"
+        tool = "post"
+        any_arg_host = "evil.example"
+        [[rule]]
+        id = "no-evil-url"
+        action = "deny"
+        tool = "fetch"
+        any_arg = "http*://evil.example/**"
+        [[rule]]
+        action = "allow"
+        tools = ["post", "fetch", "docs"]
+        args_host.url = "docs.example"
+        "#,
+    );
+    // Node reads the host `docs.example`, Python's urllib `evil.example`.
+    let split = "http://docs.example\\@evil.example/x";
+    assert_eq!(tool(&p, "post", json!({"url": split})), Action::Deny);
+    assert_eq!(tool(&p, "fetch", json!({"url": split})), Action::Deny);
+    assert_eq!(tool(&p, "docs", json!({"url": split})), Action::Deny, "an allow needs every host read to match");
+    assert_eq!(tool(&p, "docs", json!({"url": "https://docs.example/a"})), Action::Allow);
+}
+
+#[test]
+fn deny_like_number_and_regex_conditions_see_every_spelling_of_a_number() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "too-much"
+        action = "deny"
+        tool = "pay"
+        args_number.amount = { gt = 1000 }
+        [[rule]]
+        id = "no-ssh-port"
+        action = "deny"
+        tool = "connect"
+        args_regex.port = '^22$'
+        [[rule]]
+        action = "allow"
+        tool = "**"
+        "#,
+    );
+    for amount in [json!("1_000_000"), json!("inf"), json!("Infinity"), json!("1e999")] {
+        assert_eq!(tool(&p, "pay", json!({"amount": amount})), Action::Deny, "{amount}");
+    }
+    assert_eq!(tool(&p, "pay", json!({"amount": "NaN"})), Action::Allow, "not a number: the rule does not hold");
+    for port in [json!(22), json!(22.0), json!(2.2e1), json!("22")] {
+        assert_eq!(tool(&p, "connect", json!({"port": port})), Action::Deny, "{port}");
+    }
+    assert_eq!(tool(&p, "connect", json!({"port": 2222})), Action::Allow);
+}

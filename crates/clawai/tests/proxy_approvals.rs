@@ -398,3 +398,33 @@ fn a_2026_request_is_never_offered_the_session_and_an_answer_claiming_it_allows_
     let again = p.call(&stateless(json!(3), "write_file", args, json!({})));
     assert_eq!(again["result"]["resultType"], "input_required", "no grant across stateless requests: {again}");
 }
+
+#[test]
+fn a_second_call_under_the_id_of_a_waiting_one_is_refused() {
+    let mut p = start(&[]);
+    initialize(&mut p, json!({"elicitation": {}}));
+    p.send_json(&write_call(json!(7), "/tmp/harmless"));
+    let question = next_question(&mut p);
+    let refused = p.call(&write_call(json!(7), "/home/me/.bashrc"));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    answer(&mut p, &question, "allow_once");
+    assert_eq!(p.recv()["id"], 7);
+    let log = p.server_log();
+    assert!(log.contains("/tmp/harmless") && !log.contains(".bashrc"), "only the call the person saw went on: {log}");
+}
+
+#[test]
+fn a_server_request_in_clawais_namespace_is_refused_under_any_spelling() {
+    let mut p = start(&[]);
+    initialize(&mut p, json!({"elicitation": {}}));
+    p.send_json(&write_call(json!(1), "/tmp/a"));
+    let question = next_question(&mut p);
+    let own = question["id"].as_str().unwrap();
+    // The same id, its first letter written as an escape.
+    let respelled = format!("\\u0063{}", &own[1..]);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"{respelled}","method":"elicitation/create","params":{{"message":"ok?","requestedSchema":{{"type":"object","properties":{{}}}}}}}}"#
+    );
+    let reported = p.call(&json!({"jsonrpc":"2.0","id":"raw","method":"test/raw-ask","params":{"line":line}}));
+    assert_eq!(reported["result"]["client_answered"]["error"]["code"], -32600, "{reported}");
+}

@@ -58,8 +58,8 @@ pub enum Later {
     QuestionTimedOut(String),
     /// The broker answered a call.
     BrokerAnswered {
-        /// The call's id, as written.
-        call_id: String,
+        /// The broker's id of the approval.
+        approval: String,
         /// What the person decided.
         outcome: clawai_approvals::Outcome,
         /// Who answered (`ui`, `cli`, `grant`).
@@ -67,8 +67,13 @@ pub enum Later {
     },
     /// Nobody answered at the broker in time.
     BrokerTimedOut {
-        /// The call's id, as written.
-        call_id: String,
+        /// The broker's id of the approval.
+        approval: String,
+    },
+    /// The broker's connection broke while a call waited.
+    BrokerGone {
+        /// The broker's id of the approval.
+        approval: String,
     },
     /// A message for the client while a call waits (a progress notification).
     ToClient(Vec<u8>),
@@ -115,8 +120,8 @@ pub(super) struct Asking {
     client_elicits: AtomicBool,
     waiting: Mutex<HashMap<String, Waiting>>,
     approved: Mutex<HashMap<String, Approved>>,
-    /// Calls waiting for the approval broker, by the call's id: the call, its approval
-    /// id, and how to withdraw it.
+    /// Calls waiting for the approval broker, by the broker's id: the call, its id as
+    /// written, and how to withdraw it.
     pub(super) brokered: Mutex<HashMap<String, (Waiting, String, clawai_approvals::Canceller)>>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
@@ -140,7 +145,11 @@ impl Asking {
 
     /// True when `id` (as written) is in clawai's own namespace of request ids.
     pub(super) fn claims(&self, id: &str) -> bool {
+        // Also under another spelling of the same string (`"\u0063lawai-ask-…"`): a
+        // client answers under the id it read, not as the server wrote it.
         id.starts_with(&self.prefix)
+            || (id.contains('\\')
+                && serde_json::from_str::<String>(id).is_ok_and(|text| text.starts_with(&self.prefix[1..])))
     }
 
     /// Notes what the client's `initialize` declared.
@@ -180,6 +189,8 @@ pub(super) enum Asked {
     Declined { channel: &'static str },
     /// A retry whose sealed state is not good: refused.
     Refused(SealError),
+    /// A call under the id of one that already waits for a person: refused.
+    Duplicate,
     /// The person is being asked; the call waits (or the client retries).
     Held { verdict: Verdict, channel: &'static str, approval: Option<String> },
 }
@@ -207,14 +218,28 @@ impl Guard {
     pub fn settle(&self, later: Later) -> Vec<Outgoing> {
         match later {
             Later::QuestionTimedOut(own_id) => self.ask_timed_out(&own_id).unwrap_or_default(),
-            Later::BrokerAnswered { call_id, outcome, by } => self.broker_answered(&call_id, outcome, &by),
-            Later::BrokerTimedOut { call_id } => self.broker_timed_out(&call_id),
+            Later::BrokerAnswered { approval, outcome, by } => self.broker_answered(&approval, outcome, &by),
+            Later::BrokerTimedOut { approval } => self.broker_timed_out(&approval),
+            Later::BrokerGone { approval } => self.broker_gone(&approval),
             Later::ToClient(bytes) => vec![Outgoing::ToClient(bytes)],
         }
     }
 
+    /// True when a call with this id (as JSON) already waits for a person.
+    fn holds(&self, id: &RawValue) -> bool {
+        let same = |written: &str| {
+            written == id.get() || serde_json::from_str::<Value>(written).ok() == serde_json::from_str(id.get()).ok()
+        };
+        self.asking.waiting().values().any(|w| same(&w.call_id))
+            || self.asking.brokered.lock().unwrap_or_else(|e| e.into_inner()).values().any(|(w, _, _)| same(&w.call_id))
+    }
+
     /// The approvals stage for a client request a rule asked about.
     pub(super) fn ask_about(&self, ask: &Ask) -> Asked {
+        if self.holds(ask.id) {
+            // A second call under the id of one that waits: an answer could not tell them apart.
+            return Asked::Duplicate;
+        }
         let arguments = ask.call.arguments.map(Json::to_value);
         if let Some(path) = &self.asking.options.approvals_file {
             match Approvals::load(path) {

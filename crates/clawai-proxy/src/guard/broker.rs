@@ -74,7 +74,8 @@ impl Guard {
             rule: ask.rule.clone(),
             stateless: clawai_protocol::reply::is_stateless_request(ask.params),
         };
-        lock(&self.asking.brokered).insert(call_id.clone(), (waiting, approval.clone(), canceller));
+        // By the broker's id: two held calls may carry the same JSON-RPC id.
+        lock(&self.asking.brokered).insert(approval.clone(), (waiting, call_id, canceller));
         let progress = ask.params.and_then(|p| p.get("_meta")).and_then(|m| m.get("progressToken")).map(Json::to_value);
         let outlet = Arc::downgrade(&outlet);
         let id = approval.clone();
@@ -90,7 +91,7 @@ impl Guard {
                 match answer {
                     Ok(Some(answer)) => {
                         let by = format!("{:?}", answer.by).to_lowercase();
-                        return outlet.later(Later::BrokerAnswered { call_id, outcome: answer.outcome, by });
+                        return outlet.later(Later::BrokerAnswered { approval: id, outcome: answer.outcome, by });
                     }
                     Ok(None) if Instant::now() < deadline => {
                         tick += 1;
@@ -107,31 +108,32 @@ impl Guard {
                     }
                     Ok(None) => {
                         let _ = pending.timed_out();
-                        return outlet.later(Later::BrokerTimedOut { call_id });
+                        return outlet.later(Later::BrokerTimedOut { approval: id });
                     }
-                    // Withdrawn: the client cancelled the call, or the server is gone.
-                    Err(_) => return,
+                    // Withdrawn (the client cancelled the call, the server is gone: then
+                    // nothing waits any more), or the broker went away: the call is denied.
+                    Err(_) => return outlet.later(Later::BrokerGone { approval: id }),
                 }
             }
         });
         if let Err(e) = spawned {
             tracing::warn!("cannot wait for the approval broker ({e})");
-            lock(&self.asking.brokered).remove(ask.id.get());
+            lock(&self.asking.brokered).remove(&approval);
             return None;
         }
         Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: "broker", approval: Some(approval) })
     }
 
     /// The broker's answer: the call goes on, or is denied.
-    pub(super) fn broker_answered(&self, call_id: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
-        let Some((waiting, approval, _)) = lock(&self.asking.brokered).remove(call_id) else { return Vec::new() };
+    pub(super) fn broker_answered(&self, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
+        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         let scope = match outcome {
             Outcome::AllowOnce => Some("once"),
             Outcome::AllowSession => Some("session"),
             Outcome::AllowAlways => Some("always"),
             Outcome::Deny => None,
         };
-        self.record_step(&waiting, &approval, "broker", "answered", scope, scope.is_some(), by);
+        self.record_step(&waiting, approval, "broker", "answered", scope, scope.is_some(), by);
         if scope.is_none() {
             return vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))];
         }
@@ -144,9 +146,9 @@ impl Guard {
     }
 
     /// Nobody answered in time: the call gets an error that names the pending approval.
-    pub(super) fn broker_timed_out(&self, call_id: &str) -> Vec<Outgoing> {
-        let Some((waiting, approval, _)) = lock(&self.asking.brokered).remove(call_id) else { return Vec::new() };
-        self.record_step(&waiting, &approval, "broker", "timed_out", None, false, "clawai");
+    pub(super) fn broker_timed_out(&self, approval: &str) -> Vec<Outgoing> {
+        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
+        self.record_step(&waiting, approval, "broker", "timed_out", None, false, "clawai");
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let text = format!(
@@ -163,12 +165,22 @@ impl Guard {
         vec![Outgoing::ToClient(answer)]
     }
 
+    /// The broker's connection broke while a call waited: the call is denied.
+    pub(super) fn broker_gone(&self, approval: &str) -> Vec<Outgoing> {
+        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
+        self.record_step(&waiting, approval, "broker", "cancelled", None, false, "clawai");
+        vec![Outgoing::ToClient(self.declined(&waiting, "the approval broker went away before anyone answered"))]
+    }
+
     /// The client cancelled a call that waits for the broker: the ask is withdrawn.
     pub(super) fn cancel_brokered(&self, request_id: &Value) -> Option<Verdict> {
         let mut brokered = lock(&self.asking.brokered);
-        let call_id =
-            brokered.keys().find(|id| serde_json::from_str::<Value>(id).ok().as_ref() == Some(request_id))?.clone();
-        let (waiting, approval, canceller) = brokered.remove(&call_id)?;
+        let approval = brokered
+            .iter()
+            .find(|(_, (w, _, _))| serde_json::from_str::<Value>(&w.call_id).ok().as_ref() == Some(request_id))?
+            .0
+            .clone();
+        let (waiting, _, canceller) = brokered.remove(&approval)?;
         drop(brokered);
         let _ = canceller.cancel();
         self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "client");
@@ -181,7 +193,7 @@ impl Guard {
         let drained: Vec<_> = lock(&self.asking.brokered).drain().collect();
         drained
             .into_iter()
-            .map(|(call_id, (waiting, approval, canceller))| {
+            .map(|(approval, (waiting, call_id, canceller))| {
                 let _ = canceller.cancel();
                 self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "clawai");
                 call_id

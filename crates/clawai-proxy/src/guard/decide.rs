@@ -142,6 +142,11 @@ impl Guard {
                 event.by = Some("clawai");
                 event.reason = Some(Cow::Owned(format!("{reason}; {e}")));
             }
+            Some(Asked::Duplicate) => {
+                event.step = Some("refused");
+                event.approved = Some(false);
+                event.reason = Some(Cow::Borrowed("a call with this id already waits for a person"));
+            }
             Some(Asked::Nobody) => {
                 event.step = Some("not_asked");
                 event.channel = Some("none");
@@ -160,6 +165,10 @@ impl Guard {
                 };
             }
             Some(Asked::Held { verdict, .. }) => return verdict,
+            Some(Asked::Duplicate) => {
+                let text = "clawai refused the request: a call with this id already waits for a person; use another id";
+                return Verdict::Reply(reply::error(id_text, reply::INVALID_REQUEST, text, None));
+            }
             Some(Asked::Refused(e)) => {
                 let text = format!("clawai refused the retry of {method}: {e}");
                 return Verdict::Reply(reply::error(id_text, reply::INVALID_PARAMS, &text, None));

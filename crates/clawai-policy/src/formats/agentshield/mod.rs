@@ -94,6 +94,9 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
         let label = rule.id.clone().unwrap_or_else(|| format!("structural-rule-{}", n + 1));
         let severity = severity(rule.decision.as_deref(), &format!("structural rule `{label}`"))?;
         let (names, conditions) = structural::convert(&rule.matcher, &label)?;
+        if !rule.matcher.args_match.is_empty() {
+            notes.push(structural::lookup_note(&format!("structural rule `{label}`")));
+        }
         if names.is_empty() && conditions.is_empty() {
             notes.push(format!(
                 "structural rule `{label}` names no tool and no argument, so it never matches in AgentShield; left out"
@@ -239,6 +242,9 @@ fn tool_rule(rule: &Rule, n: usize, notes: &mut Vec<String>) -> Result<Option<En
         !names.is_empty() || !m.argument_patterns.is_empty() || !m.argument_regex_patterns.is_empty();
     if let Some(s) = &m.structural {
         let (structural_names, structural_conditions) = structural::convert(s, &label)?;
+        if !s.args_match.is_empty() {
+            notes.push(structural::lookup_note(&format!("rule `{label}`")));
+        }
         if !structural_names.is_empty() && !names.is_empty() {
             return Err(ConvertError::new(format!(
                 "rule `{label}` names tools both in `match` and in `match.structural`; clawai cannot require two name conditions in one rule: write this rule by hand in TOML"

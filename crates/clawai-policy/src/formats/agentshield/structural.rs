@@ -85,6 +85,16 @@ fn field_conditions(field: &str, fm: &FieldMatch, label: &str) -> Result<Lines, 
     Ok(out)
 }
 
+/// What differs between AgentShield's lookup of a structural field and clawai's.
+pub(super) fn lookup_note(what: &str) -> String {
+    format!(
+        "{what}: recent AgentShield versions also look for a field under other spellings \
+         (camelCase or snake_case, plural) and inside nested objects or JSON strings; clawai reads \
+         it at its path (and in other letter case) only, so check that the converted rule names \
+         every place the server takes it from (an `any_arg_regex` rule covers every string)"
+    )
+}
+
 fn unsupported_error(label: &str, what: &str) -> ConvertError {
     ConvertError::new(format!(
         "rule `{label}` uses {what}, which clawai's policy language cannot express; write this rule by hand in TOML (see `args_regex` and `unless_args_regex`)"
