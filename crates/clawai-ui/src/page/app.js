@@ -42,17 +42,26 @@ async function sha256Hex(text) {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-// A value as shown: strings as they are, the rest as JSON; long ones cut, with the
-// length and a digest of the whole value so that two long values can be told apart.
+// A value as shown: strings as they are, the rest as JSON; long ones shown by head and
+// tail, with the length and a digest of the whole value so that two long values can be
+// told apart.
 async function renderValue(value) {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   const dd = document.createElement('dd');
   const chars = Array.from(text);
   if (chars.length <= MAX_SHOWN) return appendSafe(dd, text);
-  appendSafe(dd, chars.slice(0, MAX_SHOWN).join(''));
+  // Head and tail: a payload tends to hide at the end, after padding.
+  const head = Math.floor(MAX_SHOWN * 2 / 3);
+  const tail = MAX_SHOWN - head;
+  appendSafe(dd, chars.slice(0, head).join(''));
+  const gap = document.createElement('span');
+  gap.className = 'digest';
+  gap.textContent = ` … ${chars.length - head - tail} not shown … `;
+  dd.append(gap);
+  appendSafe(dd, chars.slice(chars.length - tail).join(''));
   const note = document.createElement('span');
   note.className = 'digest';
-  note.textContent = ` … (${chars.length} characters, SHA-256 ${(await sha256Hex(text)).slice(0, 16)}…)`;
+  note.textContent = ` (${chars.length} characters, SHA-256 ${(await sha256Hex(text)).slice(0, 16)}…)`;
   dd.append(note);
   return dd;
 }
