@@ -233,17 +233,19 @@ impl Guard {
         {
             return verdict;
         }
-        self.client_line(line, at, true)
+        self.client_line(line, at, true, true)
     }
 
     /// A client message decided now, without waiting for the server's tool list (a call
     /// that already waited for it).
     fn decide_client_line_now(&self, line: &[u8], at: Stamp) -> Verdict {
-        self.client_line(line, at, false)
+        self.client_line(line, at, false, true)
     }
 
-    /// One client message; `may_wait`: a call may wait for the server's tool list.
-    fn client_line(&self, line: &[u8], at: Stamp, may_wait: bool) -> Verdict {
+    /// One client message; `may_wait`: a call may wait for the server's tool list;
+    /// `may_ask`: a call may wait for a person (not inside a batch, whose answers are
+    /// gathered into one array).
+    fn client_line(&self, line: &[u8], at: Stamp, may_wait: bool, may_ask: bool) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
@@ -277,8 +279,12 @@ impl Guard {
                     // `params` came before `method`.
                     Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
                 });
-                let arrived =
-                    decide::Arrived { line: may_wait.then_some(line), message: Some(line), size: line.len(), at };
+                let arrived = decide::Arrived {
+                    line: may_wait.then_some(line),
+                    message: may_ask.then_some(line),
+                    size: line.len(),
+                    at,
+                };
                 self.decide(&policy, Direction::ClientToServer, method, id, params, arrived)
             }
             (Kind::Request | Kind::Notification, Some(method))
