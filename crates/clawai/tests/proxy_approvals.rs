@@ -428,3 +428,17 @@ fn a_server_request_in_clawais_namespace_is_refused_under_any_spelling() {
     let reported = p.call(&json!({"jsonrpc":"2.0","id":"raw","method":"test/raw-ask","params":{"line":line}}));
     assert_eq!(reported["result"]["client_answered"]["error"]["code"], -32600, "{reported}");
 }
+
+#[test]
+fn a_call_inside_a_batch_is_not_held_for_a_person() {
+    let mut p = start(&[]);
+    let r = p.call(&json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
+    p.send_json(&json!([write_call(json!(1), "/tmp/a"), {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe_read"}}]));
+    let answers = p.recv();
+    let answers = answers.as_array().expect("one array for the batch");
+    let denied = answers.iter().find(|a| a["id"] == 1).unwrap();
+    assert!(denied["result"]["content"][0]["text"].as_str().unwrap().contains("nobody could be asked"), "{denied}");
+    assert!(answers.iter().any(|a| a["id"] == 2 && a["result"]["content"][0]["text"] == "called safe_read"));
+    assert_eq!(calls_seen_by_server(&p), 0);
+}
