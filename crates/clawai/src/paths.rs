@@ -18,9 +18,11 @@ pub fn default_policy() -> PathBuf {
     xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("policy.toml")
 }
 
-/// `$XDG_CONFIG_HOME/clawai/approvals.toml`: the calls a person allowed always.
-pub fn default_approvals() -> PathBuf {
-    xdg("XDG_CONFIG_HOME", &[".config"]).join("clawai").join("approvals.toml")
+/// The standing approvals to read: the flag (or `CLAWAI_APPROVALS`, which clap folds
+/// into it; empty counts as unset), else `$XDG_CONFIG_HOME/clawai/approvals.toml`, where
+/// `clawai ui` and `clawai approve --always` write them.
+pub fn approvals_path(flag: Option<&PathBuf>) -> PathBuf {
+    flag.filter(|p| !p.as_os_str().is_empty()).cloned().unwrap_or_else(clawai_approvals::approvals_file)
 }
 
 /// `$XDG_STATE_HOME/clawai/` (`~/.local/state/clawai/`).

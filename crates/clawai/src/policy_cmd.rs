@@ -360,11 +360,7 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     }
     let d = &explanation.decision;
     if d.action == Action::Prompt {
-        let path = args
-            .approvals
-            .clone()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(crate::paths::default_approvals);
+        let path = crate::paths::approvals_path(args.approvals.as_ref());
         let approvals = clawai_policy::Approvals::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
         if let Some((index, entry)) = approvals.approving(&call) {
             println!("Decision: PROMPT ({}), but ALLOW without asking:", d.reason());

@@ -105,8 +105,7 @@ pub struct HttpRunners {
 impl ProxyArgs {
     /// How a call a `prompt` rule holds is asked about.
     pub(crate) fn ask_options(&self) -> AskOptions {
-        let approvals =
-            self.approvals.clone().filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(paths::default_approvals);
+        let approvals = paths::approvals_path(self.approvals.as_ref());
         AskOptions { timeout: Duration::from_secs_f64(self.ask_timeout), approvals_file: Some(approvals) }
     }
 }
