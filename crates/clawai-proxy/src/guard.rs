@@ -303,11 +303,12 @@ impl Guard {
             (Kind::Notification, Some(method)) => {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
                 if method == "notifications/cancelled" {
-                    self.cancel_held(envelope.params.as_ref());
-                    if let Some(verdict) =
-                        cancelled_request(envelope.params.as_ref()).and_then(|r| self.cancel_asked(&r))
-                    {
-                        return verdict;
+                    let request = params_value(envelope.params.as_ref()).and_then(|p| p.get("requestId").cloned());
+                    if let Some(request) = &request {
+                        self.cancel_held(request);
+                        if let Some(verdict) = self.cancel_asked(request) {
+                            return verdict;
+                        }
                     }
                 }
                 Verdict::Forward
@@ -523,11 +524,11 @@ fn utf8(bytes: &[u8]) -> Option<&str> {
 #[cfg(test)]
 mod tests;
 
-/// The `requestId` of a `notifications/cancelled`.
-fn cancelled_request(params: Option<&Params>) -> Option<serde_json::Value> {
+/// `params` as a JSON value (for the rare messages read beyond their envelope).
+fn params_value(params: Option<&Params>) -> Option<serde_json::Value> {
     match params? {
-        Params::Decoded(Ok(params)) => params.get("requestId").map(clawai_protocol::Json::to_value),
-        Params::Raw(raw) => serde_json::from_str::<serde_json::Value>(raw.get()).ok()?.get("requestId").cloned(),
+        Params::Decoded(Ok(params)) => Some(params.to_value()),
+        Params::Raw(raw) => serde_json::from_str(raw.get()).ok(),
         Params::Decoded(Err(_)) => None,
     }
 }
@@ -535,11 +536,8 @@ fn cancelled_request(params: Option<&Params>) -> Option<serde_json::Value> {
 impl Guard {
     /// Notes what the client's `initialize` declares (whether it can show a form).
     fn note_initialize(&self, params: Option<&Params>) {
-        let value = match params {
-            Some(Params::Decoded(Ok(params))) => params.to_value(),
-            Some(Params::Raw(raw)) => serde_json::from_str(raw.get()).unwrap_or_default(),
-            _ => return,
-        };
-        self.asking.initialize(&value);
+        if let Some(value) = params_value(params) {
+            self.asking.initialize(&value);
+        }
     }
 }

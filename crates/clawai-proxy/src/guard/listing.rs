@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use clawai_policy::{Policy, ToolAnnotations};
 use clawai_protocol::Json;
-use clawai_protocol::envelope::Params;
 use clawai_protocol::reply;
 use clawai_protocol::skim::member;
 use serde_json::Value;
@@ -260,20 +259,12 @@ impl Guard {
 
     /// The client cancelled a request: if it is a call still held, it is dropped (the
     /// server never sees it; the cancellation itself goes on, and the server ignores it).
-    pub(super) fn cancel_held(&self, params: Option<&Params>) {
+    pub(super) fn cancel_held(&self, request_id: &Value) {
         if !self.listing.fetching.load(Ordering::SeqCst) {
             return;
         }
-        let request_id = match params {
-            Some(Params::Decoded(Ok(params))) => params.get("requestId").map(Json::to_value),
-            Some(Params::Raw(raw)) => {
-                serde_json::from_str::<Value>(raw.get()).ok().and_then(|p| p.get("requestId").cloned())
-            }
-            _ => None,
-        };
-        let Some(request_id) = request_id else { return };
         let mut fetch = self.listing.fetch();
-        fetch.held.retain(|call| serde_json::from_str::<Value>(&call.id).ok().as_ref() != Some(&request_id));
+        fetch.held.retain(|call| serde_json::from_str::<Value>(&call.id).ok().as_ref() != Some(request_id));
     }
 
     /// The server is gone: every held call gets an error.
