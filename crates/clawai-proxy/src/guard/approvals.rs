@@ -100,6 +100,33 @@ pub(super) struct Waiting {
     pub(super) stateless: bool,
 }
 
+impl Waiting {
+    /// The call of `ask`, from now on waiting for a person.
+    pub(super) fn new(ask: &Ask, key: String) -> Waiting {
+        Waiting {
+            line: ask.line.to_vec(),
+            call_id: ask.id.get().to_owned(),
+            method: ask.method.to_owned(),
+            name: ask.call.name.map(str::to_owned),
+            key,
+            asked: Instant::now(),
+            rule: ask.rule.clone(),
+            stateless: reply::is_stateless_request(ask.params),
+        }
+    }
+}
+
+/// The answer to a call a rule asked a person about that does not go on: a tool result
+/// with `isError` for `tools/call` (so the model reads why), a -32002 error with `data`
+/// otherwise.
+pub(super) fn not_approved(method: &str, id: Option<&str>, text: &str, stateless: bool, data: Value) -> Vec<u8> {
+    if method == "tools/call" {
+        reply::tool_error(id, text, stateless)
+    } else {
+        reply::error(id, reply::APPROVAL_REQUIRED, text, Some(data))
+    }
+}
+
 /// A 2026-07-28 call a person allowed, forwarded: if the server asks for input of its
 /// own, its state is sealed inside clawai's so the retry is not asked about again.
 struct Approved {
@@ -120,9 +147,9 @@ pub(super) struct Asking {
     client_elicits: AtomicBool,
     waiting: Mutex<HashMap<String, Waiting>>,
     approved: Mutex<HashMap<String, Approved>>,
-    /// Calls waiting for the approval broker, by the broker's id: the call, its id as
-    /// written, and how to withdraw it.
-    pub(super) brokered: Mutex<HashMap<String, (Waiting, String, clawai_approvals::Canceller)>>,
+    /// Calls waiting for the approval broker, by the broker's id: the call, and how to
+    /// withdraw it.
+    pub(super) brokered: Mutex<HashMap<String, (Waiting, clawai_approvals::Canceller)>>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
@@ -231,7 +258,7 @@ impl Guard {
             written == id.get() || serde_json::from_str::<Value>(written).ok() == serde_json::from_str(id.get()).ok()
         };
         self.asking.waiting().values().any(|w| same(&w.call_id))
-            || self.asking.brokered.lock().unwrap_or_else(|e| e.into_inner()).values().any(|(w, _, _)| same(&w.call_id))
+            || self.asking.brokered.lock().unwrap_or_else(|e| e.into_inner()).values().any(|(w, _)| same(&w.call_id))
     }
 
     /// The approvals stage for a client request a rule asked about.
@@ -285,19 +312,7 @@ impl Guard {
         // Which call the question is about, for transports that route by request.
         params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
         let request = reply::request(&own_id, "elicitation/create", &params);
-        self.asking.waiting().insert(
-            own_id.clone(),
-            Waiting {
-                line: ask.line.to_vec(),
-                call_id: ask.id.get().to_owned(),
-                method: ask.method.to_owned(),
-                name: ask.call.name.map(str::to_owned),
-                key,
-                asked: Instant::now(),
-                rule: ask.rule.clone(),
-                stateless: false,
-            },
-        );
+        self.asking.waiting().insert(own_id.clone(), Waiting::new(ask, key));
         self.start_timer(own_id.clone());
         Asked::Held {
             verdict: Verdict::Dispatch(vec![Outgoing::ToClient(request)]),
@@ -358,12 +373,17 @@ impl Guard {
         if !choice.allows() {
             return Some(Verdict::Dispatch(vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))]));
         }
-        if choice == Choice::AllowSession {
+        Some(Verdict::Dispatch(self.release(waiting, choice == Choice::AllowSession)))
+    }
+
+    /// A call a person allowed goes on (and, `for_session`, the identical call later).
+    pub(super) fn release(&self, waiting: Waiting, for_session: bool) -> Vec<Outgoing> {
+        if for_session {
             self.asking.grants.grant(&waiting.key);
         }
         let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
         self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
-        Some(Verdict::Dispatch(vec![Outgoing::ToServer(waiting.line)]))
+        vec![Outgoing::ToServer(waiting.line)]
     }
 
     /// The client cancelled a call that waits for a person: the question is withdrawn
@@ -421,11 +441,7 @@ impl Guard {
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let rule = waiting.rule.as_deref().map_or_else(|| "the policy's default".to_owned(), |r| format!("rule `{r}`"));
         let text = format!("clawai denied {what}: {rule} asks a person, and {why}");
-        if waiting.method == "tools/call" {
-            reply::tool_error(Some(&waiting.call_id), &text, waiting.stateless)
-        } else {
-            reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"decision": "prompt"})))
-        }
+        not_approved(&waiting.method, Some(&waiting.call_id), &text, waiting.stateless, json!({"decision": "prompt"}))
     }
 
     /// One step of asking, in the audit trail.

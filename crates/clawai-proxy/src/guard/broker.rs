@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 use clawai_approvals::{Client, Error as BrokerError, Outcome};
 use clawai_protocol::Json;
 use clawai_protocol::reply;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::approvals::Later;
-use super::approvals::{Ask, Asked, Waiting};
+use super::approvals::{Ask, Asked, Waiting, not_approved};
 use super::{Guard, Outgoing, Verdict};
 use crate::redact::Redacted;
 
@@ -63,19 +62,9 @@ impl Guard {
         };
         let approval = pending.id().to_owned();
         let canceller = pending.canceller().ok()?;
-        let call_id = ask.id.get().to_owned();
-        let waiting = Waiting {
-            line: ask.line.to_vec(),
-            call_id: call_id.clone(),
-            method: ask.method.to_owned(),
-            name: ask.call.name.map(str::to_owned),
-            key,
-            asked: Instant::now(),
-            rule: ask.rule.clone(),
-            stateless: clawai_protocol::reply::is_stateless_request(ask.params),
-        };
+        let waiting = Waiting::new(ask, key);
         // By the broker's id: two held calls may carry the same JSON-RPC id.
-        lock(&self.asking.brokered).insert(approval.clone(), (waiting, call_id, canceller));
+        lock(&self.asking.brokered).insert(approval.clone(), (waiting, canceller));
         let progress = ask.params.and_then(|p| p.get("_meta")).and_then(|m| m.get("progressToken")).map(Json::to_value);
         let outlet = Arc::downgrade(&outlet);
         let id = approval.clone();
@@ -126,7 +115,7 @@ impl Guard {
 
     /// The broker's answer: the call goes on, or is denied.
     pub(super) fn broker_answered(&self, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
-        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
+        let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         let scope = match outcome {
             Outcome::AllowOnce => Some("once"),
             Outcome::AllowSession => Some("session"),
@@ -137,17 +126,12 @@ impl Guard {
         if scope.is_none() {
             return vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))];
         }
-        if outcome == Outcome::AllowSession {
-            self.asking.grants.grant(&waiting.key);
-        }
-        let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
-        self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
-        vec![Outgoing::ToServer(waiting.line)]
+        self.release(waiting, outcome == Outcome::AllowSession)
     }
 
     /// Nobody answered in time: the call gets an error that names the pending approval.
     pub(super) fn broker_timed_out(&self, approval: &str) -> Vec<Outgoing> {
-        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
+        let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         self.record_step(&waiting, approval, "broker", "timed_out", None, false, "clawai");
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
@@ -157,17 +141,14 @@ impl Guard {
              2 minutes: it passes once",
             self.asking.options.timeout.as_secs_f64()
         );
-        let answer = if waiting.method == "tools/call" {
-            reply::tool_error(Some(&waiting.call_id), &text, waiting.stateless)
-        } else {
-            reply::error(Some(&waiting.call_id), reply::APPROVAL_REQUIRED, &text, Some(json!({"approval": approval})))
-        };
+        let data = json!({"approval": approval});
+        let answer = not_approved(&waiting.method, Some(&waiting.call_id), &text, waiting.stateless, data);
         vec![Outgoing::ToClient(answer)]
     }
 
     /// The broker's connection broke while a call waited: the call is denied.
     pub(super) fn broker_gone(&self, approval: &str) -> Vec<Outgoing> {
-        let Some((waiting, _, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
+        let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         self.record_step(&waiting, approval, "broker", "cancelled", None, false, "clawai");
         vec![Outgoing::ToClient(self.declined(&waiting, "the approval broker went away before anyone answered"))]
     }
@@ -177,10 +158,10 @@ impl Guard {
         let mut brokered = lock(&self.asking.brokered);
         let approval = brokered
             .iter()
-            .find(|(_, (w, _, _))| serde_json::from_str::<Value>(&w.call_id).ok().as_ref() == Some(request_id))?
+            .find(|(_, (w, _))| serde_json::from_str::<Value>(&w.call_id).ok().as_ref() == Some(request_id))?
             .0
             .clone();
-        let (waiting, _, canceller) = brokered.remove(&approval)?;
+        let (waiting, canceller) = brokered.remove(&approval)?;
         drop(brokered);
         let _ = canceller.cancel();
         self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "client");
@@ -193,10 +174,10 @@ impl Guard {
         let drained: Vec<_> = lock(&self.asking.brokered).drain().collect();
         drained
             .into_iter()
-            .map(|(approval, (waiting, call_id, canceller))| {
+            .map(|(approval, (waiting, canceller))| {
                 let _ = canceller.cancel();
                 self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "clawai");
-                call_id
+                waiting.call_id
             })
             .collect()
     }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Outgoing;
-use super::approvals::{Ask, Asked};
+use super::approvals::{Ask, Asked, not_approved};
 use super::listing::Unlisted;
 use super::{Guard, SERVER_DECIDED, Verdict};
 use crate::audit::{Direction, Stamp};
@@ -177,16 +177,8 @@ impl Guard {
                 let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
                 let text = format!("clawai denied {what}: a rule asks a person ({reason}), and the person declined");
                 let stateless = reply::is_stateless_request(params);
-                return Verdict::Reply(if method == "tools/call" {
-                    reply::tool_error(id_text, &text, stateless)
-                } else {
-                    reply::error(
-                        id_text,
-                        reply::APPROVAL_REQUIRED,
-                        &text,
-                        Some(serde_json::json!({"decision": "prompt"})),
-                    )
-                });
+                let data = serde_json::json!({"decision": "prompt"});
+                return Verdict::Reply(not_approved(method, id_text, &text, stateless, data));
             }
             Some(Asked::Nobody) | None => {}
         }
