@@ -28,6 +28,7 @@ use crate::ask::grants::SessionGrants;
 use crate::ask::key::{arguments_digest, call_key};
 use crate::ask::seal::{Binding, SealError, Sealer, Stage, State};
 use crate::audit::Direction;
+use crate::in_flight::match_key;
 
 /// The key of clawai's question among a 2026-07-28 result's `inputRequests`.
 pub const INPUT_KEY: &str = "clawai.approval";
@@ -254,9 +255,9 @@ impl Guard {
 
     /// True when a call with this id (as JSON) already waits for a person.
     fn holds(&self, id: &RawValue) -> bool {
-        let same = |written: &str| {
-            written == id.get() || serde_json::from_str::<Value>(written).ok() == serde_json::from_str(id.get()).ok()
-        };
+        // Matched as responses are matched to requests: `1`, `1.0` and `1e0` are one id.
+        let key = match_key(id.get());
+        let same = |written: &str| match_key(written) == key;
         self.asking.waiting().values().any(|w| same(&w.call_id))
             || self.asking.brokered.lock().unwrap_or_else(|e| e.into_inner()).values().any(|(w, _)| same(&w.call_id))
     }
