@@ -204,6 +204,8 @@ pub enum Miss {
     Service,
     /// An argument condition (its key and dotted path: `args.path`, `args_number.amount`).
     Arg(String),
+    /// An exception held, so the rule does not apply (`unless_args.path`).
+    Excepted(String),
     /// Argument conditions need an object and the arguments are not one.
     ArgsNotObject,
     /// An `any_arg` condition (its key: `any_arg`, `any_arg_regex`, `any_arg_host`).
@@ -345,7 +347,7 @@ impl Rule {
             // an allow on any reading.
             let quantifier = if cond.except { q.opposite() } else { q };
             if path_matches(object, &cond.path, &cond.test, quantifier, call.follow_links) == cond.except {
-                return Err(Miss::Arg(cond.describe()));
+                return Err(if cond.except { Miss::Excepted(cond.describe()) } else { Miss::Arg(cond.describe()) });
             }
         }
         for test in &self.any_args {
@@ -445,7 +447,7 @@ impl fmt::Display for Miss {
             Miss::Target => f.write_str("not the same kind of message or name"),
             Miss::Server => f.write_str("server does not match"),
             Miss::Service => f.write_str("service does not match"),
-            Miss::Arg(path) if path.starts_with("unless_") => write!(f, "{path} matches, so the rule does not apply"),
+            Miss::Excepted(path) => write!(f, "{path} matches, so the rule does not apply"),
             Miss::Arg(path) => write!(f, "{path} does not match (or is missing)"),
             Miss::ArgsNotObject => f.write_str("arguments are not an object, so argument conditions cannot hold"),
             Miss::AnyArg(key) => write!(f, "{key} does not match the string arguments"),
