@@ -72,6 +72,21 @@ pub fn strip_protocol_meta(message: &mut Value) {
     }
 }
 
+/// The message without the 2026-07-28 keys of its `_meta` (see [`strip_protocol_meta`]);
+/// a message without them is returned as it is.
+pub fn without_protocol_meta(bytes: Vec<u8>) -> Vec<u8> {
+    if memchr::memmem::find(&bytes, b"io.modelcontextprotocol/").is_none() {
+        return bytes;
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(mut message) => {
+            strip_protocol_meta(&mut message);
+            encode(&message)
+        }
+        Err(_) => bytes,
+    }
+}
+
 /// The resource URIs a result names (resource links, embedded resources, read contents),
 /// rewritten to the gateway's names for server `server`.
 pub fn list_resource_uris(result: &mut Value, server: &str) {

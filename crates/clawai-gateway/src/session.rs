@@ -9,6 +9,7 @@
 
 mod forward;
 mod from_server;
+mod input_required;
 mod lists;
 
 use std::collections::{HashMap, HashSet};
@@ -46,6 +47,8 @@ pub struct Session {
     /// Requests sent to the client, by the id it was given: where its answer goes.
     asked: Mutex<HashMap<String, Asked>>,
     next_asked: AtomicU64,
+    /// Calls of a 2026-07-28 client waiting for it to retry with input, by state.
+    suspended: Mutex<HashMap<String, input_required::Suspended>>,
 }
 
 #[derive(Default)]
@@ -89,6 +92,7 @@ impl Session {
             calls: Mutex::default(),
             asked: Mutex::default(),
             next_asked: AtomicU64::new(1),
+            suspended: Mutex::default(),
         });
         core.add_session(&session);
         // Servers never wait for a slow client: its messages queue here.
@@ -188,6 +192,11 @@ impl Session {
             }
         }
         let params = message.get("params").cloned().unwrap_or(Value::Null);
+        if let Some(state) = params.get("requestState").and_then(Value::as_str)
+            && state.starts_with(input_required::STATE_PREFIX)
+        {
+            return self.resume(id, &message, state).await;
+        }
         if matches!(method, "tools/call" | "prompts/get" | "resources/read" | "completion/complete")
             || ListKind::of_method(method).is_some()
         {

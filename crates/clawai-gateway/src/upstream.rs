@@ -239,6 +239,31 @@ impl Upstream {
         sessions
     }
 
+    /// This session's calls in flight here that a client still waits for: (the id the
+    /// server knows each by, the client's id).
+    pub fn calls_of(&self, session: &Arc<Session>) -> Vec<(String, Value)> {
+        lock(&self.pending)
+            .iter()
+            .filter_map(|(key, pending)| match pending {
+                Pending::Call(call)
+                    if !call.client_id.is_null()
+                        && call.session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, session)) =>
+                {
+                    Some((key.clone(), call.client_id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Gives a call in flight another client id (`null` while no client request waits
+    /// for it: a 2026-07-28 client was asked for input and has not retried yet).
+    pub fn reattach(&self, key: &str, client_id: Value) {
+        if let Some(Pending::Call(call)) = lock(&self.pending).get_mut(key) {
+            call.client_id = client_id;
+        }
+    }
+
     /// Client calls still waiting for the server.
     pub fn calls_in_flight(&self) -> usize {
         lock(&self.pending).values().filter(|p| matches!(p, Pending::Call(_))).count()

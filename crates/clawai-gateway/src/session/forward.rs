@@ -149,7 +149,6 @@ impl Session {
             rewrite::set_progress_token(&mut message, json!(token));
         }
         message["id"] = upstream_id;
-        rewrite::strip_protocol_meta(&mut message);
         lock(&self.calls).insert(id_key(&client_id), (Arc::downgrade(upstream), key.clone()));
         pair.guard.client_sent_id(&key, &id_key(&client_id));
         upstream.expect(
@@ -162,7 +161,7 @@ impl Session {
     }
 
     /// Does what the guard said of a message on its way to the server.
-    async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
+    pub(super) async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
         match verdict {
             Verdict::Forward => self.to_server(pair, bytes).await,
             Verdict::Reply(answer) | Verdict::Replace(answer) => self.answer_from_pair(pair, answer),
@@ -173,6 +172,8 @@ impl Session {
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
         pair.guard.write_pending_decisions();
+        // The guard saw the client's revision; the server gets the one it agreed on.
+        let bytes = rewrite::without_protocol_meta(bytes);
         if !pair.upstream.send(bytes.clone()).await
             && let Ok(message) = serde_json::from_slice::<Value>(&bytes)
             && let Some(id) = message.get("id").filter(|_| message.get("method").is_some())
@@ -252,6 +253,15 @@ impl Session {
         let pair = self.pair(upstream);
         let verdict = pair.guard.from_server(&bytes);
         pair.guard.forget_client_id(&call.upstream_id);
+        if call.client_id.is_null() {
+            // Its client was asked for input and has not retried yet.
+            if let Verdict::Forward = verdict {
+                self.keep_answer(&call.upstream_id, bytes);
+            } else if let Verdict::Replace(instead) = verdict {
+                self.keep_answer(&call.upstream_id, instead);
+            }
+            return;
+        }
         match verdict {
             Verdict::Forward => self.send_parsed_answer(upstream, &call.client_id, &bytes),
             Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
@@ -268,7 +278,7 @@ impl Session {
         }
     }
 
-    fn send_parsed_answer(&self, upstream: &Upstream, client_id: &Value, bytes: &[u8]) {
+    pub(super) fn send_parsed_answer(&self, upstream: &Upstream, client_id: &Value, bytes: &[u8]) {
         if let Ok(message) = serde_json::from_slice::<Value>(bytes) {
             self.send_answer(upstream, client_id, message);
         }

@@ -38,13 +38,8 @@ impl Session {
         message: &Value,
         bytes: &[u8],
     ) -> Result<(), String> {
-        {
+        let modern = {
             let state = lock(&self.state);
-            if state.modern {
-                return Err(format!(
-                    "clawai gateway: the client speaks 2026-07-28, where `{method}` travels in its call's result; the gateway does not relay that yet"
-                ));
-            }
             let capability = match method {
                 "sampling/createMessage" => Some("sampling"),
                 "elicitation/create" => Some("elicitation"),
@@ -56,6 +51,10 @@ impl Session {
             {
                 return Err(format!("clawai gateway: the client did not declare the `{capability}` capability"));
             }
+            state.modern
+        };
+        if modern {
+            return self.ask_in_result(upstream, method, id, message, bytes).await;
         }
         let pair = self.pair(upstream);
         match pair.guard.from_server(bytes) {
