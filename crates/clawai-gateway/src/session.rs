@@ -58,6 +58,8 @@ struct State {
     modern: bool,
     /// What the client declared it can do.
     capabilities: Value,
+    /// The params of the client's `initialize`, told to each guard.
+    initialize: Option<Value>,
     view: Option<Arc<View>>,
     /// The digests of the lists the client was last shown or told of.
     announced: Option<[u64; 4]>,
@@ -120,7 +122,13 @@ impl Session {
     /// This session's guard for `upstream`.
     pub(crate) fn pair(self: &Arc<Self>, upstream: &Arc<Upstream>) -> Arc<Pair> {
         let mut pairs = lock(&self.pairs);
-        let pair = pairs.entry(upstream.instance).or_insert_with(|| Pair::new(&self.core, self, Arc::clone(upstream)));
+        let pair = pairs.entry(upstream.instance).or_insert_with(|| {
+            let pair = Pair::new(&self.core, self, Arc::clone(upstream));
+            if let Some(initialize) = &lock(&self.state).initialize {
+                pair.guard.client_initialized(initialize);
+            }
+            pair
+        });
         Arc::clone(pair)
     }
 
@@ -203,7 +211,12 @@ impl Session {
             self.core.settle().await;
         }
         match method {
-            "initialize" => self.initialize(&id, &params),
+            "initialize" => {
+                // A client that starts with the gateway sees the servers that come up
+                // quickly, and what they can do, from its first answer.
+                self.core.settle().await;
+                self.initialize(&id, &params)
+            }
             "server/discover" => self.discover(&id),
             "ping" => self.answer(&id, json!({}), modern),
             "tools/call" => self.call_tool(id, message, modern).await,

@@ -566,6 +566,13 @@ fn params_value(params: Option<&Params>) -> Option<serde_json::Value> {
 }
 
 impl Guard {
+    /// What the client declared in its `initialize` (its params), when this guard did not
+    /// see it go by: behind the gateway, which answers `initialize` itself. Says whether
+    /// the client can be asked with a form.
+    pub fn client_initialized(&self, params: &serde_json::Value) {
+        self.asking.initialize(params);
+    }
+
     /// Notes what the client's `initialize` declares (whether it can show a form).
     fn note_initialize(&self, params: Option<&Params>) {
         if let Some(value) = params_value(params) {

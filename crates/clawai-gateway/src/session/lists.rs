@@ -57,6 +57,10 @@ impl Session {
             state.initialized = true;
             state.capabilities = params.get("capabilities").cloned().unwrap_or(Value::Null);
             state.announced = Some(view.digests);
+            state.initialize = Some(params.clone());
+        }
+        for pair in lock(&self.pairs).values() {
+            pair.guard.client_initialized(params);
         }
         let mut result = json!({
             "protocolVersion": version,
