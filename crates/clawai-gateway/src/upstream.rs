@@ -112,6 +112,8 @@ pub struct Upstream {
     progress: Mutex<HashMap<String, Progress>>,
     next_id: AtomicU64,
     stop: watch::Sender<bool>,
+    /// Ends the server's current run (it did not initialize), to start it again.
+    restart: tokio::sync::Notify,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -143,6 +145,7 @@ impl Upstream {
             progress: Mutex::default(),
             next_id: AtomicU64::new(1),
             stop,
+            restart: tokio::sync::Notify::new(),
         });
         tokio::spawn(Arc::clone(&upstream).run());
         upstream
@@ -346,7 +349,7 @@ impl Upstream {
             };
             self.went_down(&reason);
             let stopped = *stop.borrow();
-            if stopped {
+            if stopped || matches!(self.status(), Status::Draining) {
                 break;
             }
             if started.elapsed() > Duration::from_secs(60) {

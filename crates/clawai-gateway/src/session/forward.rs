@@ -206,6 +206,8 @@ impl Session {
     /// A message a guard sends the client: an answer to a call (under the server's id),
     /// a question of its own, or progress while a call waits.
     fn answer_from_pair(self: &Arc<Self>, pair: &Pair, bytes: Vec<u8>) {
+        // A denial leaves only once the decision is on disk.
+        pair.guard.write_pending_decisions();
         let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else { return };
         let has_method = message.get("method").is_some();
         match message.get("id").filter(|id| !id.is_null()).cloned() {
@@ -276,6 +278,27 @@ impl Session {
             }
             Verdict::Drop => {}
         }
+    }
+
+    /// The server's answer to a call was over the size limit: the client gets an error.
+    pub(crate) fn call_too_large(
+        self: &Arc<Self>,
+        upstream: &Arc<Upstream>,
+        call: CallFrom,
+        prefix: &[u8],
+        length: usize,
+        limit: usize,
+    ) {
+        let pair = self.pair(upstream);
+        if let Verdict::Replace(error) = pair.guard.oversize_from_server(prefix, length, limit) {
+            self.send_parsed_answer(upstream, &call.client_id, &error);
+        } else {
+            self.fail_call(
+                &call.client_id,
+                &format!("clawai gateway: the server's answer of {length} bytes is over the {limit}-byte limit"),
+            );
+        }
+        pair.guard.forget_client_id(&call.upstream_id);
     }
 
     pub(super) fn send_parsed_answer(&self, upstream: &Upstream, client_id: &Value, bytes: &[u8]) {

@@ -69,12 +69,11 @@ impl Upstream {
             let item = tokio::select! {
                 item = from_server.recv() => item,
                 _ = stop.wait_for(|stop| *stop) => break "stopped by the gateway".to_owned(),
+                () = self.restart.notified() => break "it did not initialize".to_owned(),
             };
             match item {
                 Some(FromServer::Message(message)) => self.on_message(message).await,
-                Some(FromServer::Oversize { length, .. }) => {
-                    tracing::warn!("server `{}` sent a message of {length} bytes, over the limit; dropped", self.name);
-                }
+                Some(FromServer::Oversize { prefix, length }) => self.oversize(&prefix, length).await,
                 Some(FromServer::Closed(reason)) => break reason,
                 None => break "the server's output ended".to_owned(),
             }
@@ -96,8 +95,8 @@ impl Upstream {
             Ok(result) => result,
             Err(why) => {
                 tracing::warn!("server `{}`: {why}", self.name);
-                // Ending the link stops the child; the run loop starts it again later.
-                lock(&self.sender).take();
+                // The run ends (the child is stopped) and starts again after a wait.
+                self.restart.notify_one();
                 return;
             }
         };

@@ -27,6 +27,21 @@ impl Upstream {
         }
     }
 
+    /// A message over `--max-message-size`: dropped; a call it answered gets an error.
+    pub(super) async fn oversize(self: &Arc<Self>, prefix: &[u8], length: usize) {
+        tracing::warn!("server `{}` sent a message of {length} bytes, over the limit; dropped", self.name);
+        let id = clawai_protocol::skim::leading_id(prefix).and_then(|id| std::str::from_utf8(id).ok());
+        let Some(key) = id.and_then(|id| serde_json::from_str::<Value>(id).ok()).map(|id| id_key(&id)) else {
+            return;
+        };
+        if let Some(Pending::Call(call)) = self.forget(&key)
+            && let Some(session) = call.session.upgrade()
+        {
+            let limit = self.core().map_or(0, |core| core.options.max_message);
+            session.call_too_large(self, call, prefix, length, limit);
+        }
+    }
+
     async fn answer(self: &Arc<Self>, key: &str, message: Value, bytes: Vec<u8>) {
         let pending = self.forget(key);
         match pending {
