@@ -2,6 +2,7 @@
 //! clients' files used as they are.
 
 mod entries;
+mod robustness;
 mod values;
 
 use std::collections::BTreeMap;
