@@ -1,0 +1,355 @@
+//! One server entry: its name, its transport (given by `type` or inferred from `command`
+//! and `url`), and the checks that keep a slip from starting something other than what
+//! was meant.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use jsonc_parser::ast::ObjectProp;
+use jsonc_parser::common::Ranged;
+
+use super::error::ConfigError;
+use super::expand::{ExpandError, expand};
+use super::json::{Doc, Fields, Key, StringMember, prop_name};
+use super::{McpServerConfig, ServerEntry};
+
+/// The keys of a server entry in every file.
+const SERVER_KEYS: [Key; 9] = [
+    Key::one("type"),
+    Key::one("command"),
+    Key::one("args"),
+    Key::one("env"),
+    Key::one("cwd"),
+    Key::one("url"),
+    Key::one("headers"),
+    Key::two("internalOnly", "internal_only"),
+    Key::one("disabled"),
+];
+
+/// Where other MCP clients put a remote server's address (Windsurf: `serverUrl`, Gemini
+/// CLI: `httpUrl`); read in those clients' files, so they work as they are.
+const CLIENT_URL_KEYS: [Key; 2] = [Key::one("serverUrl"), Key::one("httpUrl")];
+
+/// Spellings other tools use, pointed at the gateway's own key in an unknown-key error.
+const HINTS: &[(&str, &str)] = &[
+    ("serverUrl", "url"),
+    ("httpUrl", "url"),
+    ("transport", "type"),
+    ("internal", "internalOnly"),
+    ("environment", "env"),
+    ("workingDirectory", "cwd"),
+];
+
+/// How a server is reached.
+#[derive(Clone, Copy)]
+enum Kind {
+    Stdio,
+    Sse,
+    Http,
+}
+
+/// Reads one member of the servers object. `Ok(None)`: the entry has neither a command
+/// nor a URL and is skipped (a warning says so).
+pub(super) fn read(
+    doc: &Doc,
+    prop: &ObjectProp,
+    env: &dyn Fn(&str) -> Option<String>,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(String, ServerEntry)>, ConfigError> {
+    let name = prop_name(prop);
+    check_name(doc, name, prop.range.start)?;
+    let section = format!("server `{name}`");
+    let object = doc.object(&prop.value, &section)?;
+    let known: Vec<Key> =
+        if lenient { SERVER_KEYS.iter().chain(&CLIENT_URL_KEYS).copied().collect() } else { SERVER_KEYS.to_vec() };
+    let fields = Fields::read(doc, object, &section, &known, HINTS, lenient)?;
+    let what = |key: &str| format!("`{key}` of server `{name}`");
+    let string = |key: &str| -> Result<Option<(String, usize)>, ConfigError> {
+        fields.get(key).map(|p| doc.string(&p.value, &what(key)).map(|s| (s.to_owned(), p.range.start))).transpose()
+    };
+    let members = |key: &str| -> Result<Vec<StringMember>, ConfigError> {
+        fields.get(key).map(|p| doc.string_members(&p.value, &what(key))).transpose().map(Option::unwrap_or_default)
+    };
+    let flag = |key: &str, default: bool| -> Result<bool, ConfigError> {
+        fields.get(key).map_or(Ok(default), |p| doc.boolean(&p.value, &what(prop_name(p))))
+    };
+
+    let given = match fields.get("type") {
+        None => None,
+        Some(p) => Some(match doc.string(&p.value, &what("type"))? {
+            "stdio" => Kind::Stdio,
+            "sse" => Kind::Sse,
+            // Streamable HTTP, under the names other MCP clients write for it.
+            "http" | "streamable-http" | "streamableHttp" | "streamable_http" => Kind::Http,
+            "builtin" => {
+                return Err(doc.invalid(
+                    p.range.start,
+                    format!(
+                        "server `{name}` has `\"type\": \"builtin\"`, and built-in servers are not available \
+                         yet; remove this server for now"
+                    ),
+                ));
+            }
+            other => {
+                return Err(doc.invalid(
+                    p.value.start(),
+                    format!(
+                        "`type` of server `{name}` is `{other}`; use `stdio`, `sse` or `http`, or leave `type` \
+                         out to choose by `command` or `url`"
+                    ),
+                ));
+            }
+        }),
+    };
+    let command = string("command")?.filter(|(c, _)| !c.is_empty());
+    let args = fields.get("args").map(|p| doc.strings(&p.value, &what("args"))).transpose()?.unwrap_or_default();
+    let env_members = members("env")?;
+    let header_members = members("headers")?;
+    let cwd = string("cwd")?;
+    let url = address(doc, &fields, name)?;
+    let internal_only = flag("internalOnly", true)?;
+    let disabled = flag("disabled", false)?;
+
+    let kind = match (given, &command, &url) {
+        (Some(kind), _, _) => kind,
+        (None, Some(_), Some(url)) => {
+            return Err(doc.invalid(
+                url.at,
+                format!("server `{name}` has both `command` and `{}`; remove the one it should not use", url.key),
+            ));
+        }
+        (None, Some(_), None) => Kind::Stdio,
+        (None, None, Some(_)) => Kind::Http,
+        (None, None, None) => {
+            warnings.push(format!(
+                "{}: server `{name}` has neither a `command` nor a `url` and was skipped; give it one of them",
+                doc.at(prop.range.start)
+            ));
+            return Ok(None);
+        }
+    };
+    let unused = |key: &str, at: usize, how: &str| {
+        doc.invalid(at, format!("`{key}` has no use for server `{name}`, which {how}; remove `{key}`"))
+    };
+    let transport = match kind {
+        Kind::Stdio => {
+            const HOW: &str = "runs a command over stdio";
+            let Some((command, command_at)) = command else {
+                return Err(doc.invalid(
+                    prop.range.start,
+                    format!("server `{name}` is a stdio server but has no `command`; add the program to run"),
+                ));
+            };
+            if let Some(url) = url {
+                return Err(unused(url.key, url.at, HOW));
+            }
+            if let Some(first) = header_members.first() {
+                return Err(unused("headers", first.key_at, HOW));
+            }
+            refuse_nul(doc, &command, command_at, &what("command"))?;
+            let mut checked = Vec::with_capacity(args.len());
+            for (arg, at) in args {
+                refuse_nul(doc, &arg, at, &what("args"))?;
+                checked.push(arg);
+            }
+            let mut env_values = BTreeMap::new();
+            for member in env_members {
+                if member.key.is_empty() || member.key.contains(['=', '\0']) {
+                    return Err(doc.invalid(
+                        member.key_at,
+                        format!(
+                            "`{}` in `env` of server `{name}` cannot be an environment variable's name \
+                             (it is empty or has `=` or a NUL character); rename it",
+                            member.key
+                        ),
+                    ));
+                }
+                let key = format!("env.{}", member.key);
+                let value = expanded(doc, env, disabled, name, &key, &member)?;
+                refuse_nul(doc, &value, member.value_at, &format!("`{key}` of server `{name}`"))?;
+                env_values.insert(member.key, value);
+            }
+            McpServerConfig::Stdio { command, args: checked, env: env_values }
+        }
+        Kind::Sse | Kind::Http => {
+            const HOW: &str = "is reached at its URL";
+            let Some(url) = url else {
+                return Err(doc.invalid(
+                    prop.range.start,
+                    format!("server `{name}` is a remote (HTTP or SSE) server but has no `url`; add its address"),
+                ));
+            };
+            if let Some((_, at)) = command {
+                return Err(unused("command", at, HOW));
+            }
+            for (key, present) in [("args", !args.is_empty()), ("env", !env_members.is_empty()), ("cwd", cwd.is_some())]
+            {
+                if present {
+                    let at = fields.get(key).map_or(prop.range.start, |p| p.range.start);
+                    return Err(unused(key, at, HOW));
+                }
+            }
+            check_url(doc, &url, name)?;
+            let mut headers = BTreeMap::new();
+            for member in header_members {
+                check_header_name(doc, &member, name)?;
+                if headers.keys().any(|k: &String| k.eq_ignore_ascii_case(&member.key)) {
+                    return Err(doc.invalid(
+                        member.key_at,
+                        format!(
+                            "header `{}` of server `{name}` is given twice (header names ignore case); keep one",
+                            member.key
+                        ),
+                    ));
+                }
+                let key = format!("headers.{}", member.key);
+                let value = expanded(doc, env, disabled, name, &key, &member)?;
+                if value.contains(['\r', '\n', '\0']) {
+                    return Err(doc.invalid(
+                        member.value_at,
+                        format!(
+                            "`{key}` of server `{name}` contains a line break or NUL character (after expanding \
+                             variables); a header value must be one line"
+                        ),
+                    ));
+                }
+                headers.insert(member.key, value);
+            }
+            match kind {
+                Kind::Sse => McpServerConfig::Sse { url: url.value, headers },
+                _ => McpServerConfig::Http { url: url.value, headers },
+            }
+        }
+    };
+    let cwd = match cwd {
+        Some((dir, at)) if dir.is_empty() => {
+            return Err(doc.invalid(
+                at,
+                format!("`cwd` of server `{name}` is empty; give a directory, or remove `cwd` to use the gateway's"),
+            ));
+        }
+        Some((dir, at)) => {
+            refuse_nul(doc, &dir, at, &what("cwd"))?;
+            Some(PathBuf::from(dir))
+        }
+        None => None,
+    };
+    Ok(Some((name.to_owned(), ServerEntry { transport, cwd, internal_only, disabled })))
+}
+
+/// A server name becomes the prefix of its tools' names (`S__tool`), split at the first
+/// `__`: so no `__` inside it, and no `_` at its end (`a_` + `__x` would split as `a`).
+fn check_name(doc: &Doc, name: &str, at: usize) -> Result<(), ConfigError> {
+    let why = if name.is_empty() {
+        "is empty"
+    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        "has a character other than ASCII letters, digits, `_` and `-`"
+    } else if name.contains("__") {
+        "contains `__`, which separates the server's name from the tool's in tool names"
+    } else if name.ends_with('_') {
+        "ends with `_`, which would run into the `__` after it in tool names"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::ServerName { at: doc.at(at), name: name.to_owned(), why })
+}
+
+/// A remote server's address and the key it was given under.
+struct Address {
+    value: String,
+    key: &'static str,
+    at: usize,
+}
+
+/// The server's non-empty `url` (or, in a client's file, `serverUrl` / `httpUrl`).
+fn address(doc: &Doc, fields: &Fields, name: &str) -> Result<Option<Address>, ConfigError> {
+    let mut found: Option<Address> = None;
+    for key in ["url", "serverUrl", "httpUrl"] {
+        let Some(p) = fields.get(key) else { continue };
+        let value = doc.string(&p.value, &format!("`{key}` of server `{name}`"))?;
+        if let Some(first) = &found {
+            return Err(doc.invalid(
+                p.range.start,
+                format!("server `{name}` has both `{}` and `{key}`; keep one of them", first.key),
+            ));
+        }
+        if !value.is_empty() {
+            found = Some(Address { value: value.to_owned(), key, at: p.range.start });
+        }
+    }
+    Ok(found)
+}
+
+fn check_url(doc: &Doc, url: &Address, name: &str) -> Result<(), ConfigError> {
+    let problem = match url::Url::parse(&url.value) {
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+            format!("uses `{}:`, and only http:// and https:// addresses are supported", parsed.scheme())
+        }
+        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => "has no host".to_owned(),
+        Ok(_) => return Ok(()),
+        Err(e) => format!("is not a URL ({e})"),
+    };
+    Err(doc.invalid(
+        url.at,
+        format!("`{}` of server `{name}` {problem}; write it as https://HOST/PATH or http://HOST:PORT/PATH", url.key),
+    ))
+}
+
+/// Header names are HTTP tokens (RFC 9110 §5.6.2).
+fn check_header_name(doc: &Doc, member: &StringMember, name: &str) -> Result<(), ConfigError> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if !member.key.is_empty() && member.key.bytes().all(token) {
+        return Ok(());
+    }
+    Err(doc.invalid(
+        member.key_at,
+        format!(
+            "`{}` in `headers` of server `{name}` is not a header name (letters, digits and !#$%&'*+-.^_`|~ only); \
+             rename it",
+            member.key
+        ),
+    ))
+}
+
+/// Programs, arguments and paths cannot carry a NUL character to the system.
+fn refuse_nul(doc: &Doc, value: &str, at: usize, what: &str) -> Result<(), ConfigError> {
+    if value.contains('\0') {
+        return Err(doc.invalid(at, format!("{what} contains a NUL character (\\u0000); remove it")));
+    }
+    Ok(())
+}
+
+/// A value with its `${VAR}`s replaced. A disabled server's values are kept as written:
+/// it does not run, and a variable it needs may well be unset for that very reason.
+fn expanded(
+    doc: &Doc,
+    env: &dyn Fn(&str) -> Option<String>,
+    disabled: bool,
+    server: &str,
+    key: &str,
+    member: &StringMember,
+) -> Result<String, ConfigError> {
+    if disabled {
+        return Ok(member.value.clone());
+    }
+    expand(&member.value, env).map_err(|e| match e {
+        ExpandError::Unset(variable) => ConfigError::UnsetVariable {
+            at: doc.at(member.value_at),
+            server: server.to_owned(),
+            key: key.to_owned(),
+            variable,
+        },
+        ExpandError::Unterminated => doc.invalid(
+            member.value_at,
+            format!("`{key}` of server `{server}` has a `${{` with no `}}` after it; close the variable with `}}`"),
+        ),
+        ExpandError::NotAName(inside) => doc.invalid(
+            member.value_at,
+            format!(
+                "`${{{inside}}}` in `{key}` of server `{server}` is not a variable name (letters, digits and `_`, \
+                 not starting with a digit); fix it"
+            ),
+        ),
+    })
+}
