@@ -46,11 +46,26 @@ pub fn split_resource_uri(uri: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && valid_server_name(server)).then_some((server, original))
 }
 
-/// True for a name a server may have: letters, digits, `_` and `-`, without `__`.
+/// True for a name a server may have (see [`server_name_problem`]).
 pub fn valid_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.contains(SEPARATOR)
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    server_name_problem(name).is_none()
+}
+
+/// What is wrong with a server's name, if anything: it must be ASCII letters, digits,
+/// `_` and `-`, without `__`, and must not end with `_` (server `a_` with tool `x` and
+/// server `a` with tool `_x` would both be listed as `a___x`).
+pub fn server_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("is empty")
+    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        Some("has a character other than ASCII letters, digits, `_` and `-`")
+    } else if name.contains(SEPARATOR) {
+        Some("contains `__`, which separates the server's name from the tool's in tool names")
+    } else if name.ends_with('_') {
+        Some("ends with `_`, which would run into the `__` after it in tool names")
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -89,7 +104,7 @@ mod tests {
     #[test]
     fn server_names_are_checked() {
         assert!(valid_server_name("github-2_x"));
-        for bad in ["", "a__b", "a b", "é", "a/b"] {
+        for bad in ["", "a__b", "a b", "é", "a/b", "a_"] {
             assert!(!valid_server_name(bad), "{bad}");
         }
     }

@@ -241,17 +241,7 @@ pub(super) fn read(
 /// A server name becomes the prefix of its tools' names (`S__tool`), split at the first
 /// `__`: so no `__` inside it, and no `_` at its end (`a_` + `__x` would split as `a`).
 fn check_name(doc: &Doc, name: &str, at: usize) -> Result<(), ConfigError> {
-    let why = if name.is_empty() {
-        "is empty"
-    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-        "has a character other than ASCII letters, digits, `_` and `-`"
-    } else if name.contains("__") {
-        "contains `__`, which separates the server's name from the tool's in tool names"
-    } else if name.ends_with('_') {
-        "ends with `_`, which would run into the `__` after it in tool names"
-    } else {
-        return Ok(());
-    };
+    let Some(why) = crate::names::server_name_problem(name) else { return Ok(()) };
     Err(ConfigError::ServerName { at: doc.at(at), name: name.to_owned(), why })
 }
 
