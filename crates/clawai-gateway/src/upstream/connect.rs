@@ -17,7 +17,7 @@ use crate::config::McpServerConfig;
 
 /// The variables a child inherits from the gateway (besides its own `env`): what a
 /// program needs to run, never the gateway's API keys.
-const INHERITED: [&str; 9] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL", "TZ"];
+const INHERITED: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL"];
 
 /// True for a variable a child inherits.
 pub fn inherited(name: &str) -> bool {

@@ -144,7 +144,8 @@ impl Upstream {
 
     /// Answers a request of the server's with an error at once, and records both.
     pub(crate) async fn refuse_server_request(&self, id: &Value, bytes: &[u8], why: &str) {
-        tracing::warn!("server `{}`: {why}", self.name);
+        // Recorded in the trail; servers that ask for roots as they start make this common.
+        tracing::info!("server `{}`: {why}", self.name);
         self.guard.from_server(bytes);
         let error = rewrite::error(id, rewrite::METHOD_NOT_FOUND, why);
         self.guard.from_client(&error);
