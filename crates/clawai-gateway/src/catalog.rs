@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use clawai_policy::{Call, Policy, ToolAnnotations};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -86,6 +87,8 @@ pub struct Item {
     pub listed: String,
     /// The item as clients see it, encoded once.
     pub json: Box<RawValue>,
+    /// What a tool says of itself (`readOnlyHint`, `destructiveHint`), for the policy.
+    pub annotations: ToolAnnotations,
 }
 
 /// Every server's items, merged.
@@ -126,18 +129,39 @@ impl Catalog {
         let mut shown = item.clone();
         shown[kind.key()] = Value::String(listed.clone());
         let json = serde_json::value::to_raw_value(&shown).expect("a JSON value encodes");
+        let annotations = item.get("annotations").map(ToolAnnotations::from_json).unwrap_or_default();
         by_name.insert(listed.clone(), self.lists[kind.index()].len());
         self.lists[kind.index()].push(Item {
             upstream: Arc::clone(upstream),
             original: original.to_owned(),
             listed,
             json,
+            annotations,
         });
     }
 
     /// Every item of a kind.
     pub fn items(&self, kind: ListKind) -> &[Item] {
         &self.lists[kind.index()]
+    }
+
+    /// For each tool, whether `policy` denies every call to it whatever the arguments
+    /// (such tools are left out of lists; a call still gets the policy's denial).
+    pub fn always_denied_tools(&self, policy: &Policy) -> Vec<bool> {
+        self.items(ListKind::Tools)
+            .iter()
+            .map(|item| {
+                let call = Call {
+                    method: "tools/call",
+                    name: Some(&item.original),
+                    arguments: None,
+                    server: Some(&item.upstream.name),
+                    annotations: Some(item.annotations),
+                    follow_links: None,
+                };
+                policy.denies_whatever_the_arguments(&call).is_some()
+            })
+            .collect()
     }
 
     /// The item listed under `listed`.

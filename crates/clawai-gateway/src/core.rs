@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
+use clawai_policy::Policy;
 use clawai_policy::glob::Glob;
 use clawai_proxy::{AskOptions, AuditLog, PolicyHandle};
 
@@ -61,10 +62,13 @@ pub struct Core {
     pub(crate) draining: Mutex<Vec<Arc<Upstream>>>,
     /// When the gateway started: first lists wait a moment for servers still starting.
     started: std::time::Instant,
+    /// The tools the policy always denies, for the catalog generation and policy they
+    /// were worked out for (once, for every session).
+    always_denied: Mutex<Option<(u64, Arc<Policy>, Arc<Vec<bool>>)>>,
 }
 
 /// How long after start the first lists wait for servers still starting.
-const SETTLE: Duration = Duration::from_millis(2500);
+const SETTLE: Duration = Duration::from_millis(1500);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -85,6 +89,7 @@ impl Core {
             sessions: Mutex::default(),
             draining: Mutex::default(),
             started: std::time::Instant::now(),
+            always_denied: Mutex::default(),
         })
     }
 
@@ -127,6 +132,22 @@ impl Core {
     /// The merged catalog.
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The policy in force and, by tool index of `catalog`, the tools it denies whatever
+    /// their arguments.
+    pub(crate) fn always_denied(&self, catalog: &Catalog) -> (Arc<Policy>, Arc<Vec<bool>>) {
+        let policy = self.policy.current();
+        let mut cached = lock(&self.always_denied);
+        if let Some((generation, seen, denied)) = cached.as_ref()
+            && *generation == catalog.generation
+            && Arc::ptr_eq(seen, &policy)
+        {
+            return (policy, Arc::clone(denied));
+        }
+        let denied = Arc::new(catalog.always_denied_tools(&policy));
+        *cached = Some((catalog.generation, Arc::clone(&policy), Arc::clone(&denied)));
+        (policy, denied)
     }
 
     /// Something a session may see changed (a list, a server, the configuration): the

@@ -135,13 +135,19 @@ impl Session {
     /// What this session sees now.
     pub(crate) fn view(&self) -> Arc<View> {
         let catalog = self.core.catalog();
-        let mut state = lock(&self.state);
-        if let Some(view) = &state.view
-            && view.catalog.generation == catalog.generation
+        let policy = self.core.policy.current();
         {
-            return Arc::clone(view);
+            let state = lock(&self.state);
+            if let Some(view) = &state.view
+                && view.catalog.generation == catalog.generation
+                && Arc::ptr_eq(&view.policy, &policy)
+            {
+                return Arc::clone(view);
+            }
         }
-        let view = Arc::new(View::compute(catalog, self.core.allowed_tools().as_deref()));
+        let (policy, always_denied) = self.core.always_denied(&catalog);
+        let view = Arc::new(View::compute(catalog, self.core.allowed_tools().as_deref(), policy, &always_denied));
+        let mut state = lock(&self.state);
         state.view = Some(Arc::clone(&view));
         view
     }

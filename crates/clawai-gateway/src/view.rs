@@ -2,13 +2,16 @@
 //! servers' `internalOnly` and `agent.allowedTools`. Lists are served from the view, and
 //! a call to anything outside it is refused as unknown.
 //!
-//! * Tools: those of servers that are not internal, within `agent.allowedTools`.
+//! * Tools: those of servers that are not internal, within `agent.allowedTools`; of
+//!   those, the lists leave out the tools the policy denies whatever their arguments
+//!   (a call to one is still decided, and gets the policy's denial naming its rule).
 //! * Prompts, resources and templates: those of servers that are not internal (the
 //!   allowed tools name tools only).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use clawai_policy::Policy;
 use clawai_policy::glob::Glob;
 
 use crate::catalog::{Catalog, Item, ListKind};
@@ -17,6 +20,8 @@ use crate::catalog::{Catalog, Item, ListKind};
 pub struct View {
     /// The catalog it was computed from.
     pub catalog: Arc<Catalog>,
+    /// The policy it was computed with.
+    pub policy: Arc<Policy>,
     visible: [Vec<usize>; 4],
     /// A digest of each visible list: a change of it is what a session is told of, and
     /// what makes the cursors of that list stale.
@@ -24,14 +29,21 @@ pub struct View {
 }
 
 impl View {
-    /// The view of `catalog` within `allowed_tools`.
-    pub fn compute(catalog: Arc<Catalog>, allowed_tools: Option<&Glob>) -> View {
+    /// The view of `catalog` within `allowed_tools`, without the tools `policy` denies
+    /// whatever their arguments (`always_denied`, by tool index).
+    pub fn compute(
+        catalog: Arc<Catalog>,
+        allowed_tools: Option<&Glob>,
+        policy: Arc<Policy>,
+        always_denied: &[bool],
+    ) -> View {
         let mut visible: [Vec<usize>; 4] = Default::default();
         let mut digests = [0; 4];
         for kind in ListKind::ALL {
             let mut hasher = DefaultHasher::new();
             for (index, item) in catalog.items(kind).iter().enumerate() {
-                if shown(kind, item, allowed_tools) {
+                let denied = kind == ListKind::Tools && always_denied.get(index).copied().unwrap_or(false);
+                if shown(kind, item, allowed_tools) && !denied {
                     visible[kind.index()].push(index);
                     item.listed.hash(&mut hasher);
                     item.json.get().hash(&mut hasher);
@@ -39,7 +51,7 @@ impl View {
             }
             digests[kind.index()] = hasher.finish();
         }
-        View { catalog, visible, digests }
+        View { catalog, policy, visible, digests }
     }
 
     /// The visible items of a kind, in order.
@@ -53,8 +65,9 @@ impl View {
         self.visible[kind.index()].len()
     }
 
-    /// The visible tool or prompt listed as `listed`; `None` for one that does not exist
-    /// and for one this session cannot see alike.
+    /// The tool or prompt listed as `listed`, if this session can see it (a tool the
+    /// policy always denies included: its call is decided); `None` for one that does not
+    /// exist and for one this session cannot see alike.
     pub fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<&Item> {
         self.catalog.find(kind, listed).filter(|item| shown(kind, item, allowed_tools))
     }

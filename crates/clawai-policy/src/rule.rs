@@ -293,8 +293,21 @@ impl Rule {
         }
     }
 
+    /// True when the rule looks at the arguments (`args…`, `unless_args…`, `any_arg…`):
+    /// whether it matches depends on them.
+    pub fn reads_arguments(&self) -> bool {
+        !self.args.is_empty() || !self.any_args.is_empty()
+    }
+
     /// Checks every condition after the target, in a fixed order.
     pub(crate) fn conditions_match(&self, call: &Call) -> Result<(), Miss> {
+        self.conditions_besides_arguments_match(call)?;
+        self.argument_conditions_match(call)
+    }
+
+    /// The conditions on the server, the name and the annotations: what holds for a
+    /// tool whatever its arguments.
+    pub(crate) fn conditions_besides_arguments_match(&self, call: &Call) -> Result<(), Miss> {
         let q = self.action.quantifier();
         if let Some(g) = &self.server
             && !call.server.is_some_and(|s| g.is_match(s))
@@ -334,6 +347,11 @@ impl Rule {
         {
             return Err(Miss::ReadOnly(annotations.is_read_only()));
         }
+        Ok(())
+    }
+
+    fn argument_conditions_match(&self, call: &Call) -> Result<(), Miss> {
+        let q = self.action.quantifier();
         let object = call.arguments.filter(|a| matches!(a, Json::Object(_)));
         for cond in &self.args {
             let Some(object) = object else {
