@@ -1,0 +1,555 @@
+"""`clawai gateway` end to end, with the official Python client in front and scripted stdio
+servers behind (tests/e2e/servers/scripted_server.py), plus the official npm servers:
+namespacing, visibility, policy, pagination, resources shared between servers, slow and
+crashing servers, progress, cancellation, sampling, the children's environment, start-up
+errors, no process left behind, HTTP sessions that reuse ids, and reloading the config."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+
+import anyio
+import pytest
+from mcp import Client, types
+from mcp.shared.exceptions import MCPError
+
+from conftest import EVERYTHING, FILESYSTEM, clawai_bin, read_audit
+from gateway_support import (BASE_TOOLS, LONG_TOOL_NAME, RawGateway, alive, all_items, calls_received, client,
+                             error_text, gateway_args, gateway_missing, kill_leftovers, listed, pids_in, poll,
+                             prefixed, read_log, run_gateway_to_failure, scripted, tool_names, write_config)
+from test_conformance import free_port, stop
+from test_http import wait_until_listening
+
+_MISSING = gateway_missing()
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def has_all(*names):
+    return lambda listed_names: set(names) <= listed_names
+
+
+def text_of(result: types.CallToolResult) -> str:
+    assert not result.is_error, result
+    return result.content[0].text
+
+
+# --- names and routing -------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_tools_of_two_servers_are_listed_with_their_prefixes(tmp_path, mode):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, mode=mode) as c:
+            names = await listed(c, has_all("a__echo", "b__echo"))
+    assert prefixed(names, "a") == {f"a__{t}" for t in BASE_TOOLS}
+    assert prefixed(names, "b") == {f"b__{t}" for t in BASE_TOOLS}
+    assert not names & BASE_TOOLS, "no tool is listed under its bare upstream name"
+
+
+async def test_a_call_is_routed_to_the_server_that_owns_the_tool(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__whoami", "b__whoami"))
+            assert json.loads(text_of(await c.call_tool("b__whoami", {})))["name"] == "b"
+            assert json.loads(text_of(await c.call_tool("a__whoami", {})))["name"] == "a"
+            assert text_of(await c.call_tool("a__echo", {"text": "hi"})) == "a: hi"
+    calls = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("method") == "tools/call" and e.get("kind") == "request"]
+    echo = [e for e in calls if e.get("listed_as") == "a__echo"]
+    assert echo and echo[0]["server"] == "a" and echo[0]["tool"] == "echo", calls
+
+
+async def test_internal_only_by_default_hides_a_server_and_its_tools_are_unknown(tmp_path):
+    hidden = scripted("hidden", "--log", tmp_path / "hidden.log", internal_only=None)
+    with_hidden = write_config(tmp_path / "with.json", {"pub": scripted("pub"), "hidden": hidden})
+    without_hidden = write_config(tmp_path / "without.json", {"pub": scripted("pub")})
+    responses = {}
+    for label, config in (("with", with_hidden), ("without", without_hidden)):
+        gw = RawGateway(gateway_args(tmp_path, config))
+        try:
+            gw.initialize()
+            names = gw.wait_listed(has_all("pub__echo"))
+            assert not prefixed(names, "hidden")
+            gw.send({"id": 7, "method": "tools/call", "params": {"name": "hidden__echo", "arguments": {"text": "x"}}})
+            responses[label] = gw.read_response(7)
+            gw.send({"id": 8, "method": "tools/call", "params": {"name": "ghost__echo", "arguments": {"text": "x"}}})
+            responses[label + "-ghost"] = gw.read_response(8)
+            if label == "with":
+                prompts = gw.request(9, "prompts/list")["result"]["prompts"]
+                assert "pub__greet" in {p["name"] for p in prompts}
+                assert not any(p["name"].startswith("hidden__") for p in prompts)
+                uris = {r["uri"] for r in gw.request(10, "resources/list")["result"]["resources"]}
+                assert not any(u.startswith("clawai://hidden/") for u in uris), uris
+                read = gw.request(11, "resources/read", {"uri": "clawai://hidden/mem://shared"})
+                assert "error" in read and "shared resource of hidden" not in json.dumps(read)
+        finally:
+            gw.kill()
+    error = json.loads(responses["with"])["error"]
+    assert error["code"] == -32602 and "unknown" in error["message"].lower(), error
+    # One error for every name that is not visible: the hidden server's tool gets exactly
+    # what the same name gets where no such server is configured...
+    assert responses["with"] == responses["without"]
+    # ...and what a tool of a server that exists nowhere gets, but for its name.
+    assert responses["with"] == responses["with-ghost"].replace(b"ghost__echo", b"hidden__echo").replace(b'"id":8', b'"id":7')
+    assert calls_received(tmp_path / "hidden.log", "echo") == []
+
+
+async def test_internal_only_false_lists_the_servers_tools(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {
+        "camel": scripted("camel", internal_only=False),
+        "snake": {**scripted("snake", internal_only=None), "internal_only": False},
+    })
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            names = await listed(c, has_all("camel__echo", "snake__echo"))
+            assert prefixed(names, "snake") == {f"snake__{t}" for t in BASE_TOOLS}
+            assert text_of(await c.call_tool("snake__echo", {"text": "ok"})) == "snake: ok"
+
+
+async def test_policy_rule_on_server_and_upstream_tool_name_denies_through_the_gateway(tmp_path):
+    policy = """
+[[rule]]
+id = "no-delete-on-a"
+action = "deny"
+server = "a"
+tool = "delete_everything"
+description = "Nothing is deleted on a"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log"),
+                                                      "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, policy=policy) as c:
+            await listed(c, has_all("a__echo", "b__delete_everything"))
+            denied = await c.call_tool("a__delete_everything", {})
+            assert denied.is_error and "no-delete-on-a" in denied.content[0].text, denied
+            assert text_of(await c.call_tool("b__delete_everything", {})) == "b: deleted everything"
+    assert calls_received(tmp_path / "a.log", "delete_everything") == [], "a denied call never reaches the server"
+    events = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("decision") == "deny"]
+    assert events and events[0]["server"] == "a" and events[0]["tool"] == "delete_everything", events
+    assert events[0]["listed_as"] == "a__delete_everything" and events[0]["rule"] == "no-delete-on-a"
+
+
+async def test_pagination_across_servers_collects_every_tool_exactly_once(tmp_path):
+    servers = {s: scripted(s, "--tools", 3, "--page-size", 2) for s in ("a", "b", "c")}
+    config = write_config(tmp_path / "gateway.json", servers)
+    expected = {f"{s}__{t}" for s in servers for t in BASE_TOOLS | {"tool_0", "tool_1", "tool_2"}}
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__tool_2", "b__tool_2", "c__tool_2"))
+            names = await tool_names(c)
+            resources = [r.uri for r in await all_items(c, "resources")]
+            prompts = [p.name for p in await all_items(c, "prompts")]
+    ours = [n for n in names if n.split("__")[0] in servers]
+    assert len(ours) == len(set(ours)), "no tool twice"
+    assert set(ours) == expected
+    assert sorted(resources) == [f"clawai://{s}/mem://shared" for s in ("a", "b", "c")]
+    assert sorted(p for p in prompts if p.endswith("__greet")) == ["a__greet", "b__greet", "c__greet"]
+
+
+async def test_a_forged_cursor_gets_invalid_params(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--page-size", 2), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            for forged in ("forged", "2", "eyJvZmZzZXQiOjB9"):
+                for method in (c.list_tools, c.list_prompts, c.list_resources):
+                    with pytest.raises(MCPError) as raised:
+                        await method(cursor=forged)
+                    assert raised.value.code == -32602, (method, forged, raised.value)
+
+
+async def test_two_servers_sharing_a_uri_each_serve_their_own(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            uris = {r.uri for r in await all_items(c, "resources")}
+            assert {"clawai://a/mem://shared", "clawai://b/mem://shared"} <= uris
+            for s in ("a", "b"):
+                read = await c.read_resource(f"clawai://{s}/mem://shared")
+                assert read.contents[0].text == f"shared resource of {s}"
+            templates = {t.uri_template for t in await all_items(c, "templates")}
+            assert {"clawai://a/mem://item/{id}", "clawai://b/mem://item/{id}"} <= templates
+            assert (await c.read_resource("clawai://b/mem://item/7")).contents[0].text == "item 7 of b"
+
+
+async def test_a_resource_link_in_a_result_stays_readable(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("b__link"))
+            link = (await c.call_tool("b__link", {})).content[0]
+            assert link.type == "resource_link" and link.uri == "clawai://b/mem://shared", link
+            assert (await c.read_resource(link.uri)).contents[0].text == "shared resource of b"
+
+
+async def test_prompts_are_namespaced_and_completed(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            names = {p.name for p in await all_items(c, "prompts")}
+            assert {"a__greet", "b__greet"} <= names and "greet" not in names
+            prompt = await c.get_prompt("b__greet", {"name": "Ada"})
+            assert prompt.messages[0].content.text == "Hello Ada from b"
+            done = await c.complete(types.PromptReference(type="ref/prompt", name="a__greet"), {"name": "name", "value": "Al"})
+            assert done.completion.values == ["Alan", "Alonzo"]
+
+
+async def test_a_long_tool_name_is_listed_and_callable_under_its_short_form(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"long": scripted("long", "--long-name")})
+    full = f"long__{LONG_TOOL_NAME}"
+    short = full[:55] + "_" + hashlib.sha256(full.encode()).hexdigest()[:8]
+    assert len(full) > 64 and len(short) == 64
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            names = await listed(c, has_all("long__echo"))
+            assert short in names and full not in names
+            assert all(len(n) <= 64 for n in names)
+            assert text_of(await c.call_tool(short, {})) == f"long: {LONG_TOOL_NAME}"
+    events = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("listed_as") == short]
+    assert events and events[0]["tool"] == LONG_TOOL_NAME and events[0]["server"] == "long"
+
+
+# --- servers that are slow, crash, or take long ----------------------------------------------
+
+async def test_a_slow_starting_server_delays_nothing_and_is_not_listed_yet(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"fast": scripted("fast"),
+                                                      "slow": scripted("slow", "--slow-start", 30)})
+    with anyio.fail_after(15):
+        started = time.monotonic()
+        async with client(tmp_path, config) as c:
+            names = await listed(c, has_all("fast__echo"), timeout=3)
+            assert time.monotonic() - started < 3, "initialize and tools/list wait for no slow server"
+            assert not prefixed(names, "slow")
+            assert text_of(await c.call_tool("fast__echo", {"text": "quick"})) == "fast: quick"
+
+
+async def test_a_crashed_server_is_restarted_and_callable_again(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"c": scripted("c", "--crash-after", 1)})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("c__whoami"))
+            first = json.loads(text_of(await c.call_tool("c__whoami", {})))["pid"]  # then it exits with 3
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    result = await c.call_tool("c__whoami", {})
+                    if not result.is_error:
+                        break
+                except MCPError:
+                    pass
+                assert time.monotonic() < deadline, "the server was not restarted within 10 s"
+                await anyio.sleep(0.2)
+            assert json.loads(result.content[0].text)["pid"] != first, "a new instance answers"
+
+
+async def test_progress_reaches_the_caller_under_its_own_token(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log")})
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append(value)
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__slow"))
+            # The SDK uses the request id as the progress token and hands a notification to
+            # this callback only when it carries that token.
+            result = await c.call_tool("a__slow", {"seconds": 0.5}, progress_callback=on_progress)
+    assert text_of(result) == "a: slept 0.5"
+    assert progress == [1, 2, 3, 4, 5]
+    upstream = calls_received(tmp_path / "a.log", "slow")
+    assert upstream and "progressToken" in upstream[0]["params"].get("_meta", {}), upstream
+
+
+async def test_cancellation_reaches_only_the_server_holding_the_call(tmp_path):
+    logs = {s: tmp_path / f"{s}.log" for s in ("a", "b")}
+    config = write_config(tmp_path / "gateway.json", {s: scripted(s, "--log", logs[s]) for s in logs})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__slow", "b__slow"))
+            b_result = {}
+
+            async def b_call():
+                b_result["r"] = await c.call_tool("b__slow", {"seconds": 1.5})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(b_call)
+                await poll(lambda: calls_received(logs["b"], "slow"), 5, "b's call to arrive")
+                with anyio.move_on_after(0.5):
+                    await c.call_tool("a__slow", {"seconds": 10})
+                cancelled = await poll(lambda: read_log(logs["a"])[1], 5, "a to see the cancellation")
+            assert text_of(b_result["r"]) == "b: slept 1.5"
+    a_call = calls_received(logs["a"], "slow")[0]
+    assert cancelled == [f"cancelled {json.dumps(a_call['id'])}"]
+    a_cancels = [m for m in read_log(logs["a"])[0] if m.get("method") == "notifications/cancelled"]
+    assert [m["params"]["requestId"] for m in a_cancels] == [a_call["id"]]
+    b_messages, b_other = read_log(logs["b"])
+    assert not [m for m in b_messages if m.get("method") == "notifications/cancelled"] and not b_other
+
+
+# --- requests from servers to the client ---------------------------------------------------
+
+async def test_sampling_reaches_the_callers_callback_and_the_answer_returns(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    asked = []
+
+    async def sampler(context, params: types.CreateMessageRequestParams):
+        asked.append(params.messages[0].content.text)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="model says hi"),
+                                         model="test-model")
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, sampling_callback=sampler) as c:
+            await listed(c, has_all("b__sample"))
+            assert text_of(await c.call_tool("b__sample", {})) == "b sampled: model says hi"
+    assert asked == ["hello from b"]
+
+
+async def test_sampling_for_a_client_without_the_capability_fails_at_once(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__sample"))
+            started = time.monotonic()
+            result = await c.call_tool("a__sample", {})
+            # The server would wait 30 s for an answer; the gateway answers it with an error at once.
+            assert time.monotonic() - started < 5
+    assert result.is_error and "sampling failed" in result.content[0].text, result
+
+
+async def test_elicitation_and_roots_reach_the_caller(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+
+    async def elicit(context, params):
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/gw-root", name="root")])
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, elicitation_callback=elicit, list_roots_callback=roots) as c:
+            await listed(c, has_all("a__elicit"))
+            assert json.loads(text_of(await c.call_tool("a__elicit", {}))) == {"action": "accept", "content": {"name": "Ada"}}
+            assert json.loads(text_of(await c.call_tool("a__roots", {})))["roots"][0]["uri"] == "file:///tmp/gw-root"
+
+
+# --- the children's environment and start-up errors -------------------------------------------
+
+async def test_children_get_a_minimal_environment_plus_their_own_env(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", env={"GIVEN_VAR": "given",
+                                                                           "EXPANDED_VAR": "${GW_TEST_VALUE}"})})
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "SECRET_API_KEY": "x",
+           "GW_TEST_VALUE": "expanded"}
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, env=env) as c:
+            await listed(c, has_all("a__whoami"))
+            seen = json.loads(text_of(await c.call_tool("a__whoami", {})))["env"]
+    assert "SECRET_API_KEY" not in seen and "GW_TEST_VALUE" not in seen
+    assert seen["GIVEN_VAR"] == "given" and seen["EXPANDED_VAR"] == "expanded"
+    allowed = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL", "GIVEN_VAR", "EXPANDED_VAR"}
+    assert {k for k in seen if k not in allowed and not k.startswith("LC_")} == set(), seen
+
+
+def test_an_unset_variable_in_env_stops_the_gateway_naming_it(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", env={"TOKEN": "${GW_TEST_UNSET_VARIABLE}"})})
+    env = {k: v for k, v in os.environ.items() if k != "GW_TEST_UNSET_VARIABLE"}
+    out = run_gateway_to_failure(gateway_args(tmp_path, config), env=env)
+    assert out.returncode != 0 and "GW_TEST_UNSET_VARIABLE" in out.stderr, out
+
+
+def test_an_unknown_key_in_its_own_config_stops_the_gateway_naming_key_and_line(tmp_path):
+    config = tmp_path / "gateway.json"
+    config.write_text('{\n  "mcpServers": {\n    "a": {\n      "command": "python3",\n      "internalOnyl": false\n    }\n  }\n}\n')
+    out = run_gateway_to_failure(gateway_args(tmp_path, config))
+    assert out.returncode != 0 and "internalOnyl" in out.stderr, out
+    assert "line 5" in out.stderr or ":5" in out.stderr, out.stderr
+
+
+def test_a_server_name_with_a_double_underscore_is_rejected(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a__b": scripted("a__b")})
+    out = run_gateway_to_failure(gateway_args(tmp_path, config))
+    assert out.returncode != 0 and "a__b" in out.stderr, out
+
+
+# --- no process left behind ------------------------------------------------------------------
+
+def wait_all_gone(pids: list[int], timeout: float = 5) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def test_two_hundred_calls_over_three_servers_then_eof_leave_no_process(tmp_path):
+    pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b", "c")}
+    config = write_config(tmp_path / "gateway.json", {
+        s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
+    gw = RawGateway(gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__echo", "b__echo", "c__echo"))
+        for i in range(200):  # pipelined: all sent before any answer is read
+            gw.send({"id": i, "method": "tools/call", "params": {"name": f"{'abc'[i % 3]}__echo", "arguments": {"text": str(i)}}})
+        for i in range(200):
+            answer = json.loads(gw.read_response(i))
+            assert answer["result"]["content"][0]["text"] == f"{'abc'[i % 3]}: {i}"
+        pids = pids_in(pid_files.values())
+        assert len(pids) == 6, "each server and its grandchild"
+        gw.close(timeout=10)
+        assert wait_all_gone(pids) == [], "no server and no grandchild outlives the gateway"
+    finally:
+        gw.kill()
+        kill_leftovers(pids_in(pid_files.values()))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_every_server_and_grandchild(tmp_path, signum):
+    pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b")}
+    config = write_config(tmp_path / "gateway.json", {
+        s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
+    gw = RawGateway(gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__echo", "b__echo"))
+        pids = pids_in(pid_files.values())
+        assert len(pids) == 4
+        gw.proc.send_signal(signum)
+        gw.proc.wait(timeout=10)
+        assert wait_all_gone(pids) == []
+    finally:
+        gw.kill()
+        kill_leftovers(pids_in(pid_files.values()))
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    port = free_port()
+    with open(tmp_path / "gateway.err", "wb") as err:
+        proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    results = {}
+
+    async def one_call(c: Client, session: int, i: int):
+        server = "ab"[i % 2]
+        if i % 10 == 0:  # some calls carry progress tokens, the same ones in both sessions
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append(value)
+
+            r = await c.call_tool(f"{server}__slow", {"seconds": 0.3}, progress_callback=on_progress)
+            results[session, i] = (text_of(r), progress)
+        else:
+            results[session, i] = text_of(await c.call_tool(f"{server}__echo", {"text": f"s{session}-{i}"}))
+
+    async def session(k: int):
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(one_call, c, k, i)
+
+    try:
+        wait_until_listening(port, proc)
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session, 1)
+                tg.start_soon(session, 2)
+    finally:
+        stop(proc)
+    for k in (1, 2):
+        for i in range(50):
+            server = "ab"[i % 2]
+            if i % 10 == 0:
+                assert results[k, i] == (f"{server}: slept 0.3", [1, 2, 3]), (k, i, results[k, i])
+            else:
+                assert results[k, i] == f"{server}: s{k}-{i}"
+
+
+# --- reload ----------------------------------------------------------------------------------
+
+async def test_removing_a_server_from_the_config_drains_it(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"),
+                                                      "b": scripted("b", "--log", tmp_path / "b.log")})
+    changes = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(time.monotonic())
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, message_handler=on_message) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            in_flight = {}
+
+            async def long_call():
+                in_flight["r"] = await c.call_tool("b__slow", {"seconds": 4})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(long_call)
+                await poll(lambda: calls_received(tmp_path / "b.log", "slow"), 5, "b's call to arrive")
+                edited = time.monotonic()
+                write_config(config, {"a": scripted("a")})
+                names = await listed(c, lambda n: not prefixed(n, "b"), timeout=2)
+                assert "a__echo" in names
+                await poll(lambda: [t for t in changes if t >= edited], 1, "tools/list_changed")
+                refused = await error_text(c, "b__echo", {"text": "x"})
+                assert "removed" in refused.lower(), refused
+            # A call in flight when the server was removed gets to finish (--drain, 30 s by default).
+            assert text_of(in_flight["r"]) == "b: slept 4"
+    assert calls_received(tmp_path / "b.log", "echo") == []
+
+
+async def test_adding_a_server_to_the_config_lists_its_tools(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    changes = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(message)
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, message_handler=on_message) as c:
+            await listed(c, has_all("a__echo"))
+            seen = len(changes)
+            write_config(config, {"a": scripted("a"), "c": scripted("c")})
+            await listed(c, has_all("a__echo", "c__echo"), timeout=3)
+            assert text_of(await c.call_tool("c__echo", {"text": "new"})) == "c: new"
+            assert len(changes) > seen, "the client was told the list changed"
+
+
+# --- the official npm servers ----------------------------------------------------------------
+
+async def test_server_everything_and_server_filesystem_behind_one_gateway(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "note.txt").write_text("hello from a file")
+    config = write_config(tmp_path / "gateway.json", {
+        "everything": {"command": "node", "args": [str(EVERYTHING), "stdio"], "internalOnly": False},
+        "filesystem": {"command": "node", "args": [str(FILESYSTEM), str(files)], "internalOnly": False},
+    })
+    with anyio.fail_after(30):
+        async with client(tmp_path, config) as c:
+            names = await listed(c, has_all("everything__echo", "filesystem__read_text_file"), timeout=15)
+            assert {"everything__get-sum", "filesystem__list_directory", "filesystem__write_file"} <= names
+            assert text_of(await c.call_tool("everything__echo", {"message": "through"})) == "Echo: through"
+            read = await c.call_tool("filesystem__read_text_file", {"path": str(files / "note.txt")})
+            assert text_of(read) == "hello from a file"
+            outside = await c.call_tool("filesystem__read_text_file", {"path": "/etc/hostname"})
+            assert outside.is_error, "the server's own directory limit still holds"
