@@ -159,6 +159,7 @@ class RawGateway:
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
         self.others: list[dict] = []  # notifications and server requests seen while waiting
+        self.early: dict = {}  # responses read while waiting for another one, by id
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
 
@@ -173,7 +174,9 @@ class RawGateway:
         self.proc.stdin.flush()
 
     def read_response(self, request_id, timeout: float = 10) -> bytes:
-        """The raw line of the response to `request_id`."""
+        """The raw line of the response to `request_id` (responses may come in any order)."""
+        if request_id in self.early:
+            return self.early.pop(request_id)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -183,9 +186,12 @@ class RawGateway:
             if not line:
                 raise AssertionError(f"the gateway closed its output: {b''.join(self.stderr).decode()[-2000:]}")
             message = json.loads(line)
-            if message.get("id") == request_id and "method" not in message:
+            if "method" in message:
+                self.others.append(message)
+            elif message.get("id") == request_id:
                 return line.rstrip(b"\n")
-            self.others.append(message)
+            else:
+                self.early[message.get("id")] = line.rstrip(b"\n")
 
     def request(self, request_id, method: str, params: dict | None = None, timeout: float = 10) -> dict:
         self.send({"id": request_id, "method": method, "params": params or {}})

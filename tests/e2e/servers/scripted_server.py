@@ -302,7 +302,7 @@ class Server:
             if token is not None:
                 self.send({"method": "notifications/progress",
                            "params": {"progressToken": token, "progress": step, "total": steps}})
-        return text(f"{self.name}: slept {seconds}")
+        return text(f"{self.name}: slept {seconds:g}")
 
 
 def main() -> None:
