@@ -52,9 +52,17 @@ def gateway_args(tmp_path: pathlib.Path, config: pathlib.Path, policy: str = ALL
             "--audit", str(tmp_path / "audit.jsonl")]
 
 
+def own_state(tmp_path: pathlib.Path, env: dict | None = None) -> dict:
+    """`env` plus state and config homes in tmp_path: pins, approvals and skills of one test
+    never meet another's, nor the user's."""
+    return {**(env or {}), "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg-config")}
+
+
 def client(tmp_path, config, *extra, policy: str = ALLOW_ALL, env: dict | None = None, **options) -> Client:
-    """The official client on a stdio gateway (handshake era, no response cache, so every list is asked for)."""
-    params = StdioServerParameters(command=clawai_bin(), args=[*gateway_args(tmp_path, config, policy), *extra], env=env)
+    """The official client on a stdio gateway (handshake era, no response cache, so every list is asked for).
+    The SDK gives the gateway a minimal environment of its own plus `env`."""
+    params = StdioServerParameters(command=clawai_bin(), args=[*gateway_args(tmp_path, config, policy), *extra],
+                                   env=own_state(tmp_path, env), cwd=tmp_path)
     return Client(params, mode=options.pop("mode", "legacy"), cache=None, **options)
 
 
@@ -153,9 +161,10 @@ class RawGateway:
     """A stdio gateway driven line by line, for what the official client hides: exact bytes of
     a response, pipelined requests, how the process ends."""
 
-    def __init__(self, args: list[str], env: dict | None = None):
+    def __init__(self, tmp_path: pathlib.Path, args: list[str]):
         self.proc = subprocess.Popen([clawai_bin(), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
+                                     stderr=subprocess.PIPE, env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path,
+                                     start_new_session=True)
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
         self.others: list[dict] = []  # notifications and server requests seen while waiting
@@ -232,7 +241,7 @@ class RawGateway:
             self.proc.wait()
 
 
-def run_gateway_to_failure(args: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+def run_gateway_to_failure(tmp_path: pathlib.Path, args: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
     """A gateway that should refuse to start: stdin at EOF, so one that starts exits 0 at once."""
     return subprocess.run([clawai_bin(), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=15, env=env)
+                          timeout=15, env=own_state(tmp_path, env or dict(os.environ)), cwd=tmp_path)

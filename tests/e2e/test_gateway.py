@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import EVERYTHING, FILESYSTEM, clawai_bin, read_audit
 from gateway_support import (BASE_TOOLS, LONG_TOOL_NAME, RawGateway, alive, all_items, calls_received, client,
-                             error_text, gateway_args, gateway_missing, kill_leftovers, listed, pids_in, poll,
+                             error_text, gateway_args, gateway_missing, kill_leftovers, listed, own_state, pids_in, poll,
                              prefixed, read_log, run_gateway_to_failure, scripted, tool_names, write_config)
 from test_conformance import free_port, stop
 from test_http import wait_until_listening
@@ -78,7 +78,7 @@ async def test_internal_only_by_default_hides_a_server_and_its_tools_are_unknown
     without_hidden = write_config(tmp_path / "without.json", {"pub": scripted("pub")})
     responses = {}
     for label, config in (("with", with_hidden), ("without", without_hidden)):
-        gw = RawGateway(gateway_args(tmp_path, config))
+        gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
         try:
             gw.initialize()
             names = gw.wait_listed(has_all("pub__echo"))
@@ -173,6 +173,22 @@ async def test_a_forged_cursor_gets_invalid_params(tmp_path):
                     with pytest.raises(MCPError) as raised:
                         await method(cursor=forged)
                     assert raised.value.code == -32602, (method, forged, raised.value)
+
+
+async def test_a_cursor_from_before_the_list_changed_gets_invalid_params(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--tools", 500)})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("a__tool_499"))
+            stale = (await c.list_tools()).next_cursor
+            if stale:
+                write_config(config, {"a": scripted("a", "--tools", 500), "c": scripted("c")})
+                await listed(c, has_all("c__echo"), timeout=3)
+                with pytest.raises(MCPError) as raised:
+                    await c.list_tools(cursor=stale)
+                assert raised.value.code == -32602
+    if not stale:
+        pytest.skip("the gateway lists 510 tools in one page: no cursor to go stale")
 
 
 async def test_two_servers_sharing_a_uri_each_serve_their_own(tmp_path):
@@ -372,21 +388,21 @@ async def test_children_get_a_minimal_environment_plus_their_own_env(tmp_path):
 def test_an_unset_variable_in_env_stops_the_gateway_naming_it(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a", env={"TOKEN": "${GW_TEST_UNSET_VARIABLE}"})})
     env = {k: v for k, v in os.environ.items() if k != "GW_TEST_UNSET_VARIABLE"}
-    out = run_gateway_to_failure(gateway_args(tmp_path, config), env=env)
+    out = run_gateway_to_failure(tmp_path, gateway_args(tmp_path, config), env=env)
     assert out.returncode != 0 and "GW_TEST_UNSET_VARIABLE" in out.stderr, out
 
 
 def test_an_unknown_key_in_its_own_config_stops_the_gateway_naming_key_and_line(tmp_path):
     config = tmp_path / "gateway.json"
     config.write_text('{\n  "mcpServers": {\n    "a": {\n      "command": "python3",\n      "internalOnyl": false\n    }\n  }\n}\n')
-    out = run_gateway_to_failure(gateway_args(tmp_path, config))
+    out = run_gateway_to_failure(tmp_path, gateway_args(tmp_path, config))
     assert out.returncode != 0 and "internalOnyl" in out.stderr, out
     assert "line 5" in out.stderr or ":5" in out.stderr, out.stderr
 
 
 def test_a_server_name_with_a_double_underscore_is_rejected(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"a__b": scripted("a__b")})
-    out = run_gateway_to_failure(gateway_args(tmp_path, config))
+    out = run_gateway_to_failure(tmp_path, gateway_args(tmp_path, config))
     assert out.returncode != 0 and "a__b" in out.stderr, out
 
 
@@ -403,7 +419,7 @@ def test_two_hundred_calls_over_three_servers_then_eof_leave_no_process(tmp_path
     pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b", "c")}
     config = write_config(tmp_path / "gateway.json", {
         s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
-    gw = RawGateway(gateway_args(tmp_path, config))
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
     try:
         gw.initialize()
         gw.wait_listed(has_all("a__echo", "b__echo", "c__echo"))
@@ -426,7 +442,7 @@ def test_a_signal_stops_every_server_and_grandchild(tmp_path, signum):
     pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b")}
     config = write_config(tmp_path / "gateway.json", {
         s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
-    gw = RawGateway(gateway_args(tmp_path, config))
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
     try:
         gw.initialize()
         gw.wait_listed(has_all("a__echo", "b__echo"))
@@ -447,7 +463,8 @@ async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tm
     port = free_port()
     with open(tmp_path / "gateway.err", "wb") as err:
         proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path)
     results = {}
 
     async def one_call(c: Client, session: int, i: int):

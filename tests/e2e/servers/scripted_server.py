@@ -213,11 +213,11 @@ class Server:
             ("slow", "Sleeps, sending progress", schema(seconds="number"), {"readOnlyHint": True}),
             ("sample", "Asks the client's model", schema(), None),
             ("elicit", "Asks the user", schema(), None),
-            ("roots", "Asks the client for its roots", schema(), None),
+            ("roots", "Asks the client which directories it shares", schema(), None),
             ("add_tool", "Adds a tool", schema(name="string"), None),
             ("touch", "Marks a resource as updated", schema(uri="string"), None),
-            ("delete_everything", "Deletes everything", schema(), {"destructiveHint": True, "readOnlyHint": False}),
-            ("link", "Links to a resource", schema(), {"readOnlyHint": True}),
+            ("delete_everything", "Deletes all data", schema(), {"destructiveHint": True, "readOnlyHint": False}),
+            ("link", "Returns a reference to a resource", schema(), {"readOnlyHint": True}),
         ]
         tools += [(f"tool_{i}", f"Generated tool {i}", schema(), None) for i in range(self.options.tools)]
         if self.options.long_name:
