@@ -1,6 +1,152 @@
 #![warn(missing_docs)]
 //! `clawai gateway`: many MCP servers behind one guarded endpoint.
 //!
-//! * [`config`]: the gateway's configuration file (servers, `agent.allowedTools`).
+//! The gateway is an MCP server to its clients and a client to its servers. It answers
+//! `initialize` and the lists itself, from a catalog of what every server listed, and
+//! routes each call to the server that has what it names, through the same decision path
+//! as `clawai proxy` (policy, approvals, audit), on the server's own names.
+//!
+//! * [`config`]: the configuration file (servers, `agent.allowedTools`).
+//! * [`names`]: `S__tool`, short forms of long names, `clawai://S/URI`.
+//! * `upstream`: one server: started, listed, restarted, drained.
+//! * `catalog`: every server's items under the gateway's names.
+//! * `view`: what one session sees (computed in one place).
+//! * `session`: one client session; `pair`: its guard for one server.
+//! * [`cursor`]: opaque cursors of the merged lists.
+//! * [`reload`]: the configuration, watched.
 
+mod catalog;
 pub mod config;
+mod core;
+pub mod cursor;
+pub mod names;
+mod pair;
+pub mod reload;
+mod rewrite;
+mod session;
+mod upstream;
+mod view;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use clawai_http::link::{Link, OpenLink};
+use clawai_policy::glob::Glob;
+use clawai_proxy::{AuditLog, PolicyHandle};
+
+pub use crate::config::{GatewayConfig, McpServerConfig, ServerEntry};
+use crate::core::Core;
+pub use crate::core::GatewayOptions;
+use crate::upstream::Upstream;
+pub use crate::upstream::connect::inherited as inherited_variable;
+
+/// A configuration the gateway cannot apply.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// A glob of `agent.allowedTools` is not valid.
+    #[error("agent.allowedTools: {0}")]
+    AllowedTools(String),
+}
+
+/// The gateway: its servers and its sessions.
+#[derive(Debug)]
+pub struct Gateway {
+    core: Arc<Core>,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Starts every server of `config` (in the background: this returns at once). Must be
+    /// called inside a tokio runtime.
+    pub fn start(
+        config: &GatewayConfig,
+        policy: PolicyHandle,
+        audit: AuditLog,
+        options: GatewayOptions,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        let gateway = Arc::new(Gateway { core: Core::new(policy, audit, options) });
+        gateway.apply(config)?;
+        Ok(gateway)
+    }
+
+    /// Makes the running servers those of `config`: added ones start, removed ones
+    /// drain, changed ones start anew while the old instance drains. Nothing changes when
+    /// the configuration cannot be applied.
+    pub fn apply(&self, config: &GatewayConfig) -> Result<(), GatewayError> {
+        let allowed = match &config.allowed_tools {
+            Some(globs) => Some(Glob::any_of(globs).map_err(|error| GatewayError::AllowedTools(error.to_string()))?),
+            None => None,
+        };
+        let core = &self.core;
+        core.set_allowed_tools(allowed);
+        let wanted: BTreeMap<&String, &ServerEntry> =
+            config.servers.iter().filter(|(_, entry)| !entry.disabled).collect();
+        for (name, entry) in &wanted {
+            match core.upstream(name) {
+                Some(running) if running.entry == **entry => {}
+                Some(_) | None => {
+                    let upstream = Upstream::start(core, (*name).clone(), (*entry).clone());
+                    if let Some(old) = core.put_upstream(upstream) {
+                        tracing::info!("server `{name}` changed: starting it anew; the old one drains");
+                        self.drain(old);
+                    } else {
+                        tracing::info!("server `{name}`: starting");
+                    }
+                }
+            }
+        }
+        for running in core.upstreams() {
+            if !wanted.contains_key(&running.name)
+                && let Some(old) = core.remove_upstream(&running.name)
+            {
+                tracing::info!("server `{}` was removed: draining it", old.name);
+                self.drain(old);
+            }
+        }
+        core.catalog_changed();
+        Ok(())
+    }
+
+    fn drain(&self, old: Arc<Upstream>) {
+        let core = Arc::clone(&self.core);
+        core.draining.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::clone(&old));
+        let drain = core.options.drain;
+        tokio::spawn(async move {
+            Arc::clone(&old).drain(drain).await;
+            core.draining.lock().unwrap_or_else(|p| p.into_inner()).retain(|u| !Arc::ptr_eq(u, &old));
+        });
+    }
+
+    /// A new client session.
+    pub fn open_session(&self) -> Link {
+        session::Session::open(&self.core)
+    }
+
+    /// Stops every server (and every process they started).
+    pub async fn shutdown(&self) {
+        let mut all = self.core.upstreams();
+        all.extend(self.core.draining.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+        let stopping: Vec<_> =
+            all.into_iter().map(|upstream| tokio::spawn(async move { upstream.stop().await })).collect();
+        for stopped in stopping {
+            let _ = stopped.await;
+        }
+        self.core.audit.flush();
+    }
+
+    /// The names of the running servers and where each is in its life, for logs.
+    pub fn servers(&self) -> Vec<(String, String)> {
+        self.core.upstreams().iter().map(|u| (u.name.clone(), format!("{:?}", u.status()))).collect()
+    }
+}
+
+impl OpenLink for Gateway {
+    fn open_link(&self) -> std::io::Result<Link> {
+        Ok(self.open_session())
+    }
+}

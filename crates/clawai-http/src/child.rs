@@ -27,9 +27,21 @@ pub struct ChildServer {
 /// Starts `command` and links it. Messages larger than `max_message` bytes are not
 /// relayed.
 pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildServer)> {
+    spawn_with(command, |_| {}, max_message)
+}
+
+/// Starts `command` as [`spawn`] does, after `prepare` set what else it needs (its
+/// environment, its working directory).
+pub fn spawn_with(
+    command: &[String],
+    prepare: impl FnOnce(&mut Command),
+    max_message: usize,
+) -> io::Result<(Link, ChildServer)> {
     let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no server command"))?;
-    let mut child = Command::new(program)
-        .args(args)
+    let mut command = Command::new(program);
+    command.args(args);
+    prepare(&mut command);
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -81,6 +93,11 @@ pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildS
 }
 
 impl ChildServer {
+    /// The child's process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Ends the child once its stdin is closed (drop the link's senders first): waits
     /// `grace`, then SIGTERM to the group, `grace` again, then SIGKILL.
     pub async fn shut_down(mut self, grace: Duration) -> Option<ExitStatus> {

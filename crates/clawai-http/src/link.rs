@@ -40,3 +40,10 @@ impl Link {
         (Link { to_server, from_server }, to_server_rx, from_server_tx)
     }
 }
+
+/// Opens a link to a server that lives in this process (the gateway): one per session of
+/// a front.
+pub trait OpenLink: Send + Sync + std::fmt::Debug {
+    /// A new session with the server.
+    fn open_link(&self) -> std::io::Result<Link>;
+}

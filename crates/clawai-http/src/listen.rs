@@ -69,6 +69,8 @@ pub enum Upstream {
     Command(Vec<String>),
     /// A remote Streamable HTTP (or legacy SSE) server: one upstream session per session.
     Remote(RemoteOptions),
+    /// A server in this process (the gateway): one link per session.
+    InProcess(Arc<dyn crate::link::OpenLink>),
 }
 
 /// The guarded HTTP endpoint.
@@ -99,7 +101,7 @@ impl Front {
         let sessionless =
             Guard::new(policy.clone(), audit.clone(), options.server.clone()).with_ask_options(options.ask.clone());
         let sessionless = match &upstream {
-            Upstream::Command(_) => sessionless,
+            Upstream::Command(_) | Upstream::InProcess(_) => sessionless,
             Upstream::Remote(_) => sessionless.for_remote_server(),
         };
         Arc::new(Front {
@@ -199,7 +201,7 @@ impl Front {
         let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone())
             .with_ask_options(self.options.ask.clone());
         let guard = match &self.upstream {
-            Upstream::Command(_) => guard,
+            Upstream::Command(_) | Upstream::InProcess(_) => guard,
             Upstream::Remote(_) => guard.for_remote_server(),
         };
         // Requests of the shared stateless session travel under ids of clawai's; the
@@ -227,6 +229,16 @@ impl Front {
                     client_authorization = Some(slot);
                 }
                 (remote::connect(options, self.options.max_message), None)
+            }
+            Upstream::InProcess(server) => {
+                let link = server.open_link().map_err(|error| {
+                    Box::new(json_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        reply::SERVER_UNAVAILABLE,
+                        &format!("clawai: {error}"),
+                    ))
+                })?;
+                (link, None)
             }
         };
         Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message, client_authorization))

@@ -128,7 +128,13 @@ pub struct Guard {
     follow_links: Option<FollowLinks>,
     /// Calls a rule asks a person about, and how this session asks.
     asking: approvals::Asking,
+    /// Behind the gateway: how the client names what the server calls a name.
+    listed_as: Option<ListedAs>,
 }
+
+/// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
+/// name or URI)` → the name the client uses, for the audit trail.
+pub type ListedAs = std::sync::Arc<dyn Fn(&str, &str) -> Option<String> + Send + Sync>;
 
 impl Guard {
     /// A guard deciding with `policy`, recording to `audit`, for the server named
@@ -146,7 +152,33 @@ impl Guard {
             from_server: InFlightTable::default(),
             follow_links: Some(crate::links::follow),
             asking: approvals::Asking::new(AskOptions::default()),
+            listed_as: None,
         }
+    }
+
+    /// The same guard, writing `session` as its session id (the gateway's downstream
+    /// session, shared by the guards of every server it calls).
+    pub fn with_session(mut self, session: String) -> Guard {
+        self.session = session;
+        self
+    }
+
+    /// The same guard behind the gateway: audit events also name what the client called
+    /// the tool, prompt or resource.
+    pub fn listing_names_as(mut self, listed_as: ListedAs) -> Guard {
+        self.listed_as = Some(listed_as);
+        self
+    }
+
+    /// The server's whole tool list, as someone else read it (the gateway, which lists
+    /// every server once for all its sessions): every page of `tools/list` results. The
+    /// guard decides with these annotations and does not list the tools itself.
+    pub fn know_tools<'p>(&self, pages: impl IntoIterator<Item = &'p [u8]>) {
+        self.listing.replace(pages);
+    }
+
+    fn listed_as(&self, method: &str, name: Option<&str>) -> Option<String> {
+        self.listed_as.as_ref().zip(name).and_then(|(listed_as, name)| listed_as(method, name))
     }
 
     /// The same guard, asking a person as `options` say.

@@ -20,6 +20,6 @@ pub mod reload;
 pub mod stdio;
 
 pub use audit::AuditLog;
-pub use guard::{AskOptions, Guard, Later, Outgoing, Outlet, Verdict};
+pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

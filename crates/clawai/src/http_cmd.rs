@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use clap::Args;
 use clawai_http::{Front, ListenOptions, RemoteOptions, Upstream};
 use clawai_protocol::origin::HostPolicy;
 use clawai_proxy::Guard;
@@ -20,53 +21,16 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    if !(args.session_idle.is_finite() && args.session_idle > 0.0) {
-        bail!("--session-idle must be a positive number of seconds");
-    }
     let guarded = Guarded::open(&args)?;
     let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
     let grace = Duration::from_secs_f64(args.grace);
-    if let Some(listen) = &args.listen {
-        let addr = listen_addr(listen)?;
-        let auth_token = match &args.auth_token_env {
-            Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
-                format!("--auth-token-env {var}: the environment variable {var} is not set (or empty)")
-            })?),
-            None => None,
-        };
-        let public_origin = public_origin(args.public_url.as_deref())?;
-        // The public URL's host is one clients use: it is allowed like --allowed-host.
-        let public_host = public_origin
-            .as_deref()
-            .and_then(|origin| reqwest::Url::parse(origin).ok())
-            .and_then(|url| url.host_str().map(|host| host.trim_matches(['[', ']']).to_ascii_lowercase()));
-        let host_policy = if args.allowed_hosts.is_empty() && public_host.is_none() {
-            HostPolicy::for_bind(addr.ip())
-        } else {
-            let mut names: Vec<String> = args.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
-            names.extend(public_host);
-            if addr.ip().is_loopback() {
-                names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
-            }
-            HostPolicy::Named(names)
-        };
-        if !addr.ip().is_loopback() && auth_token.is_none() {
-            tracing::warn!(
-                "listening on {addr}, beyond this machine, without --auth-token-env: anyone who can reach it can call the server (within the policy)"
-            );
-        }
-        let options = ListenOptions {
-            path: args.endpoint_path.clone(),
-            host_policy,
-            auth_token,
-            session_idle: Duration::from_secs_f64(args.session_idle),
-            max_sessions: args.max_sessions,
+    if args.front.listen.is_some() {
+        let (addr, options) = args.front.options(FrontSettings {
             grace,
             max_message: args.max_message_size,
             server: args.server.clone(),
-            public_origin,
             ask: args.ask_options(),
-        };
+        })?;
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
             None => Upstream::Command(args.command.clone()),
@@ -111,7 +75,7 @@ pub(crate) fn listen_addr(text: &str) -> Result<std::net::SocketAddr> {
     text.parse().with_context(|| format!("--listen {text}: expected an address such as 127.0.0.1:8080 or a port"))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -120,7 +84,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
     else {
@@ -140,4 +104,94 @@ fn public_origin(url: Option<&str>) -> Result<Option<String>> {
         bail!("--public-url {url}: expected an http(s) URL such as https://mcp.example.com");
     }
     Ok(Some(parsed.origin().ascii_serialization()))
+}
+
+/// The options of an HTTP front (`--listen` and what goes with it), shared by `clawai
+/// proxy` and `clawai gateway`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Serve Streamable HTTP on this address (`127.0.0.1:8080`, or a bare port for
+    /// 127.0.0.1) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
+    /// The endpoint path with --listen.
+    #[arg(long = "path", default_value = "/mcp", value_name = "PATH", requires = "listen")]
+    pub(crate) endpoint_path: String,
+    /// With --listen: clients must send `Authorization: Bearer <token>`, the token being
+    /// the value of this environment variable.
+    #[arg(long, value_name = "VAR", requires = "listen")]
+    pub(crate) auth_token_env: Option<String>,
+    /// With --listen: also answer to this host name (`Host`/`Origin`); repeatable. By
+    /// default a loopback address answers only to localhost, 127.0.0.1 and [::1].
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// With --listen: the origin clients use (`https://mcp.example.com`) when clawai sits
+    /// behind a TLS-terminating proxy; names the endpoint in OAuth metadata.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub(crate) public_url: Option<String>,
+    /// With --listen: close sessions unused for this many seconds.
+    #[arg(long, default_value_t = 1800.0, value_name = "SECONDS", requires = "listen")]
+    pub(crate) session_idle: f64,
+    /// With --listen: the most sessions at once.
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "listen")]
+    pub(crate) max_sessions: usize,
+}
+
+/// What a front takes from its command besides [`ListenArgs`].
+pub(crate) struct FrontSettings {
+    pub(crate) grace: Duration,
+    pub(crate) max_message: usize,
+    pub(crate) server: Option<String>,
+    pub(crate) ask: clawai_proxy::AskOptions,
+}
+
+impl ListenArgs {
+    /// The address to listen on and the front's options.
+    pub(crate) fn options(&self, settings: FrontSettings) -> Result<(std::net::SocketAddr, ListenOptions)> {
+        let listen = self.listen.as_deref().context("no --listen address")?;
+        if !(self.session_idle.is_finite() && self.session_idle > 0.0) {
+            bail!("--session-idle must be a positive number of seconds");
+        }
+        let addr = listen_addr(listen)?;
+        let auth_token = match &self.auth_token_env {
+            Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
+                format!("--auth-token-env {var}: the environment variable {var} is not set (or empty)")
+            })?),
+            None => None,
+        };
+        let public_origin = public_origin(self.public_url.as_deref())?;
+        // The public URL's host is one clients use: it is allowed like --allowed-host.
+        let public_host = public_origin
+            .as_deref()
+            .and_then(|origin| reqwest::Url::parse(origin).ok())
+            .and_then(|url| url.host_str().map(|host| host.trim_matches(['[', ']']).to_ascii_lowercase()));
+        let host_policy = if self.allowed_hosts.is_empty() && public_host.is_none() {
+            HostPolicy::for_bind(addr.ip())
+        } else {
+            let mut names: Vec<String> = self.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+            names.extend(public_host);
+            if addr.ip().is_loopback() {
+                names.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+            }
+            HostPolicy::Named(names)
+        };
+        if !addr.ip().is_loopback() && auth_token.is_none() {
+            tracing::warn!(
+                "listening on {addr}, beyond this machine, without --auth-token-env: anyone who can reach it can call the server (within the policy)"
+            );
+        }
+        let options = ListenOptions {
+            path: self.endpoint_path.clone(),
+            host_policy,
+            auth_token,
+            session_idle: Duration::from_secs_f64(self.session_idle),
+            max_sessions: self.max_sessions,
+            grace: settings.grace,
+            max_message: settings.max_message,
+            server: settings.server,
+            public_origin,
+            ask: settings.ask,
+        };
+        Ok((addr, options))
+    }
 }

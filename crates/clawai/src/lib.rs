@@ -5,6 +5,7 @@
 mod approvals_cmd;
 mod audit_cmd;
 mod clients_cmd;
+pub mod gateway_cmd;
 pub mod http_cmd;
 mod paths;
 mod policy_cmd;
@@ -38,6 +39,8 @@ enum Command {
     Policy(policy_cmd::PolicyCommand),
     /// Run an MCP server behind the policy: `clawai proxy [OPTIONS] -- CMD ARGS…`.
     Proxy(proxy_cmd::ProxyArgs),
+    /// Many MCP servers behind one guarded endpoint: `clawai gateway --config FILE`.
+    Gateway(gateway_cmd::GatewayArgs),
     /// Read the audit trail.
     #[command(subcommand)]
     Audit(audit_cmd::AuditCommand),
@@ -120,6 +123,7 @@ pub fn main(http: HttpTransport) -> ! {
     let result = match cli.command {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => proxy_cmd::run(args, http),
+        Command::Gateway(args) => gateway_cmd::run(args, http),
         Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),

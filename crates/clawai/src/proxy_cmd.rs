@@ -51,31 +51,8 @@ pub struct ProxyArgs {
     /// value is taken from the environment (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "upstream")]
     pub(crate) headers: Vec<String>,
-    /// Serve Streamable HTTP on this address (`127.0.0.1:8080`, or a bare port for
-    /// 127.0.0.1) instead of stdio.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) listen: Option<String>,
-    /// The endpoint path with --listen.
-    #[arg(long = "path", default_value = "/mcp", value_name = "PATH", requires = "listen")]
-    pub(crate) endpoint_path: String,
-    /// With --listen: clients must send `Authorization: Bearer <token>`, the token being
-    /// the value of this environment variable.
-    #[arg(long, value_name = "VAR", requires = "listen")]
-    pub(crate) auth_token_env: Option<String>,
-    /// With --listen: also answer to this host name (`Host`/`Origin`); repeatable. By
-    /// default a loopback address answers only to localhost, 127.0.0.1 and [::1].
-    #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
-    pub(crate) allowed_hosts: Vec<String>,
-    /// With --listen: the origin clients use (`https://mcp.example.com`) when clawai sits
-    /// behind a TLS-terminating proxy; names the endpoint in OAuth metadata.
-    #[arg(long, value_name = "URL", requires = "listen")]
-    pub(crate) public_url: Option<String>,
-    /// With --listen: close sessions unused for this many seconds.
-    #[arg(long, default_value_t = 1800.0, value_name = "SECONDS", requires = "listen")]
-    pub(crate) session_idle: f64,
-    /// With --listen: the most sessions at once.
-    #[arg(long, default_value_t = 1000, value_name = "N", requires = "listen")]
-    pub(crate) max_sessions: usize,
+    #[command(flatten)]
+    pub(crate) front: crate::http_cmd::ListenArgs,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -100,14 +77,21 @@ pub struct HttpRunners {
     pub proxy: fn(ProxyArgs) -> Result<ExitCode>,
     /// `clawai ui`.
     pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
+    /// `clawai gateway`.
+    pub gateway: fn(crate::gateway_cmd::GatewayArgs) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {
     /// How a call a `prompt` rule holds is asked about.
     pub(crate) fn ask_options(&self) -> AskOptions {
-        let approvals = paths::approvals_path(self.approvals.as_ref());
-        AskOptions { timeout: Duration::from_secs_f64(self.ask_timeout), approvals_file: Some(approvals) }
+        ask_options(self.ask_timeout, self.approvals.as_ref())
     }
+}
+
+/// How a call a `prompt` rule holds is asked about: `--ask-timeout`, `--approvals`.
+pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptions {
+    let approvals = paths::approvals_path(approvals);
+    AskOptions { timeout: Duration::from_secs_f64(timeout), approvals_file: Some(approvals) }
 }
 
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
@@ -125,7 +109,7 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
     }
-    if args.listen.is_some() || args.upstream.is_some() {
+    if args.front.listen.is_some() || args.upstream.is_some() {
         return match http {
             HttpTransport::Helper => exec_http_helper(),
             HttpTransport::InProcess(runners) => (runners.proxy)(args),
@@ -168,7 +152,17 @@ pub(crate) struct Guarded {
 impl Guarded {
     /// Loads the policy (refusing to start without a valid one) and opens the trail.
     pub(crate) fn open(args: &ProxyArgs) -> Result<Guarded> {
-        let policy_path = args.policy.resolve();
+        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload)
+    }
+
+    /// [`Guarded::open`] from the options themselves (`clawai gateway` has them too).
+    pub(crate) fn open_with(
+        policy: &PolicyArg,
+        audit: Option<&PathBuf>,
+        audit_max_bytes: u64,
+        no_reload: bool,
+    ) -> Result<Guarded> {
+        let policy_path = policy.resolve();
         if !policy_path.exists() {
             bail!(
                 "no policy at {}; clawai will not run a server unguarded. Create one with `{}`, or pass --policy FILE (or set CLAWAI_POLICY)",
@@ -180,13 +174,11 @@ impl Guarded {
         let read = FileStamp::of(&policy_path);
         let policy =
             crate::policy_cmd::load(&policy_path).context("the policy is invalid, so the server was not started")?;
-        let audit_path = args.audit.clone().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
-        let audit = AuditLog::open(&audit_path, args.audit_max_bytes, AuditLog::DEFAULT_KEEP)
+        let audit_path = audit.cloned().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
+        let audit = AuditLog::open(&audit_path, audit_max_bytes, AuditLog::DEFAULT_KEEP)
             .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
         let handle = PolicyHandle::new(policy);
-        if !args.no_reload
-            && let Err(e) = handle.watch_in_background(&policy_path, read)
-        {
+        if !no_reload && let Err(e) = handle.watch_in_background(&policy_path, read) {
             tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
         }
         Ok(Guarded { policy: handle, audit })

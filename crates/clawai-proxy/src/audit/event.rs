@@ -45,6 +45,10 @@ pub struct Event<'a> {
     pub resource: Option<&'a str>,
     /// Name of a `prompts/get`.
     pub prompt: Option<&'a str>,
+    /// Through the gateway: the name the client used for the tool, prompt or resource
+    /// (`github__create_issue`), beside the server's own name in `tool`, `prompt` or
+    /// `resource`.
+    pub listed_as: Option<&'a str>,
     /// The arguments, secrets redacted.
     pub arguments: Option<crate::redact::Redacted<'a>>,
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
@@ -99,6 +103,7 @@ impl Event<'_> {
         str_field(out, b",\"tool\":", self.tool);
         str_field(out, b",\"resource\":", self.resource);
         str_field(out, b",\"prompt\":", self.prompt);
+        str_field(out, b",\"listed_as\":", self.listed_as);
         if let Some(arguments) = &self.arguments {
             out.extend_from_slice(b",\"arguments\":");
             arguments.write_json(out);

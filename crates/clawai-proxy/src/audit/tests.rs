@@ -82,6 +82,7 @@ fn events_are_json_with_every_field_escaped() {
         tool: Some("read\nfile\u{7}"),
         resource: None,
         prompt: None,
+        listed_as: None,
         arguments: Some(crate::redact::Redacted(&clawai_protocol::Json::from(&arguments))),
         decision: Some("deny"),
         rule: Some("r\\1"),

@@ -467,6 +467,8 @@ impl Guard {
             "prompts/get" => event.prompt = waiting.name.as_deref(),
             _ => {}
         }
+        let listed_as = self.listed_as(&waiting.method, waiting.name.as_deref());
+        event.listed_as = listed_as.as_deref();
         event.step = Some(step);
         event.channel = Some(channel);
         event.scope = scope;

@@ -111,6 +111,8 @@ impl Guard {
             "prompts/get" => event.prompt = call.name,
             _ => {}
         }
+        let listed_as = self.listed_as(method, call.name);
+        event.listed_as = listed_as.as_deref();
         event.arguments = call.arguments.map(Redacted);
         event.decision = Some(decision.action.as_str());
         event.rule = decision.rule_id();

@@ -112,6 +112,17 @@ impl Listing {
         }
     }
 
+    /// Forgets what was known and takes every page of a complete list read elsewhere.
+    pub(super) fn replace<'p>(&self, pages: impl IntoIterator<Item = &'p [u8]>) {
+        self.tools.write().unwrap_or_else(|p| p.into_inner()).clear();
+        for page in pages {
+            self.record(page);
+        }
+        let mut fetch = self.fetch();
+        fetch.complete = true;
+        fetch.failed = None;
+    }
+
     /// Why a tool the session has no annotations for is unknown.
     pub(super) fn why_unlisted(&self) -> Unlisted {
         match &self.fetch().failed {

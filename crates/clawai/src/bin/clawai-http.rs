@@ -5,5 +5,6 @@ fn main() {
     clawai::main(clawai::HttpTransport::InProcess(clawai::HttpRunners {
         proxy: clawai::http_cmd::run_http,
         ui: clawai::ui_cmd::run_ui,
+        gateway: clawai::gateway_cmd::run_gateway,
     }))
 }

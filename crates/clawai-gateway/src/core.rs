@@ -1,0 +1,171 @@
+//! What every session of the gateway shares: the policy and audit trail, the running
+//! servers, the merged catalog, and the sessions themselves (told when what they see
+//! changes).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
+
+use clawai_policy::glob::Glob;
+use clawai_proxy::{AskOptions, AuditLog, PolicyHandle};
+
+use crate::catalog::Catalog;
+use crate::cursor::Cursors;
+use crate::session::Session;
+use crate::upstream::Upstream;
+
+/// How the gateway runs.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// How a call a `prompt` rule holds is asked about.
+    pub ask: AskOptions,
+    /// How long a removed server's calls in flight get before they are cancelled.
+    pub drain: Duration,
+    /// How long a child gets to exit, before SIGTERM and again before SIGKILL.
+    pub grace: Duration,
+    /// The largest message accepted either way.
+    pub max_message: usize,
+    /// The most items on one page of a merged list.
+    pub page_size: usize,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            ask: AskOptions::default(),
+            drain: Duration::from_secs(30),
+            grace: Duration::from_secs(2),
+            max_message: 64 << 20,
+            page_size: 100,
+        }
+    }
+}
+
+/// The shared state.
+pub struct Core {
+    pub(crate) policy: PolicyHandle,
+    pub(crate) audit: AuditLog,
+    pub(crate) options: GatewayOptions,
+    pub(crate) cursors: Cursors,
+    /// The running servers, by name (a removed one is not here; it drains on its own).
+    upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    /// Servers removed from the configuration, named in the error their calls get.
+    removed: Mutex<HashSet<String>>,
+    /// `agent.allowedTools`: the most any session may see.
+    allowed_tools: RwLock<Option<Arc<Glob>>>,
+    catalog: RwLock<Arc<Catalog>>,
+    generation: AtomicU64,
+    sessions: Mutex<Vec<Weak<Session>>>,
+    /// Servers on their way out, stopped at shutdown if still there.
+    pub(crate) draining: Mutex<Vec<Arc<Upstream>>>,
+    /// When the gateway started: first lists wait a moment for servers still starting.
+    started: std::time::Instant,
+}
+
+/// How long after start the first lists wait for servers still starting.
+const SETTLE: Duration = Duration::from_millis(2500);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Core {
+    pub(crate) fn new(policy: PolicyHandle, audit: AuditLog, options: GatewayOptions) -> Arc<Core> {
+        Arc::new(Core {
+            policy,
+            audit,
+            options,
+            cursors: Cursors::new(),
+            upstreams: RwLock::default(),
+            removed: Mutex::default(),
+            allowed_tools: RwLock::default(),
+            catalog: RwLock::default(),
+            generation: AtomicU64::new(0),
+            sessions: Mutex::default(),
+            draining: Mutex::default(),
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// The running server named `name`.
+    pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.upstreams.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    }
+
+    /// Every running server, in name order.
+    pub(crate) fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.upstreams.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// Puts `upstream` in service under its name; returns the one it replaces.
+    pub(crate) fn put_upstream(&self, upstream: Arc<Upstream>) -> Option<Arc<Upstream>> {
+        lock(&self.removed).remove(&upstream.name);
+        self.upstreams.write().unwrap_or_else(|p| p.into_inner()).insert(upstream.name.clone(), upstream)
+    }
+
+    /// Takes server `name` out of service (removed from the configuration).
+    pub(crate) fn remove_upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        lock(&self.removed).insert(name.to_owned());
+        self.upstreams.write().unwrap_or_else(|p| p.into_inner()).remove(name)
+    }
+
+    /// True when server `name` was removed from the configuration.
+    pub(crate) fn was_removed(&self, name: &str) -> bool {
+        lock(&self.removed).contains(name)
+    }
+
+    /// `agent.allowedTools`.
+    pub(crate) fn allowed_tools(&self) -> Option<Arc<Glob>> {
+        self.allowed_tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set_allowed_tools(&self, allowed: Option<Glob>) {
+        *self.allowed_tools.write().unwrap_or_else(|p| p.into_inner()) = allowed.map(Arc::new);
+    }
+
+    /// The merged catalog.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Something a session may see changed (a list, a server, the configuration): the
+    /// catalog is rebuilt and every session told what changed for it.
+    pub(crate) fn catalog_changed(&self) {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let catalog = Arc::new(Catalog::build(&self.upstreams(), generation));
+        {
+            let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+            if current.generation > generation {
+                return; // a later rebuild already landed
+            }
+            *current = catalog;
+        }
+        for session in self.sessions() {
+            session.view_may_have_changed();
+        }
+    }
+
+    /// Every open session.
+    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|session| session.strong_count() > 0);
+        sessions.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Waits, in the gateway's first moments only, for servers still starting: a client
+    /// that lists at once gets what comes up quickly, and nothing waits for a slow one
+    /// (its tools come later, with `list_changed`).
+    pub(crate) async fn settle(&self) {
+        let deadline = self.started + SETTLE;
+        while std::time::Instant::now() < deadline
+            && self.upstreams().iter().any(|upstream| matches!(upstream.status(), crate::upstream::Status::Starting))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub(crate) fn add_session(&self, session: &Arc<Session>) {
+        lock(&self.sessions).push(Arc::downgrade(session));
+    }
+}

@@ -1,0 +1,78 @@
+//! The guard of one client session with one server: the decision path of `clawai
+//! proxy`, run on the server's own names with `server` = the configured name. Each pair
+//! has its own approvals ("allow for this session" is this client session's) and writes
+//! the client session's id in the audit trail.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use clawai_proxy::{Guard, Later, Outlet};
+
+use crate::config::McpServerConfig;
+use crate::core::Core;
+use crate::names;
+use crate::session::Session;
+use crate::upstream::Upstream;
+
+/// One client session's guard for one server.
+pub struct Pair {
+    /// The server.
+    pub upstream: Arc<Upstream>,
+    /// The guard.
+    pub guard: Arc<Guard>,
+    /// The version of the server's lists the guard last learnt the tools of.
+    tools_version: AtomicU64,
+}
+
+impl Pair {
+    /// The guard of `session` for `upstream`.
+    pub fn new(core: &Core, session: &Arc<Session>, upstream: Arc<Upstream>) -> Arc<Pair> {
+        let server = upstream.name.clone();
+        let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
+            .with_session(session.id.clone())
+            .with_ask_options(core.options.ask.clone())
+            // The trail shows the ids the client sent, not the gateway's.
+            .showing_client_ids()
+            .listing_names_as(Arc::new(move |method, name| match method {
+                "tools/call" | "prompts/get" => Some(names::namespaced(&server, name)),
+                "resources/read" => Some(names::resource_uri(&server, name)),
+                _ => None,
+            }));
+        let guard = match upstream.entry.transport {
+            McpServerConfig::Stdio { .. } => guard,
+            _ => guard.for_remote_server(),
+        };
+        let pair = Arc::new(Pair { upstream, guard: Arc::new(guard), tools_version: AtomicU64::new(u64::MAX) });
+        pair.guard.set_outlet(Arc::new(PairOutlet {
+            session: Arc::downgrade(session),
+            pair: Arc::downgrade(&pair),
+            runtime: tokio::runtime::Handle::current(),
+        }));
+        pair
+    }
+
+    /// Teaches the guard the server's tools (their annotations), when they changed.
+    pub fn learn_tools(&self) {
+        let lists = self.upstream.lists();
+        if self.tools_version.swap(lists.version, Ordering::Relaxed) != lists.version {
+            self.guard.know_tools(lists.tool_pages.iter().map(Vec::as_slice));
+        }
+    }
+}
+
+/// Takes what the guard decides later (an approval, a time-out) to the session.
+struct PairOutlet {
+    session: Weak<Session>,
+    pair: Weak<Pair>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Outlet for PairOutlet {
+    fn later(&self, later: Later) {
+        let (Some(session), Some(pair)) = (self.session.upgrade(), self.pair.upgrade()) else { return };
+        self.runtime.spawn(async move {
+            let out = pair.guard.settle(later);
+            session.route_from_pair(&pair, out).await;
+        });
+    }
+}

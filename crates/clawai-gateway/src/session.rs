@@ -1,0 +1,276 @@
+//! One client session of the gateway: what the client sends, answered by the gateway
+//! (`initialize`, lists) or routed to the server that has what it names, through the
+//! session's guard for that server ([`crate::pair`]).
+//!
+//! * `lists`: `initialize`, `server/discover`, and the merged, paginated lists.
+//! * `forward`: calls on their way to a server and answers on their way back.
+//! * `from_server`: what a server sends the client on its own (its requests, progress,
+//!   cancellations, resource updates).
+
+mod forward;
+mod from_server;
+mod input_required;
+mod lists;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use clawai_http::link::{FromServer, Link};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::catalog::ListKind;
+use crate::core::Core;
+use crate::pair::Pair;
+use crate::rewrite::{self, id_key};
+use crate::upstream::Upstream;
+use crate::view::View;
+
+/// The revisions negotiated with `initialize`, oldest first.
+pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The stateless revision.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// One client session.
+pub struct Session {
+    core: Arc<Core>,
+    /// The id the audit trail shows for this session.
+    pub id: String,
+    outbox: mpsc::UnboundedSender<Vec<u8>>,
+    state: Mutex<State>,
+    /// This session's guard for each server it used, by server instance.
+    pairs: Mutex<HashMap<u64, Arc<Pair>>>,
+    /// The client's requests in flight: the client's id (as JSON text) → the server and
+    /// the id the server knows it by.
+    calls: Mutex<HashMap<String, (Weak<Upstream>, String)>>,
+    /// Requests sent to the client, by the id it was given: where its answer goes.
+    asked: Mutex<HashMap<String, Asked>>,
+    next_asked: AtomicU64,
+    /// Calls of a 2026-07-28 client waiting for it to retry with input, by state.
+    suspended: Mutex<HashMap<String, input_required::Suspended>>,
+}
+
+#[derive(Default)]
+struct State {
+    initialized: bool,
+    /// The client speaks the stateless revision.
+    modern: bool,
+    /// What the client declared it can do.
+    capabilities: Value,
+    view: Option<Arc<View>>,
+    /// The digests of the lists the client was last shown or told of.
+    announced: Option<[u64; 4]>,
+    /// Resources the client subscribed to, as listed.
+    subscriptions: HashSet<String>,
+}
+
+/// Where the answer to a request sent to the client goes.
+enum Asked {
+    /// To the server that asked, under its id.
+    Upstream { pair: Arc<Pair>, upstream_id: Value },
+    /// To the guard that asked (a question about a held call).
+    Guard { pair: Arc<Pair> },
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Session {
+    /// Opens a session: the front sends the client's messages into the link and reads
+    /// the gateway's from it.
+    pub fn open(core: &Arc<Core>) -> Link {
+        let (link, mut from_client, to_client) = Link::pair();
+        let (outbox, mut queued) = mpsc::unbounded_channel::<Vec<u8>>();
+        let session = Arc::new(Session {
+            core: Arc::clone(core),
+            id: uuid::Uuid::new_v4().to_string(),
+            outbox,
+            state: Mutex::default(),
+            pairs: Mutex::default(),
+            calls: Mutex::default(),
+            asked: Mutex::default(),
+            next_asked: AtomicU64::new(1),
+            suspended: Mutex::default(),
+        });
+        core.add_session(&session);
+        // Servers never wait for a slow client: its messages queue here.
+        tokio::spawn(async move {
+            while let Some(message) = queued.recv().await {
+                if to_client.send(FromServer::Message(message)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Some(message) = from_client.recv().await {
+                session.from_client(message).await;
+            }
+            session.closed().await;
+        });
+        link
+    }
+
+    /// Queues a message for the client.
+    pub fn send(&self, message: Vec<u8>) {
+        let _ = self.outbox.send(message);
+    }
+
+    /// This session's guard for `upstream`.
+    pub(crate) fn pair(self: &Arc<Self>, upstream: &Arc<Upstream>) -> Arc<Pair> {
+        let mut pairs = lock(&self.pairs);
+        let pair = pairs.entry(upstream.instance).or_insert_with(|| Pair::new(&self.core, self, Arc::clone(upstream)));
+        Arc::clone(pair)
+    }
+
+    /// What this session sees now.
+    pub(crate) fn view(&self) -> Arc<View> {
+        let catalog = self.core.catalog();
+        let mut state = lock(&self.state);
+        if let Some(view) = &state.view
+            && view.catalog.generation == catalog.generation
+        {
+            return Arc::clone(view);
+        }
+        let view = Arc::new(View::compute(catalog, self.core.allowed_tools().as_deref()));
+        state.view = Some(Arc::clone(&view));
+        view
+    }
+
+    /// The catalog changed: the client is told of each list it sees that changed.
+    pub(crate) fn view_may_have_changed(&self) {
+        let view = self.view();
+        let mut state = lock(&self.state);
+        let Some(announced) = state.announced else { return };
+        if !state.initialized || state.modern {
+            return;
+        }
+        let changed = |kind: ListKind| announced[kind.index()] != view.digests[kind.index()];
+        state.announced = Some(view.digests);
+        drop(state);
+        if changed(ListKind::Tools) {
+            self.send(rewrite::notification("notifications/tools/list_changed", None));
+        }
+        if changed(ListKind::Prompts) {
+            self.send(rewrite::notification("notifications/prompts/list_changed", None));
+        }
+        if changed(ListKind::Resources) || changed(ListKind::Templates) {
+            self.send(rewrite::notification("notifications/resources/list_changed", None));
+        }
+    }
+
+    /// One message from the client (the front checked it is one valid JSON-RPC message).
+    async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
+        let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+            self.send(rewrite::error(&Value::Null, clawai_protocol::reply::PARSE_ERROR, "not JSON"));
+            return;
+        };
+        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        let id = message.get("id").filter(|id| !id.is_null()).cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.request(&method, id, message).await,
+            (Some(method), None) => self.notification(&method, message).await,
+            (None, Some(id)) => self.client_answered(&id, message, bytes).await,
+            (None, None) => {}
+        }
+    }
+
+    async fn request(self: &Arc<Self>, method: &str, id: Value, message: Value) {
+        let modern = message
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(rewrite::PROTOCOL_VERSION_META))
+            .and_then(Value::as_str)
+            == Some(MODERN_VERSION);
+        if modern {
+            let mut state = lock(&self.state);
+            state.modern = true;
+            if let Some(capabilities) =
+                message.pointer("/params/_meta").and_then(|meta| meta.get(rewrite::CLIENT_CAPABILITIES_META))
+            {
+                state.capabilities = capabilities.clone();
+            }
+        }
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        if let Some(state) = params.get("requestState").and_then(Value::as_str)
+            && state.starts_with(input_required::STATE_PREFIX)
+        {
+            return self.resume(id, &message, state).await;
+        }
+        if matches!(method, "tools/call" | "prompts/get" | "resources/read" | "completion/complete")
+            || ListKind::of_method(method).is_some()
+        {
+            self.core.settle().await;
+        }
+        match method {
+            "initialize" => self.initialize(&id, &params),
+            "server/discover" => self.discover(&id),
+            "ping" => self.answer(&id, json!({}), modern),
+            "tools/call" => self.call_tool(id, message, modern).await,
+            "prompts/get" => self.get_prompt(id, message, modern).await,
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                self.resource_request(method, id, message, modern).await
+            }
+            "completion/complete" => self.complete(id, message, modern).await,
+            "logging/setLevel" => self.set_log_level(&id, &params, modern),
+            _ => match ListKind::of_method(method) {
+                Some(kind) => self.list(kind, &id, &params, modern),
+                None => self.send(rewrite::error(
+                    &id,
+                    rewrite::METHOD_NOT_FOUND,
+                    &format!("clawai gateway: `{method}` is not supported through the gateway"),
+                )),
+            },
+        }
+    }
+
+    async fn notification(self: &Arc<Self>, method: &str, message: Value) {
+        match method {
+            "notifications/cancelled" => {
+                if let Some(request) = message.pointer("/params/requestId") {
+                    self.cancel(request, &message).await;
+                }
+            }
+            // The gateway's sessions with its servers are shared: one client's roots are
+            // not every client's. Servers ask for roots during a call instead.
+            "notifications/initialized" | "notifications/roots/list_changed" => {}
+            _ => tracing::debug!("session {}: `{method}` from the client is not passed on", self.id),
+        }
+    }
+
+    /// An answer for the client, marked for a 2026-07-28 client.
+    fn answer(&self, id: &Value, mut result: Value, modern: bool) {
+        if modern {
+            rewrite::stamp_modern(&mut result, &server_info());
+        }
+        self.send(rewrite::result(id, result));
+    }
+
+    /// Fails a call with an error, once its server cannot answer it.
+    pub(crate) fn fail_call(&self, client_id: &Value, why: &str) {
+        lock(&self.calls).remove(&id_key(client_id));
+        self.send(rewrite::error(client_id, clawai_protocol::reply::SERVER_UNAVAILABLE, why));
+    }
+
+    /// The client went away: what it still waits for is cancelled at the servers.
+    async fn closed(self: &Arc<Self>) {
+        let calls: Vec<(Weak<Upstream>, String)> = lock(&self.calls).drain().map(|(_, call)| call).collect();
+        for (upstream, key) in calls {
+            if let Some(upstream) = upstream.upgrade() {
+                upstream.forget(&key);
+                let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+                upstream
+                    .notify("notifications/cancelled", Some(json!({"requestId": id, "reason": "the client went away"})))
+                    .await;
+            }
+        }
+        for pair in lock(&self.pairs).values() {
+            pair.guard.flush_audit();
+        }
+    }
+}
+
+/// The gateway's `serverInfo`.
+pub fn server_info() -> Value {
+    json!({"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")})
+}

@@ -1,0 +1,334 @@
+//! Calls on their way to a server, through the session's guard for it, and answers on
+//! their way back. The guard sees the server's own names and the server's ids; the
+//! client sees the gateway's names and its own ids.
+
+use std::sync::Arc;
+
+use clawai_protocol::reply;
+use clawai_proxy::{Outgoing, Verdict};
+use serde_json::{Value, json};
+
+use super::{Asked, Session, lock};
+use crate::catalog::ListKind;
+use crate::names;
+use crate::pair::Pair;
+use crate::rewrite::{self, id_key};
+use crate::upstream::{CallFrom, Pending, Upstream};
+
+/// MCP's code for a resource that does not exist.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+impl Session {
+    pub(super) async fn call_tool(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+        let Some(name) = message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned) else {
+            return self.send(rewrite::error(&id, reply::INVALID_PARAMS, "tools/call needs a `name`"));
+        };
+        let view = self.view();
+        let allowed = self.core.allowed_tools();
+        let Some(item) = view.find(ListKind::Tools, &name, allowed.as_deref()) else {
+            return self.send(self.unknown(&id, "tool", &name));
+        };
+        let (upstream, original) = (Arc::clone(&item.upstream), item.original.clone());
+        drop(view);
+        let mut message = message;
+        message["params"]["name"] = json!(original);
+        self.forward(&upstream, id, message, modern).await;
+    }
+
+    pub(super) async fn get_prompt(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+        let Some(name) = message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned) else {
+            return self.send(rewrite::error(&id, reply::INVALID_PARAMS, "prompts/get needs a `name`"));
+        };
+        let view = self.view();
+        let Some(item) = view.find(ListKind::Prompts, &name, None) else {
+            return self.send(self.unknown(&id, "prompt", &name));
+        };
+        let (upstream, original) = (Arc::clone(&item.upstream), item.original.clone());
+        drop(view);
+        let mut message = message;
+        message["params"]["name"] = json!(original);
+        self.forward(&upstream, id, message, modern).await;
+    }
+
+    pub(super) async fn resource_request(self: &Arc<Self>, method: &str, id: Value, message: Value, modern: bool) {
+        let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str).map(str::to_owned) else {
+            return self.send(rewrite::error(&id, reply::INVALID_PARAMS, &format!("{method} needs a `uri`")));
+        };
+        let Some(upstream) = self.resource_server(&uri) else {
+            return self.send(rewrite::error(
+                &id,
+                RESOURCE_NOT_FOUND,
+                &format!("Resource not found: {uri} (the gateway lists resources as clawai://SERVER/URI)"),
+            ));
+        };
+        let (_, original) = names::split_resource_uri(&uri).expect("checked by resource_server");
+        let original = original.to_owned();
+        match method {
+            "resources/subscribe" => {
+                lock(&self.state).subscriptions.insert(uri.clone());
+            }
+            "resources/unsubscribe" => {
+                lock(&self.state).subscriptions.remove(&uri);
+                // The server's session is shared: it stays subscribed while any client is.
+                if self.core.sessions().iter().any(|s| lock(&s.state).subscriptions.contains(&uri)) {
+                    return self.answer(&id, json!({}), modern);
+                }
+            }
+            _ => {}
+        }
+        let mut message = message;
+        message["params"]["uri"] = json!(original);
+        self.forward(&upstream, id, message, modern).await;
+    }
+
+    /// The running server a listed resource URI belongs to, when this session may read it.
+    fn resource_server(&self, uri: &str) -> Option<Arc<Upstream>> {
+        let (server, _) = names::split_resource_uri(uri)?;
+        self.core.upstream(server).filter(|upstream| crate::view::resources_shown(upstream.entry.internal_only))
+    }
+
+    pub(super) async fn complete(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+        let reference = message.pointer("/params/ref").cloned().unwrap_or(Value::Null);
+        let target = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
+                let view = self.view();
+                view.find(ListKind::Prompts, name, None)
+                    .map(|item| (Arc::clone(&item.upstream), "name", item.original.clone()))
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
+                self.resource_server(uri).and_then(|upstream| {
+                    let original = names::split_resource_uri(uri)?.1.to_owned();
+                    Some((upstream, "uri", original))
+                })
+            }
+            _ => None,
+        };
+        let Some((upstream, key, original)) = target else {
+            return self.send(rewrite::error(
+                &id,
+                reply::INVALID_PARAMS,
+                "clawai gateway: completion for an unknown prompt or resource",
+            ));
+        };
+        let mut message = message;
+        message["params"]["ref"][key] = json!(original);
+        self.forward(&upstream, id, message, modern).await;
+    }
+
+    /// The error for a name this session cannot use: the same whether it does not exist
+    /// or is hidden, so hiding tells nothing. A server removed from the configuration is
+    /// named as such (it was visible before).
+    fn unknown(&self, id: &Value, what: &str, name: &str) -> Vec<u8> {
+        if let Some((server, _)) = name.split_once(names::SEPARATOR)
+            && self.core.was_removed(server)
+            && self.core.upstream(server).is_none()
+        {
+            return rewrite::error(
+                id,
+                reply::INVALID_PARAMS,
+                &format!("clawai gateway: server `{server}` was removed from the gateway's configuration"),
+            );
+        }
+        let capitalised = if what == "tool" { "Unknown tool" } else { "Unknown prompt" };
+        rewrite::error(id, reply::INVALID_PARAMS, &format!("{capitalised}: {name}"))
+    }
+
+    /// Sends a client's request (already under the server's own names) to `upstream`
+    /// through this session's guard for it, under an id and progress token of the
+    /// gateway's.
+    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value, modern: bool) {
+        let _ = modern;
+        let pair = self.pair(upstream);
+        pair.learn_tools();
+        let upstream_id = upstream.next_id();
+        let key = id_key(&upstream_id);
+        let token = rewrite::progress_token(&message).cloned().map(|token| upstream.progress_token(self, token));
+        if let Some(token) = &token {
+            rewrite::set_progress_token(&mut message, json!(token));
+        }
+        message["id"] = upstream_id;
+        lock(&self.calls).insert(id_key(&client_id), (Arc::downgrade(upstream), key.clone()));
+        pair.guard.client_sent_id(&key, &id_key(&client_id));
+        upstream.expect(
+            key.clone(),
+            Pending::Call(CallFrom { session: Arc::downgrade(self), client_id, upstream_id: key, token }),
+        );
+        let bytes = rewrite::encode(&message);
+        let verdict = pair.guard.from_client(&bytes);
+        self.after_client_verdict(&pair, bytes, verdict).await;
+    }
+
+    /// Does what the guard said of a message on its way to the server.
+    pub(super) async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
+        match verdict {
+            Verdict::Forward => self.to_server(pair, bytes).await,
+            Verdict::Reply(answer) | Verdict::Replace(answer) => self.answer_from_pair(pair, answer),
+            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
+            Verdict::Drop => {}
+        }
+    }
+
+    async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
+        pair.guard.write_pending_decisions();
+        // The guard saw the client's revision; the server gets the one it agreed on.
+        let bytes = rewrite::without_protocol_meta(bytes);
+        if !pair.upstream.send(bytes.clone()).await
+            && let Ok(message) = serde_json::from_slice::<Value>(&bytes)
+            && let Some(id) = message.get("id").filter(|_| message.get("method").is_some())
+            && let Some(Pending::Call(call)) = pair.upstream.forget(&id_key(id))
+        {
+            self.fail_call(&call.client_id, &format!("clawai gateway: server `{}` is not running", pair.upstream.name));
+        }
+    }
+
+    /// Sends what a guard gave, each message to its side.
+    pub(crate) async fn route_from_pair(self: &Arc<Self>, pair: &Arc<Pair>, out: Vec<Outgoing>) {
+        for message in out {
+            match message {
+                Outgoing::ToServer(bytes) => {
+                    // A request the guard makes of its own is answered to the guard.
+                    if let Ok(message) = serde_json::from_slice::<Value>(&bytes)
+                        && message.get("method").is_some()
+                        && let Some(id) = message.get("id")
+                        && !pair.upstream.expects(&id_key(id))
+                    {
+                        pair.upstream.expect(id_key(id), Pending::Guard(Arc::downgrade(self)));
+                    }
+                    self.to_server(pair, bytes).await;
+                }
+                Outgoing::ToClient(bytes) => self.answer_from_pair(pair, bytes),
+            }
+        }
+    }
+
+    /// A message a guard sends the client: an answer to a call (under the server's id),
+    /// a question of its own, or progress while a call waits.
+    fn answer_from_pair(self: &Arc<Self>, pair: &Pair, bytes: Vec<u8>) {
+        let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else { return };
+        let has_method = message.get("method").is_some();
+        match message.get("id").filter(|id| !id.is_null()).cloned() {
+            Some(id) if !has_method => {
+                if let Some(Pending::Call(call)) = pair.upstream.forget(&id_key(&id)) {
+                    if let Some(token) = &call.token {
+                        pair.upstream.forget_progress(token);
+                    }
+                    pair.guard.forget_client_id(&call.upstream_id);
+                    self.send_answer(&pair.upstream, &call.client_id, message);
+                }
+            }
+            Some(id) => {
+                lock(&self.asked).insert(id_key(&id), Asked::Guard { pair: self.pair(&pair.upstream) });
+                self.send(bytes);
+            }
+            None => {
+                if let Some(token) = message.pointer("/params/progressToken").and_then(Value::as_str)
+                    && let Some(original) = pair.upstream.progress_owner(token)
+                {
+                    message["params"]["progressToken"] = original;
+                    self.send(rewrite::encode(&message));
+                }
+            }
+        }
+    }
+
+    /// An answer for the client under its own id, with resource URIs under the gateway's
+    /// names.
+    fn send_answer(&self, upstream: &Upstream, client_id: &Value, mut message: Value) {
+        lock(&self.calls).remove(&id_key(client_id));
+        message["id"] = client_id.clone();
+        let modern = lock(&self.state).modern;
+        if let Some(result) = message.get_mut("result") {
+            rewrite::list_resource_uris(result, &upstream.name);
+            if modern {
+                rewrite::stamp_modern(result, &super::server_info());
+            }
+        }
+        self.send(rewrite::encode(&message));
+    }
+
+    /// The server answered a client's call.
+    pub(crate) async fn call_answered(self: &Arc<Self>, upstream: &Arc<Upstream>, call: CallFrom, bytes: Vec<u8>) {
+        let pair = self.pair(upstream);
+        let verdict = pair.guard.from_server(&bytes);
+        pair.guard.forget_client_id(&call.upstream_id);
+        if call.client_id.is_null() {
+            // Its client was asked for input and has not retried yet.
+            if let Verdict::Forward = verdict {
+                self.keep_answer(&call.upstream_id, bytes);
+            } else if let Verdict::Replace(instead) = verdict {
+                self.keep_answer(&call.upstream_id, instead);
+            }
+            return;
+        }
+        match verdict {
+            Verdict::Forward => self.send_parsed_answer(upstream, &call.client_id, &bytes),
+            Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
+            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
+            Verdict::Dispatch(out) => {
+                for message in out {
+                    match message {
+                        Outgoing::ToClient(answer) => self.send_parsed_answer(upstream, &call.client_id, &answer),
+                        Outgoing::ToServer(bytes) => self.to_server(&pair, bytes).await,
+                    }
+                }
+            }
+            Verdict::Drop => {}
+        }
+    }
+
+    pub(super) fn send_parsed_answer(&self, upstream: &Upstream, client_id: &Value, bytes: &[u8]) {
+        if let Ok(message) = serde_json::from_slice::<Value>(bytes) {
+            self.send_answer(upstream, client_id, message);
+        }
+    }
+
+    /// The server answered a request a guard made of its own.
+    pub(crate) async fn guard_answered(self: &Arc<Self>, upstream: &Arc<Upstream>, bytes: Vec<u8>) {
+        let pair = self.pair(upstream);
+        let verdict = pair.guard.from_server(&bytes);
+        match verdict {
+            Verdict::Dispatch(out) => self.route_from_pair(&pair, out).await,
+            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
+            _ => {}
+        }
+    }
+
+    /// The client cancelled a request: the cancellation goes to the one server that
+    /// holds it, under that server's id.
+    pub(super) async fn cancel(self: &Arc<Self>, request: &Value, message: &Value) {
+        let Some((upstream, key)) = lock(&self.calls).remove(&id_key(request)) else { return };
+        let Some(upstream) = upstream.upgrade() else { return };
+        if let Some(Pending::Call(call)) = upstream.forget(&key)
+            && let Some(token) = &call.token
+        {
+            upstream.forget_progress(token);
+        }
+        let pair = self.pair(&upstream);
+        let mut message = message.clone();
+        message["params"]["requestId"] = serde_json::from_str(&key).unwrap_or(Value::Null);
+        let bytes = rewrite::encode(&message);
+        let verdict = pair.guard.from_client(&bytes);
+        self.after_client_verdict(&pair, bytes, verdict).await;
+    }
+
+    /// The client answered a request the gateway sent it.
+    pub(super) async fn client_answered(self: &Arc<Self>, id: &Value, message: Value, bytes: Vec<u8>) {
+        let asked = lock(&self.asked).remove(&id_key(id));
+        match asked {
+            Some(Asked::Upstream { pair, upstream_id }) => {
+                let mut message = message;
+                message["id"] = upstream_id;
+                let bytes = rewrite::encode(&message);
+                let verdict = pair.guard.from_client(&bytes);
+                self.after_client_verdict(&pair, bytes, verdict).await;
+            }
+            Some(Asked::Guard { pair }) => {
+                let verdict = pair.guard.from_client(&bytes);
+                self.after_client_verdict(&pair, bytes, verdict).await;
+            }
+            None => tracing::debug!("session {}: an answer to {id}, which nobody asked", self.id),
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! One server behind the gateway: one persistent session shared by every client
+//! session, started, listed, restarted when it dies, drained when it is removed.
+//!
+//! The gateway's own traffic with the server (`initialize`, the lists) goes through a
+//! guard of its own, so the audit trail records it like any other; the clients' calls
+//! go through the guard of their session with this server ([`crate::pair`]).
+
+pub(crate) mod connect;
+mod messages;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use clawai_proxy::{Guard, Verdict};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::catalog::ListKind;
+use crate::config::ServerEntry;
+use crate::core::Core;
+use crate::rewrite::{encode, id_key};
+use crate::session::Session;
+
+/// How long the gateway waits for a server's answer to `initialize` (a server may take
+/// long to start: `npx` downloading it).
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the gateway waits for a page of a list.
+const LIST_TIMEOUT: Duration = Duration::from_secs(60);
+/// At most this many pages of one list are read.
+const MAX_PAGES: usize = 1000;
+/// The first wait before a server that died is started again; doubled each time, up to
+/// [`MAX_BACKOFF`], and back to this after it ran a minute.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Being started (or listed for the first time).
+    Starting,
+    /// Answering.
+    Up,
+    /// Down, for this reason; started again after a wait.
+    Down(String),
+    /// Removed from the configuration: finishing the calls in flight.
+    Draining,
+    /// Stopped for good.
+    Stopped,
+}
+
+/// What the server listed, as it wrote it.
+#[derive(Default)]
+pub struct Lists {
+    /// The items of each [`ListKind`].
+    pub items: [Vec<Value>; 4],
+    /// Every page of the tool list as received (the guards read annotations from it).
+    pub tool_pages: Vec<Vec<u8>>,
+    /// Bumped whenever a list changes.
+    pub version: u64,
+}
+
+/// Who waits for the answer to a request the gateway sent the server.
+pub enum Pending {
+    /// The gateway itself.
+    Own(oneshot::Sender<Result<Value, Value>>),
+    /// A client's request, under the client's id.
+    Call(CallFrom),
+    /// A request a session's guard made of its own (never sent by a client).
+    Guard(Weak<Session>),
+}
+
+/// A client's request forwarded to the server.
+pub struct CallFrom {
+    /// The client's session.
+    pub session: Weak<Session>,
+    /// The id the client gave it.
+    pub client_id: Value,
+    /// The id the server knows it by (as JSON text).
+    pub upstream_id: String,
+    /// The progress token the server knows it by, when the client asked for progress.
+    pub token: Option<String>,
+}
+
+/// A progress token the gateway gave the server in place of a client's.
+pub struct Progress {
+    /// The client's session.
+    pub session: Weak<Session>,
+    /// The client's own token.
+    pub token: Value,
+}
+
+/// One server.
+pub struct Upstream {
+    /// Its name in the configuration.
+    pub name: String,
+    /// Its configuration.
+    pub entry: ServerEntry,
+    /// Unique in this process (a changed server's new instance has another).
+    pub instance: u64,
+    core: Weak<Core>,
+    /// Decides and records the gateway's own traffic with the server.
+    guard: Guard,
+    sender: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    status: Mutex<Status>,
+    /// What the server answered to `initialize`.
+    initialized: RwLock<Option<Value>>,
+    lists: RwLock<Arc<Lists>>,
+    refreshing: [tokio::sync::Mutex<()>; 4],
+    pending: Mutex<HashMap<String, Pending>>,
+    progress: Mutex<HashMap<String, Progress>>,
+    next_id: AtomicU64,
+    stop: watch::Sender<bool>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+static INSTANCES: AtomicU64 = AtomicU64::new(1);
+
+impl Upstream {
+    /// Starts server `name` and returns at once: it comes up in the background.
+    pub fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
+        let remote = !matches!(entry.transport, crate::config::McpServerConfig::Stdio { .. });
+        let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(name.clone()))
+            .with_session(format!("gateway-{}", uuid::Uuid::new_v4().simple()));
+        let guard = if remote { guard.for_remote_server() } else { guard };
+        let (stop, _) = watch::channel(false);
+        let upstream = Arc::new(Upstream {
+            name,
+            entry,
+            instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            core: Arc::downgrade(core),
+            guard,
+            sender: Mutex::new(None),
+            status: Mutex::new(Status::Starting),
+            initialized: RwLock::new(None),
+            lists: RwLock::default(),
+            refreshing: Default::default(),
+            pending: Mutex::default(),
+            progress: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            stop,
+        });
+        tokio::spawn(Arc::clone(&upstream).run());
+        upstream
+    }
+
+    /// Where the server is in its life.
+    pub fn status(&self) -> Status {
+        lock(&self.status).clone()
+    }
+
+    fn set_status(&self, status: Status) {
+        *lock(&self.status) = status;
+    }
+
+    /// True when the server answers calls.
+    pub fn is_up(&self) -> bool {
+        matches!(*lock(&self.status), Status::Up)
+    }
+
+    /// What the server listed.
+    pub fn lists(&self) -> Arc<Lists> {
+        Arc::clone(&self.lists.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// What the server answered to `initialize`, once it did.
+    pub fn initialized(&self) -> Option<Value> {
+        self.initialized.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A capability the server declared (`tools`, `logging`, …).
+    pub fn capability(&self, name: &str) -> Option<Value> {
+        self.initialized().and_then(|init| init.pointer(&format!("/capabilities/{name}")).cloned())
+    }
+
+    pub(crate) fn core(&self) -> Option<Arc<Core>> {
+        self.core.upgrade()
+    }
+
+    /// A new id for a request to the server: a number, never reused by this instance.
+    pub fn next_id(&self) -> Value {
+        json!(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Remembers who waits for the answer to request `id` (as JSON text).
+    pub fn expect(&self, id: String, pending: Pending) {
+        lock(&self.pending).insert(id, pending);
+    }
+
+    /// True when someone waits for the answer to request `id`.
+    pub fn expects(&self, id: &str) -> bool {
+        lock(&self.pending).contains_key(id)
+    }
+
+    /// The client's own token for a progress token the gateway gave the server.
+    pub fn progress_owner(&self, token: &str) -> Option<Value> {
+        lock(&self.progress).get(token).map(|progress| progress.token.clone())
+    }
+
+    /// Sets the server's log level (`logging/setLevel` of a client: the session is shared).
+    pub async fn set_log_level(&self, params: Value) {
+        if let Err(why) = self.request("logging/setLevel", Some(params), LIST_TIMEOUT).await {
+            tracing::debug!("server `{}`: {why}", self.name);
+        }
+    }
+
+    /// Forgets who waited for request `id`.
+    pub fn forget(&self, id: &str) -> Option<Pending> {
+        lock(&self.pending).remove(id)
+    }
+
+    /// A progress token for the server, standing for a client's.
+    pub fn progress_token(&self, session: &Arc<Session>, token: Value) -> String {
+        let ours = format!("clawai-{}-{}", self.instance, self.next_id.fetch_add(1, Ordering::Relaxed));
+        lock(&self.progress).insert(ours.clone(), Progress { session: Arc::downgrade(session), token });
+        ours
+    }
+
+    /// Forgets a progress token once its request is answered.
+    pub fn forget_progress(&self, token: &str) {
+        lock(&self.progress).remove(token);
+    }
+
+    /// The calls in flight, by session.
+    pub fn sessions_with_calls(&self) -> Vec<Arc<Session>> {
+        let mut sessions: Vec<Arc<Session>> = Vec::new();
+        for pending in lock(&self.pending).values() {
+            if let Pending::Call(call) = pending
+                && let Some(session) = call.session.upgrade()
+                && !sessions.iter().any(|s| Arc::ptr_eq(s, &session))
+            {
+                sessions.push(session);
+            }
+        }
+        sessions
+    }
+
+    /// This session's calls in flight here that a client still waits for: (the id the
+    /// server knows each by, the client's id).
+    pub fn calls_of(&self, session: &Arc<Session>) -> Vec<(String, Value)> {
+        lock(&self.pending)
+            .iter()
+            .filter_map(|(key, pending)| match pending {
+                Pending::Call(call)
+                    if !call.client_id.is_null()
+                        && call.session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, session)) =>
+                {
+                    Some((key.clone(), call.client_id.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Gives a call in flight another client id (`null` while no client request waits
+    /// for it: a 2026-07-28 client was asked for input and has not retried yet).
+    pub fn reattach(&self, key: &str, client_id: Value) {
+        if let Some(Pending::Call(call)) = lock(&self.pending).get_mut(key) {
+            call.client_id = client_id;
+        }
+    }
+
+    /// Client calls still waiting for the server.
+    pub fn calls_in_flight(&self) -> usize {
+        lock(&self.pending).values().filter(|p| matches!(p, Pending::Call(_))).count()
+    }
+
+    /// Sends one message to the server; false when it is not running.
+    pub async fn send(&self, message: Vec<u8>) -> bool {
+        let sender = lock(&self.sender).clone();
+        match sender {
+            Some(sender) => sender.send(message).await.is_ok(),
+            None => false,
+        }
+    }
+
+    /// A request of the gateway's own, through the gateway's guard for this server.
+    async fn request(&self, method: &str, params: Option<Value>, wait: Duration) -> Result<Value, String> {
+        let id = self.next_id();
+        let key = id_key(&id);
+        let (answer, answered) = oneshot::channel();
+        self.expect(key.clone(), Pending::Own(answer));
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        let bytes = encode(&message);
+        if !matches!(self.guard.from_client(&bytes), Verdict::Forward) {
+            self.forget(&key);
+            return Err(format!("the policy refused the gateway's own `{method}`"));
+        }
+        self.guard.write_pending_decisions();
+        if !self.send(bytes).await {
+            self.forget(&key);
+            return Err("the server is not running".into());
+        }
+        match tokio::time::timeout(wait, answered).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(format!(
+                "`{method}` failed: {}",
+                error.get("message").and_then(Value::as_str).unwrap_or("an error without a message")
+            )),
+            Ok(Err(_)) => Err(format!("the server went away before answering `{method}`")),
+            Err(_) => {
+                self.forget(&key);
+                Err(format!("no answer to `{method}` in {}s", wait.as_secs()))
+            }
+        }
+    }
+
+    /// A notification of the gateway's own.
+    pub async fn notify(&self, method: &str, params: Option<Value>) {
+        let bytes = crate::rewrite::notification(method, params);
+        if matches!(self.guard.from_client(&bytes), Verdict::Forward) {
+            self.guard.write_pending_decisions();
+            self.send(bytes).await;
+        }
+    }
+
+    /// Starts, serves, and restarts the server with backoff, until it is stopped.
+    async fn run(self: Arc<Self>) {
+        let mut stop = self.stop.subscribe();
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let stopped = *stop.borrow();
+            if stopped {
+                break;
+            }
+            self.set_status(Status::Starting);
+            let started = Instant::now();
+            let reason = match self.connect() {
+                Err(error) => error.to_string(),
+                Ok((link, child)) => {
+                    let reason = self.serve(link, &mut stop).await;
+                    lock(&self.sender).take();
+                    if let Some(child) = child {
+                        let grace = self.core().map_or(Duration::from_secs(2), |core| core.options.grace);
+                        child.shut_down(grace).await;
+                    }
+                    reason
+                }
+            };
+            self.went_down(&reason);
+            let stopped = *stop.borrow();
+            if stopped {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                backoff = FIRST_BACKOFF;
+            }
+            tracing::warn!("server `{}`: {reason}; starting it again in {:.1}s", self.name, backoff.as_secs_f64());
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                _ = stop.wait_for(|stop| *stop) => break,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        self.set_status(Status::Stopped);
+        self.guard.flush_audit();
+    }
+
+    /// The server is down: its calls fail, its lists empty, the sessions are told.
+    fn went_down(&self, reason: &str) {
+        let draining = matches!(self.status(), Status::Draining);
+        if !draining {
+            self.set_status(Status::Down(reason.to_owned()));
+        }
+        *self.initialized.write().unwrap_or_else(|p| p.into_inner()) = None;
+        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, pending)| pending).collect();
+        lock(&self.progress).clear();
+        let why = format!("clawai: server `{}` stopped ({reason}); the request got no answer", self.name);
+        for pending in pending {
+            if let Pending::Call(call) = pending
+                && let Some(session) = call.session.upgrade()
+            {
+                session.fail_call(&call.client_id, &why);
+            }
+        }
+        let had_items = self.lists().items.iter().any(|items| !items.is_empty());
+        *self.lists.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Lists::default());
+        if had_items && let Some(core) = self.core() {
+            core.catalog_changed();
+        }
+    }
+
+    /// Asks the server to stop (drained or shut down) and waits until it has.
+    pub async fn stop(&self) {
+        self.stop.send_replace(true);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !matches!(self.status(), Status::Stopped) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Removed from the configuration: no new calls; the calls in flight get `drain` to
+    /// finish, then are cancelled, and the server is stopped.
+    pub async fn drain(self: Arc<Self>, drain: Duration) {
+        self.set_status(Status::Draining);
+        let deadline = Instant::now() + drain;
+        while self.calls_in_flight() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let left: Vec<(String, Pending)> = lock(&self.pending).drain().collect();
+        for (id, pending) in left {
+            if let Pending::Call(call) = pending {
+                let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+                let reason = "the server was removed from the gateway's configuration";
+                self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": reason}))).await;
+                if let Some(session) = call.session.upgrade() {
+                    session.fail_call(
+                        &call.client_id,
+                        &format!(
+                            "clawai: server `{}` was removed from the gateway's configuration; the call was cancelled after {}s",
+                            self.name,
+                            drain.as_secs()
+                        ),
+                    );
+                }
+            }
+        }
+        self.stop().await;
+    }
+
+    /// Lists the server's items of `kind` again (every page) and tells the sessions.
+    pub async fn refresh(self: &Arc<Self>, kind: ListKind) {
+        let _one_at_a_time = self.refreshing[kind.index()].lock().await;
+        let declared = self.capability(kind.capability()).is_some();
+        let (items, pages) = if declared {
+            match self.list_all(kind).await {
+                Ok(listed) => listed,
+                Err(why) => {
+                    tracing::warn!("server `{}`: listing {} failed: {why}", self.name, kind.member());
+                    return;
+                }
+            }
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        {
+            let mut lists = self.lists.write().unwrap_or_else(|p| p.into_inner());
+            let mut next =
+                Lists { items: lists.items.clone(), tool_pages: lists.tool_pages.clone(), version: lists.version + 1 };
+            next.items[kind.index()] = items;
+            if kind == ListKind::Tools {
+                next.tool_pages = pages;
+            }
+            *lists = Arc::new(next);
+        }
+        if let Some(core) = self.core() {
+            core.catalog_changed();
+        }
+    }
+
+    async fn list_all(&self, kind: ListKind) -> Result<(Vec<Value>, Vec<Vec<u8>>), String> {
+        let (mut items, mut pages, mut cursor) = (Vec::new(), Vec::new(), None::<Value>);
+        for _ in 0..MAX_PAGES {
+            let params = cursor.take().map(|cursor| json!({"cursor": cursor}));
+            let result = self.request(kind.method(), params, LIST_TIMEOUT).await?;
+            if let Some(listed) = result.get(kind.member()).and_then(Value::as_array) {
+                items.extend(listed.iter().cloned());
+            }
+            if kind == ListKind::Tools {
+                pages.push(serde_json::to_vec(&result).expect("a JSON value encodes"));
+            }
+            match result.get("nextCursor") {
+                Some(next) if !next.is_null() && next.as_str() != Some("") => cursor = Some(next.clone()),
+                _ => return Ok((items, pages)),
+            }
+        }
+        Err(format!("more than {MAX_PAGES} pages"))
+    }
+}

@@ -1,0 +1,139 @@
+//! What a server sends: answers (to the gateway or to a client's call), its own
+//! requests (sampling, elicitation, roots: to the session whose call caused them), and
+//! notifications (lists changed, progress, logs, resource updates).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Pending, Upstream, lock};
+use crate::catalog::ListKind;
+use crate::rewrite::{self, id_key};
+
+impl Upstream {
+    /// One message from the server.
+    pub(super) async fn on_message(self: &Arc<Self>, bytes: Vec<u8>) {
+        let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+            tracing::warn!("server `{}` wrote a line that is not JSON; dropped", self.name);
+            return;
+        };
+        let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+        let id = message.get("id").filter(|id| !id.is_null()).cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.server_request(&method, id, message, bytes).await,
+            (Some(method), None) => self.server_notification(&method, message, bytes).await,
+            (None, Some(id)) => self.answer(&id_key(&id), message, bytes).await,
+            (None, None) => tracing::warn!("server `{}` wrote a message without method or id; dropped", self.name),
+        }
+    }
+
+    async fn answer(self: &Arc<Self>, key: &str, message: Value, bytes: Vec<u8>) {
+        let pending = self.forget(key);
+        match pending {
+            Some(Pending::Own(answer)) => {
+                self.guard.from_server(&bytes);
+                let outcome = match message.get("result") {
+                    Some(result) => Ok(result.clone()),
+                    None => Err(message.get("error").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = answer.send(outcome);
+            }
+            Some(Pending::Call(call)) => {
+                if let Some(token) = &call.token {
+                    self.forget_progress(token);
+                }
+                if let Some(session) = call.session.upgrade() {
+                    session.call_answered(self, call, bytes).await;
+                }
+            }
+            Some(Pending::Guard(session)) => {
+                if let Some(session) = session.upgrade() {
+                    session.guard_answered(self, bytes).await;
+                }
+            }
+            None => tracing::debug!("server `{}` answered {key}, which nobody waits for", self.name),
+        }
+    }
+
+    async fn server_notification(self: &Arc<Self>, method: &str, message: Value, bytes: Vec<u8>) {
+        let Some(core) = self.core() else { return };
+        match method {
+            "notifications/tools/list_changed" => self.refresh_later(&[ListKind::Tools]),
+            "notifications/prompts/list_changed" => self.refresh_later(&[ListKind::Prompts]),
+            "notifications/resources/list_changed" => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
+            "notifications/progress" => {
+                let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
+                let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
+                if let Some((Some(session), original)) = progress {
+                    session.progress(self, original, message, bytes).await;
+                }
+            }
+            "notifications/cancelled" => {
+                // The server gave up a request it sent a client.
+                if let Some(id) = message.pointer("/params/requestId") {
+                    for session in core.sessions() {
+                        session.server_cancelled(self, &id_key(id)).await;
+                    }
+                }
+            }
+            "notifications/resources/updated" => {
+                self.guard.from_server(&bytes);
+                if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
+                    let listed = crate::names::resource_uri(&self.name, uri);
+                    for session in core.sessions() {
+                        session.resource_updated(&listed, &message).await;
+                    }
+                }
+            }
+            _ => {
+                // Logs and anything else: recorded, and told to every session.
+                self.guard.from_server(&bytes);
+                for session in core.sessions() {
+                    session.send(bytes.clone());
+                }
+            }
+        }
+    }
+
+    fn refresh_later(self: &Arc<Self>, kinds: &[ListKind]) {
+        for &kind in kinds {
+            let this = Arc::clone(self);
+            tokio::spawn(async move { this.refresh(kind).await });
+        }
+    }
+
+    async fn server_request(self: &Arc<Self>, method: &str, id: Value, message: Value, bytes: Vec<u8>) {
+        if method == "ping" {
+            self.send(rewrite::result(&id, json!({}))).await;
+            return;
+        }
+        // The request goes to the session whose call caused it: the only one with a
+        // call in flight on this server.
+        let sessions = self.sessions_with_calls();
+        let why = match sessions.as_slice() {
+            [session] => match session.take_server_request(self, method, &id, &message, &bytes).await {
+                Ok(()) => return,
+                Err(why) => why,
+            },
+            [] => format!(
+                "clawai gateway: no client call is in flight on server `{}`, so `{method}` has nobody to go to",
+                self.name
+            ),
+            _ => format!(
+                "clawai gateway: several client sessions have calls in flight on server `{}`; `{method}` cannot be told which one it is for",
+                self.name
+            ),
+        };
+        self.refuse_server_request(&id, &bytes, &why).await;
+    }
+
+    /// Answers a request of the server's with an error at once, and records both.
+    pub(crate) async fn refuse_server_request(&self, id: &Value, bytes: &[u8], why: &str) {
+        tracing::warn!("server `{}`: {why}", self.name);
+        self.guard.from_server(bytes);
+        let error = rewrite::error(id, rewrite::METHOD_NOT_FOUND, why);
+        self.guard.from_client(&error);
+        self.guard.write_pending_decisions();
+        self.send(error).await;
+    }
+}

@@ -1,0 +1,159 @@
+//! `clawai gateway`: many MCP servers behind one guarded endpoint, over stdio or
+//! Streamable HTTP (`--listen`). Runs in the `clawai-http` binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions};
+use clawai_http::{Front, Upstream};
+use clawai_proxy::{AuditLog, Guard, PolicyHandle};
+
+use crate::ExitCode;
+use crate::http_cmd::{FrontSettings, ListenArgs, runtime, shutdown_signal};
+use crate::policy_cmd::PolicyArg;
+use crate::proxy_cmd::{Guarded, HttpTransport};
+
+/// Options of `clawai gateway`.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The servers: a JSON file with `mcpServers` (a Claude Desktop or Cursor file works
+    /// as it is), or `tools.mcpServers`, and optionally `agent.allowedTools`.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    #[command(flatten)]
+    policy: PolicyArg,
+    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
+    #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Rotate the audit trail when it reaches this many bytes.
+    #[arg(long, default_value_t = AuditLog::DEFAULT_MAX_BYTES, value_name = "BYTES")]
+    audit_max_bytes: u64,
+    /// Seconds the calls in flight on a server removed from the configuration get to
+    /// finish before they are cancelled and the server is stopped.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    drain: f64,
+    /// Seconds a server gets to exit after its input closes (and again after SIGTERM).
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    grace: f64,
+    /// The most tools (prompts, resources) on one page of a list.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    page_size: usize,
+    /// Seconds a call a `prompt` rule holds waits for a person's answer before it is
+    /// denied.
+    #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
+    ask_timeout: f64,
+    /// The calls a person allowed always (`clawai approve ID --always`, `clawai ui`).
+    #[arg(long, value_name = "FILE", env = "CLAWAI_APPROVALS")]
+    approvals: Option<PathBuf>,
+    /// The largest message accepted in either direction, in bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
+    max_message_size: usize,
+    /// Do not reload the policy or the configuration when their files change.
+    #[arg(long)]
+    no_reload: bool,
+    #[command(flatten)]
+    front: ListenArgs,
+}
+
+/// Runs `clawai gateway` (in the `clawai-http` binary).
+pub fn run(args: GatewayArgs, http: HttpTransport) -> Result<ExitCode> {
+    match http {
+        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+        HttpTransport::InProcess(runners) => (runners.gateway)(args),
+    }
+}
+
+/// Reads the configuration: a known client's file is read leniently (its other keys
+/// are the client's business); clawai's own file strictly (a typo never widens
+/// anything).
+fn read_config(path: &Path) -> Result<GatewayConfig, String> {
+    let lenient = !clawai_clients::known::explicit(path, None).custom;
+    clawai_gateway::config::load(path, &|name| std::env::var(name).ok(), lenient).map_err(|error| error.to_string())
+}
+
+/// The gateway, in process.
+pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
+    for (name, value, zero_ok) in
+        [("--drain", args.drain, true), ("--grace", args.grace, true), ("--ask-timeout", args.ask_timeout, false)]
+    {
+        if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
+            bail!("{name} must be a number of seconds{}", if zero_ok { ", 0 or more" } else { ", more than 0" });
+        }
+    }
+    if args.page_size == 0 {
+        bail!("--page-size must be 1 or more");
+    }
+    let config = read_config(&args.config).map_err(anyhow::Error::msg).context("the gateway was not started")?;
+    for warning in &config.warnings {
+        tracing::warn!("{}: {warning}", args.config.display());
+    }
+    let guarded = Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload)?;
+    let ask = crate::proxy_cmd::ask_options(args.ask_timeout, args.approvals.as_ref());
+    let grace = Duration::from_secs_f64(args.grace);
+    let options = GatewayOptions {
+        ask: ask.clone(),
+        drain: Duration::from_secs_f64(args.drain),
+        grace,
+        max_message: args.max_message_size,
+        page_size: args.page_size,
+    };
+    let listen = match args.front.listen {
+        Some(_) => {
+            Some(args.front.options(FrontSettings { grace, max_message: args.max_message_size, server: None, ask })?)
+        }
+        None => None,
+    };
+    let rt = runtime()?;
+    let code = rt.block_on(async move {
+        let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
+        let _watcher = if args.no_reload {
+            None
+        } else {
+            clawai_gateway::reload::watch(&gateway, &args.config, Box::new(read_config))
+                .inspect_err(|error| {
+                    tracing::warn!("cannot watch {} for changes ({error}); edits need a restart", args.config.display())
+                })
+                .ok()
+        };
+        // The front only checks that each message is valid JSON-RPC: the gateway decides
+        // every message with its guards, on the servers' own names.
+        let front_policy = PolicyHandle::new(
+            clawai_policy::load_str("[defaults]\naction = \"allow\"\n", clawai_policy::Format::Toml, "gateway front")
+                .expect("a fixed policy loads"),
+        );
+        let code = match listen {
+            Some((addr, options)) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr}; is the port in use?"))?;
+                let local = listener.local_addr()?;
+                eprintln!(
+                    "clawai: gateway serving http://{local}{} for {} servers",
+                    options.path,
+                    config.servers.values().filter(|entry| !entry.disabled).count()
+                );
+                let front = Front::new(
+                    options,
+                    Upstream::InProcess(Arc::clone(&gateway) as Arc<dyn clawai_http::link::OpenLink>),
+                    front_policy,
+                    AuditLog::disabled(),
+                );
+                front.serve(listener, shutdown_signal()).await?;
+                0
+            }
+            None => {
+                let guard = Arc::new(Guard::new(front_policy, AuditLog::disabled(), None));
+                let link = gateway.open_session();
+                clawai_http::stdio_front::run(guard, link, args.max_message_size).await?
+            }
+        };
+        gateway.shutdown().await;
+        anyhow::Ok(code)
+    })?;
+    // stdin is read on a blocking thread that cannot be interrupted.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::Code(code))
+}
