@@ -340,6 +340,50 @@ async def test_sampling_reaches_the_callers_callback_and_the_answer_returns(tmp_
     assert asked == ["hello from b"]
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_requests_from_two_servers_with_the_same_id_each_get_their_own_answer(tmp_path, mode):
+    """Both scripted servers number their requests to the client from 0, so their first
+    sampling requests carry the same id; a 2026-07-28 client gets them inside results."""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+
+    async def sampler(context, params: types.CreateMessageRequestParams):
+        await anyio.sleep(0.3)  # both requests are outstanding at once
+        return types.CreateMessageResult(role="assistant", model="test-model",
+                                         content=types.TextContent(type="text", text="re: " + params.messages[0].content.text))
+
+    answers = {}
+
+    async def sample(server: str, c: Client):
+        answers[server] = text_of(await c.call_tool(f"{server}__sample", {}))
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, mode=mode, sampling_callback=sampler) as c:
+            await listed(c, has_all("a__sample", "b__sample"))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(sample, "a", c)
+                tg.start_soon(sample, "b", c)
+            version = c.protocol_version
+    assert answers == {"a": "a sampled: re: hello from a", "b": "b sampled: re: hello from b"}
+    assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+
+
+async def test_a_resource_update_arrives_under_the_gateway_uri(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
+    updated = []
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, message_handler=on_message) as c:
+            await listed(c, has_all("b__touch"))
+            await c.subscribe_resource("clawai://b/mem://shared")
+            text_of(await c.call_tool("b__touch", {"uri": "mem://shared"}))
+            await poll(lambda: updated, 5, "notifications/resources/updated")
+    assert updated == ["clawai://b/mem://shared"]
+
+
 async def test_sampling_for_a_client_without_the_capability_fails_at_once(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
     with anyio.fail_after(15):
@@ -429,7 +473,7 @@ def test_two_hundred_calls_over_three_servers_then_eof_leave_no_process(tmp_path
             answer = json.loads(gw.read_response(i))
             assert answer["result"]["content"][0]["text"] == f"{'abc'[i % 3]}: {i}"
         pids = pids_in(pid_files.values())
-        assert len(pids) == 6, "each server and its grandchild"
+        assert len(pids) == 6 and all(alive(p) for p in pids), "each server and its grandchild run"
         gw.close(timeout=10)
         assert wait_all_gone(pids) == [], "no server and no grandchild outlives the gateway"
     finally:
@@ -447,7 +491,7 @@ def test_a_signal_stops_every_server_and_grandchild(tmp_path, signum):
         gw.initialize()
         gw.wait_listed(has_all("a__echo", "b__echo"))
         pids = pids_in(pid_files.values())
-        assert len(pids) == 4
+        assert len(pids) == 4 and all(alive(p) for p in pids)
         gw.proc.send_signal(signum)
         gw.proc.wait(timeout=10)
         assert wait_all_gone(pids) == []
