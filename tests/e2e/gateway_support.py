@@ -98,6 +98,17 @@ async def listed(c: Client, until, timeout: float = 5) -> set[str]:
         await anyio.sleep(0.05)
 
 
+def has_all(*names):
+    """A condition on a set of listed names: all of `names` are in it."""
+    return lambda listed_names: set(names) <= listed_names
+
+
+def text_of(result) -> str:
+    """The text of a successful call's first content item."""
+    assert not result.is_error, result
+    return result.content[0].text
+
+
 def prefixed(names, server: str) -> set[str]:
     return {n for n in names if n.startswith(server + "__")}
 

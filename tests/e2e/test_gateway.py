@@ -1,14 +1,14 @@
 """`clawai gateway` end to end, with the official Python client in front and scripted stdio
 servers behind (tests/e2e/servers/scripted_server.py), plus the official npm servers:
-namespacing, visibility, policy, pagination, resources shared between servers, slow and
-crashing servers, progress, cancellation, sampling, the children's environment, start-up
-errors, no process left behind, HTTP sessions that reuse ids, and reloading the config."""
+namespacing, visibility, what a session may see, policy, pagination, resources shared
+between servers, requests from servers to the client, the children's environment,
+start-up errors, and HTTP sessions that reuse ids. Servers that are slow, crash, end,
+or are edited away: test_gateway_lifecycle.py."""
 
 import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 
@@ -18,9 +18,9 @@ from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 from conftest import EVERYTHING, FILESYSTEM, clawai_bin, read_audit
-from gateway_support import (BASE_TOOLS, LONG_TOOL_NAME, RawGateway, alive, all_items, calls_received, client,
-                             error_text, gateway_args, gateway_missing, kill_leftovers, listed, own_state, pids_in, poll,
-                             prefixed, read_log, run_gateway_to_failure, scripted, tool_names, write_config)
+from gateway_support import (BASE_TOOLS, LONG_TOOL_NAME, RawGateway, all_items, calls_received, client, error_text,
+                             gateway_args, gateway_missing, has_all, listed, own_state, poll, prefixed, read_log,
+                             run_gateway_to_failure, scripted, text_of, tool_names, write_config)
 from test_conformance import free_port, stop
 from test_http import wait_until_listening
 
@@ -33,17 +33,8 @@ def anyio_backend():
     return "asyncio"
 
 
-def has_all(*names):
-    return lambda listed_names: set(names) <= listed_names
-
-
 def without_id(line: bytes) -> bytes:
     return re.sub(rb'"id":\s*[0-9]+', b'"id":_', line)
-
-
-def text_of(result: types.CallToolResult) -> str:
-    assert not result.is_error, result
-    return result.content[0].text
 
 
 # --- names and routing -------------------------------------------------------------------
@@ -244,82 +235,63 @@ async def test_a_long_tool_name_is_listed_and_callable_under_its_short_form(tmp_
     assert events and events[0]["tool"] == LONG_TOOL_NAME and events[0]["server"] == "long"
 
 
-# --- servers that are slow, crash, or take long ----------------------------------------------
+# --- what a session may see, and the policy's part ---------------------------------------------
 
-async def test_a_slow_starting_server_delays_nothing_and_is_not_listed_yet(tmp_path):
-    config = write_config(tmp_path / "gateway.json", {"fast": scripted("fast"),
-                                                      "slow": scripted("slow", "--slow-start", 30)})
-    with anyio.fail_after(15):
-        started = time.monotonic()
-        async with client(tmp_path, config) as c:
-            names = await listed(c, has_all("fast__echo"), timeout=3)
-            assert time.monotonic() - started < 3, "initialize and tools/list wait for no slow server"
-            assert not prefixed(names, "slow")
-            assert text_of(await c.call_tool("fast__echo", {"text": "quick"})) == "fast: quick"
-
-
-async def test_a_crashed_server_is_restarted_and_callable_again(tmp_path):
-    config = write_config(tmp_path / "gateway.json", {"c": scripted("c", "--crash-after", 1)})
+async def test_agent_allowed_tools_is_the_most_a_session_sees(tmp_path):
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"mcpServers": {"a": scripted("a"), "b": scripted("b")},
+                                  "agent": {"allowedTools": ["a__echo", "b__who*"]}}))
     with anyio.fail_after(15):
         async with client(tmp_path, config) as c:
-            await listed(c, has_all("c__whoami"))
-            first = json.loads(text_of(await c.call_tool("c__whoami", {})))["pid"]  # then it exits with 3
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    result = await c.call_tool("c__whoami", {})
-                    if not result.is_error:
-                        break
-                except MCPError:
-                    pass
-                assert time.monotonic() < deadline, "the server was not restarted within 10 s"
-                await anyio.sleep(0.2)
-            assert json.loads(result.content[0].text)["pid"] != first, "a new instance answers"
+            names = await listed(c, has_all("a__echo", "b__whoami"))
+            assert prefixed(names, "a") | prefixed(names, "b") == {"a__echo", "b__whoami"}
+            outside = await error_text(c, "a__whoami")
+            unknown = await error_text(c, "a__no_such_tool")
+    assert outside.startswith("-32602 ") and outside.replace("a__whoami", "NAME") == unknown.replace("a__no_such_tool", "NAME")
 
 
-async def test_progress_reaches_the_caller_under_its_own_token(tmp_path):
-    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log")})
-    progress = []
+@pytest.mark.xfail(strict=True, reason="the gateway does not yet leave out of tools/list a tool the policy denies "
+                                       "whatever its arguments (the listing guard)")
+async def test_a_tool_the_policy_always_denies_is_not_listed(tmp_path):
+    policy = """
+[[rule]]
+id = "no-delete-on-a"
+action = "deny"
+server = "a"
+tool = "delete_everything"
 
-    async def on_progress(value, total, message):
-        progress.append(value)
-
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})
     with anyio.fail_after(15):
-        async with client(tmp_path, config) as c:
-            await listed(c, has_all("a__slow"))
-            # The SDK uses the request id as the progress token and hands a notification to
-            # this callback only when it carries that token.
-            result = await c.call_tool("a__slow", {"seconds": 0.5}, progress_callback=on_progress)
-    assert text_of(result) == "a: slept 0.5"
-    assert progress == [1, 2, 3, 4, 5]
-    upstream = calls_received(tmp_path / "a.log", "slow")
-    assert upstream and "progressToken" in upstream[0]["params"].get("_meta", {}), upstream
+        async with client(tmp_path, config, policy=policy) as c:
+            names = await listed(c, has_all("a__echo", "b__delete_everything"))
+    assert "a__delete_everything" not in names
 
 
-async def test_cancellation_reaches_only_the_server_holding_the_call(tmp_path):
-    logs = {s: tmp_path / f"{s}.log" for s in ("a", "b")}
-    config = write_config(tmp_path / "gateway.json", {s: scripted(s, "--log", logs[s]) for s in logs})
+async def test_a_prompt_the_policy_denies_gets_an_error_in_the_implementation_range(tmp_path):
+    policy = """
+[[rule]]
+id = "no-greeting-from-a"
+action = "deny"
+server = "a"
+prompt = "greet"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log"), "b": scripted("b")})
     with anyio.fail_after(15):
-        async with client(tmp_path, config) as c:
-            await listed(c, has_all("a__slow", "b__slow"))
-            b_result = {}
-
-            async def b_call():
-                b_result["r"] = await c.call_tool("b__slow", {"seconds": 1.5})
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(b_call)
-                await poll(lambda: calls_received(logs["b"], "slow"), 5, "b's call to arrive")
-                with anyio.move_on_after(0.5):
-                    await c.call_tool("a__slow", {"seconds": 10})
-                cancelled = await poll(lambda: read_log(logs["a"])[1], 5, "a to see the cancellation")
-            assert text_of(b_result["r"]) == "b: slept 1.5"
-    a_call = calls_received(logs["a"], "slow")[0]
-    assert cancelled == [f"cancelled {json.dumps(a_call['id'])}"]
-    a_cancels = [m for m in read_log(logs["a"])[0] if m.get("method") == "notifications/cancelled"]
-    assert [m["params"]["requestId"] for m in a_cancels] == [a_call["id"]]
-    b_messages, b_other = read_log(logs["b"])
-    assert not [m for m in b_messages if m.get("method") == "notifications/cancelled"] and not b_other
+        async with client(tmp_path, config, policy=policy) as c:
+            await listed(c, has_all("a__echo", "b__echo"))
+            with pytest.raises(MCPError) as raised:
+                await c.get_prompt("a__greet", {"name": "Ada"})
+            assert (await c.get_prompt("b__greet", {"name": "Ada"})).messages[0].content.text == "Hello Ada from b"
+    assert -32019 <= raised.value.code <= -32000 and "no-greeting-from-a" in raised.value.message, raised.value
+    assert not [m for m in read_log(tmp_path / "a.log")[0] if m.get("method") == "prompts/get"]
 
 
 # --- requests from servers to the client ---------------------------------------------------
@@ -450,56 +422,6 @@ def test_a_server_name_with_a_double_underscore_is_rejected(tmp_path):
     assert out.returncode != 0 and "a__b" in out.stderr, out
 
 
-# --- no process left behind ------------------------------------------------------------------
-
-def wait_all_gone(pids: list[int], timeout: float = 5) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
-
-
-def test_two_hundred_calls_over_three_servers_then_eof_leave_no_process(tmp_path):
-    pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b", "c")}
-    config = write_config(tmp_path / "gateway.json", {
-        s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
-    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
-    try:
-        gw.initialize()
-        gw.wait_listed(has_all("a__echo", "b__echo", "c__echo"))
-        for i in range(200):  # pipelined: all sent before any answer is read
-            gw.send({"id": i, "method": "tools/call", "params": {"name": f"{'abc'[i % 3]}__echo", "arguments": {"text": str(i)}}})
-        for i in range(200):
-            answer = json.loads(gw.read_response(i))
-            assert answer["result"]["content"][0]["text"] == f"{'abc'[i % 3]}: {i}"
-        pids = pids_in(pid_files.values())
-        assert len(pids) == 6 and all(alive(p) for p in pids), "each server and its grandchild run"
-        gw.close(timeout=10)
-        assert wait_all_gone(pids) == [], "no server and no grandchild outlives the gateway"
-    finally:
-        gw.kill()
-        kill_leftovers(pids_in(pid_files.values()))
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_every_server_and_grandchild(tmp_path, signum):
-    pid_files = {s: tmp_path / f"{s}.pids" for s in ("a", "b")}
-    config = write_config(tmp_path / "gateway.json", {
-        s: scripted(s, "--spawn-grandchild", "--pid-file", f) for s, f in pid_files.items()})
-    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
-    try:
-        gw.initialize()
-        gw.wait_listed(has_all("a__echo", "b__echo"))
-        pids = pids_in(pid_files.values())
-        assert len(pids) == 4 and all(alive(p) for p in pids)
-        gw.proc.send_signal(signum)
-        gw.proc.wait(timeout=10)
-        assert wait_all_gone(pids) == []
-    finally:
-        gw.kill()
-        kill_leftovers(pids_in(pid_files.values()))
-
-
 # --- HTTP ------------------------------------------------------------------------------------
 
 async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tmp_path):
@@ -546,58 +468,6 @@ async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tm
                 assert results[k, i] == (f"{server}: slept 0.3", [1, 2, 3]), (k, i, results[k, i])
             else:
                 assert results[k, i] == f"{server}: s{k}-{i}"
-
-
-# --- reload ----------------------------------------------------------------------------------
-
-async def test_removing_a_server_from_the_config_drains_it(tmp_path):
-    config = write_config(tmp_path / "gateway.json", {"a": scripted("a"),
-                                                      "b": scripted("b", "--log", tmp_path / "b.log")})
-    changes = []
-
-    async def on_message(message):
-        if isinstance(message, types.ToolListChangedNotification):
-            changes.append(time.monotonic())
-
-    with anyio.fail_after(15):
-        async with client(tmp_path, config, message_handler=on_message) as c:
-            await listed(c, has_all("a__echo", "b__echo"))
-            in_flight = {}
-
-            async def long_call():
-                in_flight["r"] = await c.call_tool("b__slow", {"seconds": 4})
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(long_call)
-                await poll(lambda: calls_received(tmp_path / "b.log", "slow"), 5, "b's call to arrive")
-                edited = time.monotonic()
-                write_config(config, {"a": scripted("a")})
-                names = await listed(c, lambda n: not prefixed(n, "b"), timeout=2)
-                assert "a__echo" in names
-                await poll(lambda: [t for t in changes if t >= edited], 1, "tools/list_changed")
-                refused = await error_text(c, "b__echo", {"text": "x"})
-                assert "removed" in refused.lower(), refused
-            # A call in flight when the server was removed gets to finish (--drain, 30 s by default).
-            assert text_of(in_flight["r"]) == "b: slept 4"
-    assert calls_received(tmp_path / "b.log", "echo") == []
-
-
-async def test_adding_a_server_to_the_config_lists_its_tools(tmp_path):
-    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
-    changes = []
-
-    async def on_message(message):
-        if isinstance(message, types.ToolListChangedNotification):
-            changes.append(message)
-
-    with anyio.fail_after(15):
-        async with client(tmp_path, config, message_handler=on_message) as c:
-            await listed(c, has_all("a__echo"))
-            seen = len(changes)
-            write_config(config, {"a": scripted("a"), "c": scripted("c")})
-            await listed(c, has_all("a__echo", "c__echo"), timeout=3)
-            assert text_of(await c.call_tool("c__echo", {"text": "new"})) == "c: new"
-            assert len(changes) > seen, "the client was told the list changed"
 
 
 # --- the official npm servers ----------------------------------------------------------------
