@@ -368,7 +368,8 @@ async def test_sampling_for_a_client_without_the_capability_fails_at_once(tmp_pa
     assert result.is_error and "sampling failed" in result.content[0].text, result
 
 
-async def test_elicitation_and_roots_reach_the_caller(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_and_roots_reach_the_caller(tmp_path, mode):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
 
     async def elicit(context, params):
@@ -378,7 +379,7 @@ async def test_elicitation_and_roots_reach_the_caller(tmp_path):
         return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/gw-root", name="root")])
 
     with anyio.fail_after(15):
-        async with client(tmp_path, config, elicitation_callback=elicit, list_roots_callback=roots) as c:
+        async with client(tmp_path, config, mode=mode, elicitation_callback=elicit, list_roots_callback=roots) as c:
             await listed(c, has_all("a__elicit"))
             assert json.loads(text_of(await c.call_tool("a__elicit", {}))) == {"action": "accept", "content": {"name": "Ada"}}
             assert json.loads(text_of(await c.call_tool("a__roots", {})))["roots"][0]["uri"] == "file:///tmp/gw-root"
@@ -468,6 +469,37 @@ async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tm
                 assert results[k, i] == (f"{server}: slept 0.3", [1, 2, 3]), (k, i, results[k, i])
             else:
                 assert results[k, i] == f"{server}: s{k}-{i}"
+
+
+async def test_over_http_a_servers_sampling_request_goes_to_the_session_that_called(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    port = free_port()
+    with open(tmp_path / "gateway.err", "wb") as err:
+        proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path)
+    asked = []
+
+    def sampler_of(session: str):
+        async def sampler(context, params: types.CreateMessageRequestParams):
+            asked.append(session)
+            return types.CreateMessageResult(role="assistant", model="m",
+                                             content=types.TextContent(type="text", text=f"answer of {session}"))
+        return sampler
+
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_until_listening(port, proc)
+        with anyio.fail_after(15):
+            async with Client(url, mode="legacy", cache=None, sampling_callback=sampler_of("one")) as one, \
+                    Client(url, mode="legacy", cache=None, sampling_callback=sampler_of("two")) as two:
+                await listed(one, has_all("a__sample"))
+                await listed(two, has_all("a__sample"))
+                assert text_of(await two.call_tool("a__sample", {})) == "a sampled: answer of two"
+                assert text_of(await one.call_tool("a__sample", {})) == "a sampled: answer of one"
+    finally:
+        stop(proc)
+    assert asked == ["two", "one"]
 
 
 # --- the official npm servers ----------------------------------------------------------------

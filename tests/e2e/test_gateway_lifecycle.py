@@ -58,7 +58,8 @@ async def test_a_crashed_server_is_restarted_and_callable_again(tmp_path):
             assert json.loads(result.content[0].text)["pid"] != first, "a new instance answers"
 
 
-async def test_progress_reaches_the_caller_under_its_own_token(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_progress_reaches_the_caller_under_its_own_token(tmp_path, mode):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log")})
     progress = []
 
@@ -66,7 +67,7 @@ async def test_progress_reaches_the_caller_under_its_own_token(tmp_path):
         progress.append(value)
 
     with anyio.fail_after(15):
-        async with client(tmp_path, config) as c:
+        async with client(tmp_path, config, mode=mode) as c:
             await listed(c, has_all("a__slow"))
             # The SDK uses the request id as the progress token and hands a notification to
             # this callback only when it carries that token.
@@ -77,11 +78,12 @@ async def test_progress_reaches_the_caller_under_its_own_token(tmp_path):
     assert upstream and "progressToken" in upstream[0]["params"].get("_meta", {}), upstream
 
 
-async def test_cancellation_reaches_only_the_server_holding_the_call(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_cancellation_reaches_only_the_server_holding_the_call(tmp_path, mode):
     logs = {s: tmp_path / f"{s}.log" for s in ("a", "b")}
     config = write_config(tmp_path / "gateway.json", {s: scripted(s, "--log", logs[s]) for s in logs})
     with anyio.fail_after(15):
-        async with client(tmp_path, config) as c:
+        async with client(tmp_path, config, mode=mode) as c:
             await listed(c, has_all("a__slow", "b__slow"))
             b_result = {}
 
