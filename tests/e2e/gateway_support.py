@@ -179,7 +179,7 @@ class RawGateway:
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
         self.others: list[dict] = []  # notifications and server requests seen while waiting
-        self.early: dict = {}  # responses read while waiting for another one, by id
+        self.early: dict = {}  # responses read while waiting for another one: id -> lines
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
 
@@ -195,8 +195,8 @@ class RawGateway:
 
     def read_response(self, request_id, timeout: float = 10) -> bytes:
         """The raw line of the response to `request_id` (responses may come in any order)."""
-        if request_id in self.early:
-            return self.early.pop(request_id)
+        if self.early.get(request_id):
+            return self.early[request_id].pop(0)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -211,7 +211,7 @@ class RawGateway:
             elif message.get("id") == request_id:
                 return line.rstrip(b"\n")
             else:
-                self.early[message.get("id")] = line.rstrip(b"\n")
+                self.early.setdefault(message.get("id"), []).append(line.rstrip(b"\n"))
 
     def request(self, request_id, method: str, params: dict | None = None, timeout: float = 10) -> dict:
         self.send({"id": request_id, "method": method, "params": params or {}})

@@ -98,6 +98,54 @@ async def test_internal_only_by_default_hides_a_server_and_its_tools_are_unknown
     assert calls_received(tmp_path / "hidden.log", "echo") == []
 
 
+def test_a_hidden_servers_prompts_and_resources_get_the_errors_of_a_server_that_does_not_exist(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {
+        "pub": scripted("pub"), "hidden": scripted("hidden", "--log", tmp_path / "hidden.log", internal_only=None)})
+    asks = [
+        ("resources/read", {"uri": "clawai://S/mem://shared"}),
+        ("resources/subscribe", {"uri": "clawai://S/mem://shared"}),
+        ("prompts/get", {"name": "S__greet", "arguments": {"name": "Ada"}}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "S__greet"}, "argument": {"name": "name", "value": "A"}}),
+        ("completion/complete", {"ref": {"type": "ref/resource", "uri": "clawai://S/mem://item/{id}"},
+                                 "argument": {"name": "id", "value": "1"}}),
+    ]
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("pub__echo"))
+        for n, (method, params) in enumerate(asks):
+            answers = {}
+            for server in ("hidden", "ghost"):
+                gw.send({"id": n, "method": method, "params": json.loads(json.dumps(params).replace("S", server))})
+                answers[server] = gw.read_response(n).replace(server.encode(), b"S")
+            assert b'"error"' in answers["hidden"] and answers["hidden"] == answers["ghost"], (method, answers)
+    finally:
+        gw.kill()
+    received = {m.get("method") for m in read_log(tmp_path / "hidden.log")[0]}
+    assert not received & {method for method, _ in asks}, received
+
+
+def test_ids_come_back_exactly_and_a_batch_is_refused(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", tmp_path / "a.log")})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__echo"))
+        for raw_id in (b'"abc"', b"0", b"9007199254740993", b'"1"'):
+            gw.proc.stdin.write(b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"t"}}}\n' % raw_id)
+            gw.proc.stdin.flush()
+            line = gw.read_response(json.loads(raw_id))
+            assert b'"id":%s' % raw_id in line and b'"a: t"' in line, line
+        gw.proc.stdin.write(b'[{"jsonrpc":"2.0","id":50,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"batched"}}}]\n')
+        gw.proc.stdin.flush()
+        refused = json.loads(gw.read_response(None))
+        assert refused["error"]["code"] == -32600, refused
+        assert gw.request(51, "ping")["result"] == {}
+    finally:
+        gw.kill()
+    assert not [m for m in read_log(tmp_path / "a.log")[0] if "batched" in json.dumps(m)]
+
+
 async def test_internal_only_false_lists_the_servers_tools(tmp_path):
     config = write_config(tmp_path / "gateway.json", {
         "camel": scripted("camel", internal_only=False),
