@@ -73,7 +73,13 @@ async def all_items(c: Client, kind: str = "tools") -> list:
     field = {"tools": "tools", "prompts": "prompts", "resources": "resources", "templates": "resource_templates"}[kind]
     items, cursor = [], None
     for _ in range(1000):
-        page = await method(cursor=cursor)
+        try:
+            page = await method(cursor=cursor)
+        except MCPError as e:
+            if cursor is None or e.code != -32602:
+                raise
+            items, cursor = [], None  # the list changed while we paged: start again, as a client must
+            continue
         items += getattr(page, field)
         cursor = page.next_cursor
         if not cursor:
@@ -228,6 +234,9 @@ class RawGateway:
         while True:
             n += 1
             page = self.request(f"list-{time.monotonic_ns()}-{n}", "tools/list", {"cursor": cursor} if cursor else {})
+            if "error" in page and cursor and page["error"]["code"] == -32602:
+                names, cursor = set(), None  # the list changed while we paged: start again
+                continue
             names |= {t["name"] for t in page["result"]["tools"]}
             cursor = page["result"].get("nextCursor")
             if not cursor:

@@ -146,6 +146,16 @@ def test_ids_come_back_exactly_and_a_batch_is_refused(tmp_path):
     assert not [m for m in read_log(tmp_path / "a.log")[0] if "batched" in json.dumps(m)]
 
 
+async def test_a_tool_whose_own_name_has_a_double_underscore_is_routed_on_the_first(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"s": scripted("s"), "s_foo": scripted("s_foo")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("s__add_tool", "s_foo__echo"))
+            text_of(await c.call_tool("s__add_tool", {"name": "foo__bar"}))
+            await listed(c, has_all("s__foo__bar"))
+            assert text_of(await c.call_tool("s__foo__bar", {})) == "s: foo__bar"
+
+
 async def test_internal_only_false_lists_the_servers_tools(tmp_path):
     config = write_config(tmp_path / "gateway.json", {
         "camel": scripted("camel", internal_only=False),

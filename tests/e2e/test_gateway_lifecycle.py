@@ -5,6 +5,7 @@ and drained, added, changed, an invalid edit)."""
 
 import json
 import signal
+import sys
 import time
 
 import anyio
@@ -37,6 +38,36 @@ async def test_a_slow_starting_server_delays_nothing_and_is_not_listed_yet(tmp_p
             assert time.monotonic() - started < 3, "initialize and tools/list wait for no slow server"
             assert not prefixed(names, "slow")
             assert text_of(await c.call_tool("fast__echo", {"text": "quick"})) == "fast: quick"
+
+
+def test_servers_that_cannot_start_block_nothing_and_are_retried(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {
+        "ok": scripted("ok"),
+        "exits": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(1)"], "internalOnly": False},
+        "missing": {"command": str(tmp_path / "no-such-command"), "internalOnly": False},
+    })
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        started = time.monotonic()
+        gw.initialize()
+        names = gw.wait_listed(has_all("ok__echo"), timeout=3)
+        assert time.monotonic() - started < 3.5 and not prefixed(names, "exits") and not prefixed(names, "missing")
+        answer = gw.request(1, "tools/call", {"name": "ok__echo", "arguments": {"text": "up"}})
+        assert answer["result"]["content"][0]["text"] == "ok: up"
+        time.sleep(1.6)  # long enough for two retries of each
+        assert gw.proc.poll() is None, "the gateway keeps running"
+        log = b"".join(gw.stderr).decode()
+        assert log.count("`missing`") >= 3 and "no-such-command" in log and log.count("`exits`") >= 3, log
+    finally:
+        gw.kill()
+
+
+async def test_stdout_lines_that_are_not_json_rpc_are_dropped(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"noisy": scripted("noisy", "--stdout-noise")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config) as c:
+            await listed(c, has_all("noisy__echo"))
+            assert text_of(await c.call_tool("noisy__echo", {"text": "heard"})) == "noisy: heard"
 
 
 async def test_a_crashed_server_is_restarted_and_callable_again(tmp_path):

@@ -16,6 +16,7 @@ Flags:
   --crash-after N      exits with code 3 right after answering the N-th tools/call
   --spawn-grandchild   starts `sleep 1000` (a grandchild of whoever started this server)
   --pid-file F         appends this server's pid, and the grandchild's, one per line
+  --stdout-noise       writes a line that is not JSON before every message it sends
   --log F              appends every received message as a JSON line, and
                        `cancelled <requestId>` when a `slow` call is cancelled
 
@@ -70,6 +71,8 @@ class Server:
     def send(self, message: dict) -> None:
         line = json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":"))
         with self.write_lock:
+            if self.options.stdout_noise:  # as servers that log to stdout do
+                sys.stdout.write(f"{self.name} says: this line is not JSON-RPC\n")
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
@@ -315,6 +318,7 @@ def main() -> None:
     parser.add_argument("--crash-after", type=int)
     parser.add_argument("--spawn-grandchild", action="store_true")
     parser.add_argument("--pid-file")
+    parser.add_argument("--stdout-noise", action="store_true")
     parser.add_argument("--log")
     options = parser.parse_args()
 
