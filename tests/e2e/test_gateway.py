@@ -308,8 +308,6 @@ async def test_agent_allowed_tools_is_the_most_a_session_sees(tmp_path):
     assert outside.startswith("-32602 ") and outside.replace("a__whoami", "NAME") == unknown.replace("a__no_such_tool", "NAME")
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway does not yet leave out of tools/list a tool the policy denies "
-                                       "whatever its arguments (the listing guard)")
 async def test_a_tool_the_policy_always_denies_is_not_listed(tmp_path):
     policy = """
 [[rule]]
@@ -326,6 +324,9 @@ method = "**"
     with anyio.fail_after(15):
         async with client(tmp_path, config, policy=policy) as c:
             names = await listed(c, has_all("a__echo", "b__delete_everything"))
+            # Left out of the list, the call still gets the policy's denial, naming the rule.
+            denied = await c.call_tool("a__delete_everything", {})
+            assert denied.is_error and "no-delete-on-a" in denied.content[0].text, denied
     assert "a__delete_everything" not in names
 
 
