@@ -493,6 +493,8 @@ async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tm
                                 env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path)
     results = {}
 
+    CALLS_PER_SESSION = 200
+
     async def one_call(c: Client, session: int, i: int):
         server = "ab"[i % 2]
         if i % 10 == 0:  # some calls carry progress tokens, the same ones in both sessions
@@ -510,19 +512,19 @@ async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tm
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as c:
             await listed(c, has_all("a__echo", "b__echo"))
             async with anyio.create_task_group() as tg:
-                for i in range(50):
+                for i in range(CALLS_PER_SESSION):
                     tg.start_soon(one_call, c, k, i)
 
     try:
         wait_until_listening(port, proc)
-        with anyio.fail_after(15):
+        with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(session, 1)
                 tg.start_soon(session, 2)
     finally:
         stop(proc)
     for k in (1, 2):
-        for i in range(50):
+        for i in range(CALLS_PER_SESSION):
             server = "ab"[i % 2]
             if i % 10 == 0:
                 assert results[k, i] == (f"{server}: slept 0.3", [1, 2, 3]), (k, i, results[k, i])
