@@ -476,3 +476,15 @@ fn print_table(rounds: usize, listing: &[ListingRound], trips: &[Vec<Vec<Duratio
 fn verdict(met: bool) -> &'static str {
     if met { "(met)" } else { "(MISSED)" }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_cursor_is_read_from_the_end_of_a_page() {
+        let page = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","description":"\"nextCursor\":\"no\""}],"nextCursor":"c2Vh_-x"}}"#;
+        assert_eq!(next_cursor(page).as_deref(), Some("c2Vh_-x"));
+        assert_eq!(next_cursor(br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}"#), None);
+    }
+}
