@@ -12,12 +12,13 @@
 //! `CLAWAI_BENCH_BASELINE=PATH` does the same with another clawai binary (an earlier
 //! build), so that a change is measured against the code before it in one run.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use clawai_bench::stats::{median as mid, percentile};
+use clawai_bench::stdio::Session;
 
 /// Per mode and round. The p99 is the 100th slowest; with 2,000 (the 20th) runs of one
 /// binary put clawai's p99 anywhere from ×1.06 to ×1.54 of the relay's.
@@ -81,79 +82,31 @@ fn command(bins: &Bins, mode: Mode) -> Command {
         },
         Mode::Clawai => clawai_command(bins, &bins.audit),
     };
-    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    c.stderr(Stdio::inherit());
     c
 }
 
-struct Session {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    line: Vec<u8>,
+/// A session with `mode`'s process.
+fn start(bins: &Bins, mode: Mode) -> Result<Session> {
+    Session::spawn(command(bins, mode))
 }
 
-impl Session {
-    fn start(bins: &Bins, mode: Mode) -> Result<Session> {
-        let mut child = command(bins, mode).spawn().context("spawn")?;
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
-        Ok(Session { child, input, output, line: Vec::new() })
+/// Started, initialized, and 300 calls in (caches and buffers warm).
+fn warmed_up(bins: &Bins, mode: Mode) -> Result<Session> {
+    let mut s = start(bins, mode)?;
+    s.initialize();
+    for i in 0..300 {
+        s.send(&call(i));
+        s.recv();
     }
-    /// Started, initialized, and 300 calls in (caches and buffers warm).
-    fn warmed_up(bins: &Bins, mode: Mode) -> Result<Session> {
-        let mut s = Session::start(bins, mode)?;
-        s.initialize();
-        for i in 0..300 {
-            s.send(&call(i));
-            s.recv();
-        }
-        Ok(s)
+    Ok(s)
+}
+
+fn peak_rss_kib(s: &Session, mode: Mode) -> Option<u64> {
+    if mode == Mode::Direct {
+        return None;
     }
-    fn send(&mut self, msg: &str) {
-        self.input.write_all(msg.as_bytes()).unwrap();
-        self.input.write_all(b"\n").unwrap();
-        self.input.flush().unwrap();
-    }
-    fn recv(&mut self) -> usize {
-        self.line.clear();
-        let n = self.output.read_until(b'\n', &mut self.line).unwrap();
-        assert!(n > 0, "server closed");
-        n
-    }
-    fn initialize(&mut self) {
-        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#);
-        self.recv();
-    }
-    /// Writes `lines` (holding `count` calls) from a second thread while reading the
-    /// `count` responses; returns the time from the first write to the last response.
-    fn burst(&mut self, lines: &[u8], count: usize) -> Duration {
-        let Session { input, output, line, .. } = self;
-        let t = Instant::now();
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                input.write_all(lines).unwrap();
-                input.flush().unwrap();
-            });
-            for _ in 0..count {
-                line.clear();
-                assert!(output.read_until(b'\n', line).unwrap() > 0, "server closed");
-            }
-        });
-        t.elapsed()
-    }
-    fn peak_rss_kib(&self, mode: Mode) -> Option<u64> {
-        if mode == Mode::Direct {
-            return None;
-        }
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
-    }
-    fn finish(mut self) {
-        drop(self.input);
-        let mut rest = Vec::new();
-        let _ = self.output.read_to_end(&mut rest);
-        let _ = self.child.wait();
-    }
+    s.status_kib("VmHWM")
 }
 
 const CALL: &str = r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/home/u/projects/app/src/main.rs"}}}"#;
@@ -173,10 +126,6 @@ struct Figures {
 
 /// The median of each figure over the rounds.
 fn median(rounds: &[Figures]) -> Figures {
-    fn mid<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    }
     Figures {
         p50: mid(rounds.iter().map(|f| f.p50).collect()),
         p99: mid(rounds.iter().map(|f| f.p99).collect()),
@@ -198,10 +147,6 @@ fn audit_lines(trail: &std::path::Path) -> usize {
         .sum()
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
 /// Sequential round trips, the modes taking turns request by request (each in its own
 /// session, the first to go rotating), so that all of them meet the same state of the
 /// machine: on this VM the cost of waking a process drifts by tens of µs within
@@ -210,7 +155,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// burst by burst for the same reason. Returns each mode's round-trip times, sorted,
 /// and its pipelined calls per second.
 fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>> {
-    let mut sessions = modes.iter().map(|m| Session::warmed_up(bins, *m)).collect::<Result<Vec<_>>>()?;
+    let mut sessions = modes.iter().map(|m| warmed_up(bins, *m)).collect::<Result<Vec<_>>>()?;
     let mut rtts = vec![Vec::with_capacity(ROUND_TRIPS); modes.len()];
     for i in 0..ROUND_TRIPS {
         let msg = call(i + 1000);
@@ -249,14 +194,14 @@ fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Resu
     let mut starts = Vec::new();
     for _ in 0..STARTS {
         let t = Instant::now();
-        let mut s = Session::start(bins, mode)?;
+        let mut s = start(bins, mode)?;
         s.initialize();
         starts.push(t.elapsed());
         s.finish();
     }
     starts.sort();
 
-    let mut s = Session::warmed_up(bins, mode)?;
+    let mut s = warmed_up(bins, mode)?;
 
     // Large results, two in flight.
     let big =
@@ -273,7 +218,7 @@ fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Resu
         bytes += s.recv();
     }
     let mib_per_s = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
-    let rss_kib = s.peak_rss_kib(mode);
+    let rss_kib = peak_rss_kib(&s, mode);
     s.finish();
     Ok(Figures {
         p50: percentile(rtts, 0.5),
@@ -303,17 +248,7 @@ fn policy_text() -> String {
 }
 
 fn main() -> Result<()> {
-    let here = std::env::current_exe()?;
-    let dir = here.parent().context("binary directory")?;
-    let find = |name: &str| -> Result<PathBuf> {
-        let p = dir.join(name);
-        anyhow::ensure!(
-            p.exists(),
-            "{} is missing: build with `cargo build --release -p clawai -p clawai-bench`",
-            p.display()
-        );
-        Ok(p)
-    };
+    let find = clawai_bench::sibling;
     // Removed when `main` returns, whichever way it does.
     let work_dir = tempfile::Builder::new().prefix("clawai-bench-").tempdir()?;
     let work = work_dir.path();

@@ -1,11 +1,47 @@
 //! The fastest MCP server we can write: answers `initialize`, `tools/call` (echoing the
 //! arguments) and `bench/big` (a result of `bytes` bytes) over stdio.
+//!
+//! `mcp-echo --tools N` also lists N tools (`tool_0` … `tool_{N-1}`, each with a
+//! description and a small input schema, in one page); without it `tools/list` gets the
+//! echo answer every other method gets.
 
 use std::io::{BufRead, BufWriter, Write};
 
 use serde_json::Value;
 
+/// The answer to `tools/list` with `count` tools, without its id: `{"tools":[…]}`.
+fn tool_list(count: usize) -> String {
+    let tools: Vec<Value> = (0..count)
+        .map(|n| {
+            serde_json::json!({
+                "name": format!("tool_{n}"),
+                "description": format!("Echoes its arguments back as structured content (tool {n} of {count})."),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "A path, echoed back."},
+                        "count": {"type": "integer", "description": "A number, echoed back."}
+                    },
+                    "required": ["path"]
+                }
+            })
+        })
+        .collect();
+    serde_json::json!({ "tools": tools }).to_string()
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let tools = match args.iter().position(|a| a == "--tools") {
+        Some(i) => match args.get(i + 1).and_then(|n| n.parse::<usize>().ok()) {
+            Some(count) => Some(tool_list(count)),
+            None => {
+                eprintln!("mcp-echo: --tools needs a number of tools");
+                std::process::exit(2);
+            }
+        },
+        None => None,
+    };
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
@@ -26,6 +62,10 @@ fn main() {
                     out,
                     r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"mcp-echo","version":"1"}}}}}}"#
                 );
+            }
+            "tools/list" if tools.is_some() => {
+                let _ =
+                    write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, tools.as_deref().unwrap_or_default());
             }
             "bench/big" => {
                 let bytes = msg["params"]["bytes"].as_u64().unwrap_or(1 << 20) as usize;
