@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use clawai_policy::{Call, Policy, ToolAnnotations};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::names;
-use crate::upstream::Upstream;
+use crate::upstream::{Listed, Lists, Upstream};
 
 /// The four lists a server may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,26 +76,46 @@ impl ListKind {
     }
 }
 
-/// One item as the gateway lists it.
-pub struct Item {
-    /// The server it comes from.
-    pub upstream: Arc<Upstream>,
-    /// The server's own name (or URI) for it.
-    pub original: String,
-    /// The gateway's name (or URI) for it.
-    pub listed: String,
-    /// The item as clients see it, encoded once.
-    pub json: Box<RawValue>,
-    /// What a tool says of itself (`readOnlyHint`, `destructiveHint`), for the policy.
-    pub annotations: ToolAnnotations,
+/// A server's items of one kind, rendered under the gateway's names: done once when
+/// the server's list changes. An item listed twice keeps its first.
+pub fn render(kind: ListKind, server: &str, items: Vec<Value>) -> Vec<Listed> {
+    let mut seen = std::collections::HashSet::new();
+    let mut rendered = Vec::with_capacity(items.len());
+    for mut item in items {
+        let Some(original) = item.get(kind.key()).and_then(Value::as_str).map(str::to_owned) else { continue };
+        let listed = match kind {
+            ListKind::Tools | ListKind::Prompts => names::namespaced(server, &original),
+            ListKind::Resources | ListKind::Templates => names::resource_uri(server, &original),
+        };
+        if !seen.insert(listed.clone()) {
+            tracing::warn!("{server}: `{original}` is listed twice; the first is kept");
+            continue;
+        }
+        let annotations = item.get("annotations").map(ToolAnnotations::from_json).unwrap_or_default();
+        item[kind.key()] = Value::String(listed.clone());
+        let json = serde_json::value::to_raw_value(&item).expect("a JSON value encodes");
+        rendered.push(Listed { original, listed, json, annotations });
+    }
+    rendered
 }
 
-/// Every server's items, merged.
+/// One item as the gateway lists it, with its server.
+#[derive(Clone, Copy)]
+pub struct Item<'a> {
+    /// The server it comes from.
+    pub upstream: &'a Arc<Upstream>,
+    /// The item.
+    pub listed: &'a Listed,
+}
+
+/// Every server's items, merged (the rendered items are shared with the servers' lists).
 #[derive(Default)]
 pub struct Catalog {
     /// Bumped on every rebuild.
     pub generation: u64,
-    lists: [Vec<Item>; 4],
+    sources: Vec<(Arc<Upstream>, Arc<Lists>)>,
+    /// Per kind: (source, item) in listing order.
+    order: [Vec<(u32, u32)>; 4],
     by_name: [HashMap<String, usize>; 4],
 }
 
@@ -105,58 +124,49 @@ impl Catalog {
     pub fn build(upstreams: &[Arc<Upstream>], generation: u64) -> Catalog {
         let mut catalog = Catalog { generation, ..Catalog::default() };
         for upstream in upstreams {
+            let source = catalog.sources.len() as u32;
             let lists = upstream.lists();
             for kind in ListKind::ALL {
-                for item in &lists.items[kind.index()] {
-                    catalog.add(kind, upstream, item);
+                for (index, item) in lists.items[kind.index()].iter().enumerate() {
+                    let position = catalog.order[kind.index()].len();
+                    // Server names differ and hold no `__`: names of two servers never meet.
+                    catalog.by_name[kind.index()].entry(item.listed.clone()).or_insert(position);
+                    catalog.order[kind.index()].push((source, index as u32));
                 }
             }
+            catalog.sources.push((Arc::clone(upstream), lists));
         }
         catalog
     }
 
-    fn add(&mut self, kind: ListKind, upstream: &Arc<Upstream>, item: &Value) {
-        let Some(original) = item.get(kind.key()).and_then(Value::as_str) else { return };
-        let listed = match kind {
-            ListKind::Tools | ListKind::Prompts => names::namespaced(&upstream.name, original),
-            ListKind::Resources | ListKind::Templates => names::resource_uri(&upstream.name, original),
-        };
-        let by_name = &mut self.by_name[kind.index()];
-        if by_name.contains_key(&listed) {
-            tracing::warn!("{}: `{original}` is listed twice; the first is kept", upstream.name);
-            return;
-        }
-        let mut shown = item.clone();
-        shown[kind.key()] = Value::String(listed.clone());
-        let json = serde_json::value::to_raw_value(&shown).expect("a JSON value encodes");
-        let annotations = item.get("annotations").map(ToolAnnotations::from_json).unwrap_or_default();
-        by_name.insert(listed.clone(), self.lists[kind.index()].len());
-        self.lists[kind.index()].push(Item {
-            upstream: Arc::clone(upstream),
-            original: original.to_owned(),
-            listed,
-            json,
-            annotations,
-        });
+    /// The item of a kind at a position of its list.
+    pub fn item(&self, kind: ListKind, position: usize) -> Item<'_> {
+        let (source, index) = self.order[kind.index()][position];
+        let (upstream, lists) = &self.sources[source as usize];
+        Item { upstream, listed: &lists.items[kind.index()][index as usize] }
     }
 
-    /// Every item of a kind.
-    pub fn items(&self, kind: ListKind) -> &[Item] {
-        &self.lists[kind.index()]
+    /// How many items of a kind there are.
+    pub fn len(&self, kind: ListKind) -> usize {
+        self.order[kind.index()].len()
+    }
+
+    /// Every item of a kind, in order.
+    pub fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = Item<'_>> {
+        (0..self.len(kind)).map(move |position| self.item(kind, position))
     }
 
     /// For each tool, whether `policy` denies every call to it whatever the arguments
     /// (such tools are left out of lists; a call still gets the policy's denial).
     pub fn always_denied_tools(&self, policy: &Policy) -> Vec<bool> {
         self.items(ListKind::Tools)
-            .iter()
             .map(|item| {
                 let call = Call {
                     method: "tools/call",
-                    name: Some(&item.original),
+                    name: Some(&item.listed.original),
                     arguments: None,
                     server: Some(&item.upstream.name),
-                    annotations: Some(item.annotations),
+                    annotations: Some(item.listed.annotations),
                     follow_links: None,
                 };
                 policy.denies_whatever_the_arguments(&call).is_some()
@@ -164,8 +174,8 @@ impl Catalog {
             .collect()
     }
 
-    /// The item listed under `listed`.
-    pub fn find(&self, kind: ListKind, listed: &str) -> Option<&Item> {
-        self.by_name[kind.index()].get(listed).map(|&index| &self.lists[kind.index()][index])
+    /// The item listed under `listed`, with its position.
+    pub fn find(&self, kind: ListKind, listed: &str) -> Option<(usize, Item<'_>)> {
+        self.by_name[kind.index()].get(listed).map(|&position| (position, self.item(kind, position)))
     }
 }

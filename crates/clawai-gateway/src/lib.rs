@@ -24,6 +24,7 @@ mod pair;
 pub mod reload;
 mod rewrite;
 mod session;
+pub mod stdio;
 mod upstream;
 mod view;
 
@@ -122,9 +123,16 @@ impl Gateway {
         });
     }
 
-    /// A new client session.
+    /// A new client session behind a link (for the HTTP front).
     pub fn open_session(&self) -> Link {
         session::Session::open(&self.core)
+    }
+
+    /// A new client session that the caller drives: it hands each message from the
+    /// client to [`ClientSession::receive`] and writes what comes out of the receiver.
+    pub fn connect(&self) -> (ClientSession, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (session, outbox) = session::Session::new(&self.core);
+        (ClientSession(session), outbox)
     }
 
     /// Stops every server (and every process they started).
@@ -142,6 +150,28 @@ impl Gateway {
     /// The names of the running servers and where each is in its life, for logs.
     pub fn servers(&self) -> Vec<(String, String)> {
         self.core.upstreams().iter().map(|u| (u.name.clone(), format!("{:?}", u.status()))).collect()
+    }
+}
+
+/// A client session a front drives itself (see [`Gateway::connect`]).
+pub struct ClientSession(Arc<session::Session>);
+
+impl ClientSession {
+    /// One message from the client, which the front checked is one valid JSON-RPC
+    /// message.
+    pub async fn receive(&self, message: Vec<u8>) {
+        self.0.from_client(message).await;
+    }
+
+    /// A message for the client from the front itself (a refusal), in order with the
+    /// gateway's.
+    pub fn reply(&self, message: Vec<u8>) {
+        self.0.send(message);
+    }
+
+    /// The client went away: its calls still in flight are cancelled at the servers.
+    pub async fn close(self) {
+        self.0.closed().await;
     }
 }
 

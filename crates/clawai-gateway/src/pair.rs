@@ -55,7 +55,8 @@ impl Pair {
     pub fn learn_tools(&self) {
         let lists = self.upstream.lists();
         if self.tools_version.swap(lists.version, Ordering::Relaxed) != lists.version {
-            self.guard.know_tools(lists.tool_pages.iter().map(Vec::as_slice));
+            let tools = &lists.items[crate::catalog::ListKind::Tools.index()];
+            self.guard.know_tools(tools.iter().map(|tool| (tool.original.as_str(), tool.annotations)));
         }
     }
 }

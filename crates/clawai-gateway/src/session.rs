@@ -84,19 +84,7 @@ impl Session {
     /// the gateway's from it.
     pub fn open(core: &Arc<Core>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
-        let (outbox, mut queued) = mpsc::unbounded_channel::<Vec<u8>>();
-        let session = Arc::new(Session {
-            core: Arc::clone(core),
-            id: uuid::Uuid::new_v4().to_string(),
-            outbox,
-            state: Mutex::default(),
-            pairs: Mutex::default(),
-            calls: Mutex::default(),
-            asked: Mutex::default(),
-            next_asked: AtomicU64::new(1),
-            suspended: Mutex::default(),
-        });
-        core.add_session(&session);
+        let (session, mut queued) = Session::new(core);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
@@ -112,6 +100,26 @@ impl Session {
             session.closed().await;
         });
         link
+    }
+
+    /// A session driven by its caller, which hands it each client message
+    /// ([`Session::from_client`]) and sends the client what comes out of the receiver:
+    /// messages for the client queue there, so that servers never wait for a slow client.
+    pub fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
+        let session = Arc::new(Session {
+            core: Arc::clone(core),
+            id: uuid::Uuid::new_v4().to_string(),
+            outbox,
+            state: Mutex::default(),
+            pairs: Mutex::default(),
+            calls: Mutex::default(),
+            asked: Mutex::default(),
+            next_asked: AtomicU64::new(1),
+            suspended: Mutex::default(),
+        });
+        core.add_session(&session);
+        (session, queued)
     }
 
     /// Queues a message for the client.
@@ -175,7 +183,7 @@ impl Session {
     }
 
     /// One message from the client (the front checked it is one valid JSON-RPC message).
-    async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
+    pub(crate) async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
         let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
             self.send(rewrite::error(&Value::Null, clawai_protocol::reply::PARSE_ERROR, "not JSON"));
             return;
@@ -272,7 +280,7 @@ impl Session {
     }
 
     /// The client went away: what it still waits for is cancelled at the servers.
-    async fn closed(self: &Arc<Self>) {
+    pub(crate) async fn closed(self: &Arc<Self>) {
         let calls: Vec<(Weak<Upstream>, String)> = lock(&self.calls).drain().map(|(_, call)| call).collect();
         for (upstream, key) in calls {
             if let Some(upstream) = upstream.upgrade() {

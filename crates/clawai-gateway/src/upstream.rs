@@ -50,15 +50,26 @@ pub enum Status {
     Stopped,
 }
 
-/// What the server listed, as it wrote it.
+/// What the server listed, each item ready to be listed by the gateway (rendered once,
+/// when the server's list changes; the parsed items are not kept).
 #[derive(Default)]
 pub struct Lists {
     /// The items of each [`ListKind`].
-    pub items: [Vec<Value>; 4],
-    /// Every page of the tool list as received (the guards read annotations from it).
-    pub tool_pages: Vec<Vec<u8>>,
+    pub items: [Arc<Vec<Listed>>; 4],
     /// Bumped whenever a list changes.
     pub version: u64,
+}
+
+/// One item of a server's list, as the gateway lists it.
+pub struct Listed {
+    /// The server's own name (or URI) for it.
+    pub original: String,
+    /// The gateway's name (or URI) for it.
+    pub listed: String,
+    /// The item as clients see it, encoded once.
+    pub json: Box<serde_json::value::RawValue>,
+    /// What a tool says of itself (`readOnlyHint`, `destructiveHint`), for the policy.
+    pub annotations: clawai_policy::ToolAnnotations,
 }
 
 /// Who waits for the answer to a request the gateway sent the server.
@@ -102,7 +113,7 @@ pub struct Upstream {
     core: Weak<Core>,
     /// Decides and records the gateway's own traffic with the server.
     guard: Guard,
-    sender: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    sender: Mutex<Option<Writer>>,
     status: Mutex<Status>,
     /// What the server answered to `initialize`.
     initialized: RwLock<Option<Value>>,
@@ -114,6 +125,16 @@ pub struct Upstream {
     stop: watch::Sender<bool>,
     /// Ends the server's current run (it did not initialize), to start it again.
     restart: tokio::sync::Notify,
+}
+
+/// Where messages for the server go: a child's stdin, written by whoever sends (no task
+/// or channel in between), or a remote session's link.
+#[derive(Clone)]
+pub(crate) enum Writer {
+    /// A child's stdin.
+    Pipe(Arc<tokio::sync::Mutex<tokio::process::ChildStdin>>),
+    /// A remote server's link.
+    Link(mpsc::Sender<Vec<u8>>),
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -273,10 +294,18 @@ impl Upstream {
     }
 
     /// Sends one message to the server; false when it is not running.
-    pub async fn send(&self, message: Vec<u8>) -> bool {
-        let sender = lock(&self.sender).clone();
-        match sender {
-            Some(sender) => sender.send(message).await.is_ok(),
+    pub async fn send(&self, mut message: Vec<u8>) -> bool {
+        let writer = lock(&self.sender).clone();
+        match writer {
+            Some(Writer::Link(sender)) => sender.send(message).await.is_ok(),
+            Some(Writer::Pipe(stdin)) => {
+                use tokio::io::AsyncWriteExt;
+                if !message.ends_with(b"\n") {
+                    message.push(b'\n');
+                }
+                let mut stdin = stdin.lock().await;
+                stdin.write_all(&message).await.is_ok() && stdin.flush().await.is_ok()
+            }
             None => false,
         }
     }
@@ -337,8 +366,8 @@ impl Upstream {
             let started = Instant::now();
             let reason = match self.connect() {
                 Err(error) => error.to_string(),
-                Ok((link, child)) => {
-                    let reason = self.serve(link, &mut stop).await;
+                Ok((writer, source, child)) => {
+                    let reason = self.serve(writer, source, &mut stop).await;
                     lock(&self.sender).take();
                     if let Some(child) = child {
                         let grace = self.core().map_or(Duration::from_secs(2), |core| core.options.grace);
@@ -432,25 +461,21 @@ impl Upstream {
     pub async fn refresh(self: &Arc<Self>, kind: ListKind) {
         let _one_at_a_time = self.refreshing[kind.index()].lock().await;
         let declared = self.capability(kind.capability()).is_some();
-        let (items, pages) = if declared {
+        let items = if declared {
             match self.list_all(kind).await {
-                Ok(listed) => listed,
+                Ok(items) => crate::catalog::render(kind, &self.name, items),
                 Err(why) => {
                     tracing::warn!("server `{}`: listing {} failed: {why}", self.name, kind.member());
                     return;
                 }
             }
         } else {
-            (Vec::new(), Vec::new())
+            Vec::new()
         };
         {
             let mut lists = self.lists.write().unwrap_or_else(|p| p.into_inner());
-            let mut next =
-                Lists { items: lists.items.clone(), tool_pages: lists.tool_pages.clone(), version: lists.version + 1 };
-            next.items[kind.index()] = items;
-            if kind == ListKind::Tools {
-                next.tool_pages = pages;
-            }
+            let mut next = Lists { items: lists.items.clone(), version: lists.version + 1 };
+            next.items[kind.index()] = Arc::new(items);
             *lists = Arc::new(next);
         }
         if let Some(core) = self.core() {
@@ -458,20 +483,18 @@ impl Upstream {
         }
     }
 
-    async fn list_all(&self, kind: ListKind) -> Result<(Vec<Value>, Vec<Vec<u8>>), String> {
-        let (mut items, mut pages, mut cursor) = (Vec::new(), Vec::new(), None::<Value>);
+    async fn list_all(&self, kind: ListKind) -> Result<Vec<Value>, String> {
+        let (mut items, mut cursor) = (Vec::new(), None::<Value>);
         for _ in 0..MAX_PAGES {
             let params = cursor.take().map(|cursor| json!({"cursor": cursor}));
             let result = self.request(kind.method(), params, LIST_TIMEOUT).await?;
-            if let Some(listed) = result.get(kind.member()).and_then(Value::as_array) {
-                items.extend(listed.iter().cloned());
-            }
-            if kind == ListKind::Tools {
-                pages.push(serde_json::to_vec(&result).expect("a JSON value encodes"));
+            let mut result = result;
+            if let Some(Value::Array(listed)) = result.get_mut(kind.member()) {
+                items.append(listed);
             }
             match result.get("nextCursor") {
                 Some(next) if !next.is_null() && next.as_str() != Some("") => cursor = Some(next.clone()),
-                _ => return Ok((items, pages)),
+                _ => return Ok(items),
             }
         }
         Err(format!("more than {MAX_PAGES} pages"))

@@ -41,12 +41,12 @@ impl View {
         let mut digests = [0; 4];
         for kind in ListKind::ALL {
             let mut hasher = DefaultHasher::new();
-            for (index, item) in catalog.items(kind).iter().enumerate() {
+            for (index, item) in catalog.items(kind).enumerate() {
                 let denied = kind == ListKind::Tools && always_denied.get(index).copied().unwrap_or(false);
-                if shown(kind, item, allowed_tools) && !denied {
+                if shown(kind, &item, allowed_tools) && !denied {
                     visible[kind.index()].push(index);
-                    item.listed.hash(&mut hasher);
-                    item.json.get().hash(&mut hasher);
+                    item.listed.listed.hash(&mut hasher);
+                    item.listed.json.get().hash(&mut hasher);
                 }
             }
             digests[kind.index()] = hasher.finish();
@@ -55,9 +55,8 @@ impl View {
     }
 
     /// The visible items of a kind, in order.
-    pub fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = &Item> {
-        let all = self.catalog.items(kind);
-        self.visible[kind.index()].iter().map(move |&index| &all[index])
+    pub fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = Item<'_>> {
+        self.visible[kind.index()].iter().map(move |&position| self.catalog.item(kind, position))
     }
 
     /// How many items of a kind are visible.
@@ -68,8 +67,8 @@ impl View {
     /// The tool or prompt listed as `listed`, if this session can see it (a tool the
     /// policy always denies included: its call is decided); `None` for one that does not
     /// exist and for one this session cannot see alike.
-    pub fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<&Item> {
-        self.catalog.find(kind, listed).filter(|item| shown(kind, item, allowed_tools))
+    pub fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<Item<'_>> {
+        self.catalog.find(kind, listed).map(|(_, item)| item).filter(|item| shown(kind, item, allowed_tools))
     }
 }
 
@@ -79,7 +78,7 @@ fn shown(kind: ListKind, item: &Item, allowed_tools: Option<&Glob>) -> bool {
         return false;
     }
     match kind {
-        ListKind::Tools => allowed_tools.is_none_or(|allowed| allowed.is_match(&item.listed)),
+        ListKind::Tools => allowed_tools.is_none_or(|allowed| allowed.is_match(&item.listed.listed)),
         ListKind::Prompts | ListKind::Resources | ListKind::Templates => true,
     }
 }

@@ -13,7 +13,7 @@ use clawai_proxy::pipe::enlarge_pipe;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::framing::{Frame, next_frame};
 use crate::link::{FromServer, Link};
@@ -37,6 +37,16 @@ pub fn spawn_with(
     prepare: impl FnOnce(&mut Command),
     max_message: usize,
 ) -> io::Result<(Link, ChildServer)> {
+    let (stdin, stdout, child) = spawn_piped(command, prepare)?;
+    Ok(link(stdin, stdout, child, max_message))
+}
+
+/// Starts `command` as [`spawn_with`] does, and gives its pipes as they are: for a
+/// transport that writes and reads them itself, without a task and a channel each way.
+pub fn spawn_piped(
+    command: &[String],
+    prepare: impl FnOnce(&mut Command),
+) -> io::Result<(ChildStdin, ChildStdout, ChildServer)> {
     let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no server command"))?;
     let mut command = Command::new(program);
     command.args(args);
@@ -50,10 +60,16 @@ pub fn spawn_with(
         .spawn()
         .map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")))?;
     let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
-    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     enlarge_pipe(stdin.as_fd());
     enlarge_pipe(stdout.as_fd());
+    Ok((stdin, stdout, ChildServer { child, group }))
+}
+
+/// The link of a started child: a task writes what the link sends to its stdin, another
+/// reads its stdout into the link.
+fn link(mut stdin: ChildStdin, stdout: ChildStdout, child: ChildServer, max_message: usize) -> (Link, ChildServer) {
     let (link, mut to_server, from_server) = Link::pair();
 
     tokio::spawn(async move {
@@ -89,7 +105,7 @@ pub fn spawn_with(
         let _ = from_server.send(FromServer::Closed(reason)).await;
     });
 
-    Ok((link, ChildServer { child, group }))
+    (link, child)
 }
 
 impl ChildServer {

@@ -7,18 +7,23 @@ use std::io;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 /// How much of an oversize message is kept to find its id.
-pub(crate) const OVERSIZE_PREFIX: usize = 4096;
+pub const OVERSIZE_PREFIX: usize = 4096;
 
 /// One line read.
-pub(crate) enum Frame {
+pub enum Frame {
     /// A message (with its newline, when it had one).
     Line(Vec<u8>),
     /// A line over the limit, skipped: its first bytes and its length.
-    Oversize { prefix: Vec<u8>, length: usize },
+    Oversize {
+        /// Its first bytes.
+        prefix: Vec<u8>,
+        /// Its length.
+        length: usize,
+    },
 }
 
 /// The next line, or `None` at end of input.
-pub(crate) async fn next_frame<R: AsyncBufRead + Unpin>(reader: &mut R, limit: usize) -> io::Result<Option<Frame>> {
+pub async fn next_frame<R: AsyncBufRead + Unpin>(reader: &mut R, limit: usize) -> io::Result<Option<Frame>> {
     let mut line = Vec::new();
     if (&mut *reader).take(limit as u64 + 1).read_until(b'\n', &mut line).await? == 0 {
         return Ok(None);

@@ -13,7 +13,7 @@
 
 mod batch;
 pub mod child;
-mod framing;
+pub mod framing;
 pub mod link;
 pub mod listen;
 pub mod remote;

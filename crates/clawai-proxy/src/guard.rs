@@ -171,10 +171,10 @@ impl Guard {
     }
 
     /// The server's whole tool list, as someone else read it (the gateway, which lists
-    /// every server once for all its sessions): every page of `tools/list` results. The
+    /// every server once for all its sessions): each tool's name and annotations. The
     /// guard decides with these annotations and does not list the tools itself.
-    pub fn know_tools<'p>(&self, pages: impl IntoIterator<Item = &'p [u8]>) {
-        self.listing.replace(pages);
+    pub fn know_tools<'t>(&self, tools: impl IntoIterator<Item = (&'t str, ToolAnnotations)>) {
+        self.listing.replace(tools);
     }
 
     fn listed_as(&self, method: &str, name: Option<&str>) -> Option<String> {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use clawai_http::{Front, Upstream};
-use clawai_proxy::{AuditLog, Guard, PolicyHandle};
+use clawai_proxy::{AuditLog, PolicyHandle};
 
 use crate::ExitCode;
 use crate::http_cmd::{FrontSettings, ListenArgs, runtime, shutdown_signal};
@@ -118,14 +118,18 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
                 })
                 .ok()
         };
-        // The front only checks that each message is valid JSON-RPC: the gateway decides
-        // every message with its guards, on the servers' own names.
-        let front_policy = PolicyHandle::new(
-            clawai_policy::load_str("[defaults]\naction = \"allow\"\n", clawai_policy::Format::Toml, "gateway front")
-                .expect("a fixed policy loads"),
-        );
         let code = match listen {
             Some((addr, options)) => {
+                // The HTTP front only checks that each message is valid JSON-RPC: the
+                // gateway decides every message with its guards, on the servers' own names.
+                let front_policy = PolicyHandle::new(
+                    clawai_policy::load_str(
+                        "[defaults]\naction = \"allow\"\n",
+                        clawai_policy::Format::Toml,
+                        "gateway front",
+                    )
+                    .expect("a fixed policy loads"),
+                );
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("cannot listen on {addr}; is the port in use?"))?;
@@ -144,11 +148,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
                 front.serve(listener, shutdown_signal()).await?;
                 0
             }
-            None => {
-                let guard = Arc::new(Guard::new(front_policy, AuditLog::disabled(), None));
-                let link = gateway.open_session();
-                clawai_http::stdio_front::run(guard, link, args.max_message_size).await?
-            }
+            None => clawai_gateway::stdio::serve(&gateway, args.max_message_size).await?,
         };
         gateway.shutdown().await;
         anyhow::Ok(code)

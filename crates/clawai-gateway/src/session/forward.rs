@@ -28,7 +28,7 @@ impl Session {
         let Some(item) = view.find(ListKind::Tools, &name, allowed.as_deref()) else {
             return self.send(self.unknown(&id, "tool", &name));
         };
-        let (upstream, original) = (Arc::clone(&item.upstream), item.original.clone());
+        let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
         drop(view);
         let mut message = message;
         message["params"]["name"] = json!(original);
@@ -43,7 +43,7 @@ impl Session {
         let Some(item) = view.find(ListKind::Prompts, &name, None) else {
             return self.send(self.unknown(&id, "prompt", &name));
         };
-        let (upstream, original) = (Arc::clone(&item.upstream), item.original.clone());
+        let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
         drop(view);
         let mut message = message;
         message["params"]["name"] = json!(original);
@@ -94,7 +94,7 @@ impl Session {
                 let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
                 let view = self.view();
                 view.find(ListKind::Prompts, name, None)
-                    .map(|item| (Arc::clone(&item.upstream), "name", item.original.clone()))
+                    .map(|item| (Arc::clone(item.upstream), "name", item.listed.original.clone()))
             }
             Some("ref/resource") => {
                 let uri = reference.get("uri").and_then(Value::as_str).unwrap_or_default();
@@ -251,7 +251,13 @@ impl Session {
     }
 
     /// The server answered a client's call.
-    pub(crate) async fn call_answered(self: &Arc<Self>, upstream: &Arc<Upstream>, call: CallFrom, bytes: Vec<u8>) {
+    pub(crate) async fn call_answered(
+        self: &Arc<Self>,
+        upstream: &Arc<Upstream>,
+        call: CallFrom,
+        message: Value,
+        bytes: Vec<u8>,
+    ) {
         let pair = self.pair(upstream);
         let verdict = pair.guard.from_server(&bytes);
         pair.guard.forget_client_id(&call.upstream_id);
@@ -265,7 +271,7 @@ impl Session {
             return;
         }
         match verdict {
-            Verdict::Forward => self.send_parsed_answer(upstream, &call.client_id, &bytes),
+            Verdict::Forward => self.send_answer(upstream, &call.client_id, message),
             Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
             Verdict::Reply(answer) => self.to_server(&pair, answer).await,
             Verdict::Dispatch(out) => {

@@ -6,12 +6,16 @@ use std::io;
 use std::sync::Arc;
 
 use clawai_http::child::{self, ChildServer};
+use clawai_http::framing::{Frame, next_frame};
 use clawai_http::link::{FromServer, Link};
 use clawai_http::{RemoteOptions, remote};
 use serde_json::json;
+use tokio::io::BufReader;
+use tokio::process::ChildStdout;
+use tokio::sync::mpsc;
 use tokio::sync::watch;
 
-use super::{INITIALIZE_TIMEOUT, Status, Upstream, lock};
+use super::{INITIALIZE_TIMEOUT, Status, Upstream, Writer, lock};
 use crate::catalog::ListKind;
 use crate::config::McpServerConfig;
 
@@ -24,50 +28,79 @@ pub fn inherited(name: &str) -> bool {
     INHERITED.contains(&name) || name.starts_with("LC_")
 }
 
+/// Where the server's messages come from: a child's stdout, read by the server's own
+/// task (no task or channel in between), or a remote session's link.
+pub(crate) enum Source {
+    /// A child's stdout, and the largest message taken.
+    Pipe(BufReader<ChildStdout>, usize),
+    /// A remote server's link.
+    Link(mpsc::Receiver<FromServer>),
+}
+
+impl Source {
+    async fn next(&mut self) -> Option<FromServer> {
+        match self {
+            Source::Link(from_server) => from_server.recv().await,
+            Source::Pipe(stdout, max_message) => loop {
+                return Some(match next_frame(stdout, *max_message).await {
+                    Ok(None) => FromServer::Closed("the server closed its output".into()),
+                    Ok(Some(Frame::Line(line))) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                    Ok(Some(Frame::Line(line))) => FromServer::Message(line),
+                    Ok(Some(Frame::Oversize { prefix, length })) => FromServer::Oversize { prefix, length },
+                    Err(error) => FromServer::Closed(format!("reading the server's output failed: {error}")),
+                });
+            },
+        }
+    }
+}
+
 /// The revision the gateway proposes to its servers.
 const PROPOSED_VERSION: &str = "2025-11-25";
 
 impl Upstream {
     /// Starts the child, or opens the remote session.
-    pub(super) fn connect(&self) -> io::Result<(Link, Option<ChildServer>)> {
+    pub(super) fn connect(&self) -> io::Result<(Writer, Source, Option<ChildServer>)> {
         let max_message = self.core().map_or(64 << 20, |core| core.options.max_message);
         match &self.entry.transport {
             McpServerConfig::Stdio { command, args, env } => {
                 let mut line = vec![command.clone()];
                 line.extend(args.iter().cloned());
                 let cwd = self.entry.cwd.clone();
-                let (link, child) = child::spawn_with(
-                    &line,
-                    |command| {
-                        command.env_clear();
-                        command.envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(inherited)));
-                        command.envs(env);
-                        if let Some(cwd) = &cwd {
-                            command.current_dir(cwd);
-                        }
-                    },
-                    max_message,
-                )?;
-                Ok((link, Some(child)))
+                let (stdin, stdout, child) = child::spawn_piped(&line, |command| {
+                    command.env_clear();
+                    command.envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(inherited)));
+                    command.envs(env);
+                    if let Some(cwd) = &cwd {
+                        command.current_dir(cwd);
+                    }
+                })?;
+                let writer = Writer::Pipe(Arc::new(tokio::sync::Mutex::new(stdin)));
+                Ok((writer, Source::Pipe(BufReader::new(stdout), max_message), Some(child)))
             }
             McpServerConfig::Http { url, headers } | McpServerConfig::Sse { url, headers } => {
                 let lines: Vec<String> = headers.iter().map(|(name, value)| format!("{name}: {value}")).collect();
                 // The values were expanded when the configuration was read.
                 let options = RemoteOptions::parse(url, &lines, |_| None).map_err(io::Error::other)?;
-                Ok((remote::connect(options, max_message), None))
+                let Link { to_server, from_server } = remote::connect(options, max_message);
+                Ok((Writer::Link(to_server), Source::Link(from_server), None))
             }
         }
     }
 
     /// Relays the server's messages until it goes away or is stopped; meanwhile the
     /// handshake and the first listing run. Returns why it ended.
-    pub(super) async fn serve(self: &Arc<Self>, link: Link, stop: &mut watch::Receiver<bool>) -> String {
-        let Link { to_server, mut from_server } = link;
-        *lock(&self.sender) = Some(to_server);
+    pub(super) async fn serve(
+        self: &Arc<Self>,
+        writer: Writer,
+        mut source: Source,
+        stop: &mut watch::Receiver<bool>,
+    ) -> String {
+        *lock(&self.sender) = Some(writer);
         let setup = tokio::spawn(Arc::clone(self).set_up());
         let reason = loop {
+            // Cancelling a read loses what it read: only when the server is left anyway.
             let item = tokio::select! {
-                item = from_server.recv() => item,
+                item = source.next() => item,
                 _ = stop.wait_for(|stop| *stop) => break "stopped by the gateway".to_owned(),
                 () = self.restart.notified() => break "it did not initialize".to_owned(),
             };

@@ -58,7 +58,7 @@ impl Upstream {
                     self.forget_progress(token);
                 }
                 if let Some(session) = call.session.upgrade() {
-                    session.call_answered(self, call, bytes).await;
+                    session.call_answered(self, call, message, bytes).await;
                 }
             }
             Some(Pending::Guard(session)) => {

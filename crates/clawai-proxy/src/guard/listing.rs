@@ -112,11 +112,12 @@ impl Listing {
         }
     }
 
-    /// Forgets what was known and takes every page of a complete list read elsewhere.
-    pub(super) fn replace<'p>(&self, pages: impl IntoIterator<Item = &'p [u8]>) {
-        self.tools.write().unwrap_or_else(|p| p.into_inner()).clear();
-        for page in pages {
-            self.record(page);
+    /// Forgets what was known and takes a complete list read elsewhere.
+    pub(super) fn replace<'t>(&self, tools: impl IntoIterator<Item = (&'t str, ToolAnnotations)>) {
+        {
+            let mut known = self.tools.write().unwrap_or_else(|p| p.into_inner());
+            known.clear();
+            known.extend(tools.into_iter().map(|(name, annotations)| (name.to_owned(), annotations)));
         }
         let mut fetch = self.fetch();
         fetch.complete = true;

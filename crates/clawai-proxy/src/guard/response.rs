@@ -92,8 +92,11 @@ impl Guard {
         if let (Some((_, flight)), Some(result)) = (&flight, result)
             && flight.method == "tools/list"
             && direction == Direction::ServerToClient
+            && self.listing.policy_reads_annotations(&self.policy.current())
         {
             // Before the result is forwarded: the client's next call may depend on it.
+            // Only a policy that reads annotations needs them: reading a list costs a
+            // parse of every page (a policy reloaded to read them lists the tools anew).
             self.listing.record(result);
         }
         if let (Some((_, flight)), Some(result)) = (&flight, result)
