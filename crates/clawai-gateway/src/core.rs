@@ -64,8 +64,12 @@ pub struct Core {
     started: std::time::Instant,
     /// The tools the policy always denies, for the catalog generation and policy they
     /// were worked out for (once, for every session).
-    always_denied: Mutex<Option<(u64, Arc<Policy>, Arc<Vec<bool>>)>>,
+    always_denied: Mutex<Option<AlwaysDenied>>,
 }
+
+/// The tools a policy denies whatever their arguments (by tool position in the catalog),
+/// for the catalog generation and the policy they were worked out for.
+type AlwaysDenied = (u64, Arc<Policy>, Arc<Vec<bool>>);
 
 /// How long after start the first lists wait for servers still starting.
 const SETTLE: Duration = Duration::from_millis(1500);
