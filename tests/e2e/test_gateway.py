@@ -212,6 +212,20 @@ async def test_pagination_across_servers_collects_every_tool_exactly_once(tmp_pa
     assert sorted(p for p in prompts if p.endswith("__greet")) == ["a__greet", "b__greet", "c__greet"]
 
 
+async def test_the_gateways_own_pages_hold_every_item_exactly_once(tmp_path):
+    servers = {s: scripted(s, "--tools", 4) for s in ("a", "b")}
+    config = write_config(tmp_path / "gateway.json", servers)
+    expected = {f"{s}__{t}" for s in servers for t in BASE_TOOLS | {f"tool_{i}" for i in range(4)}}
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, "--page-size", "3") as c:
+            await listed(c, has_all("a__tool_3", "b__tool_3"))
+            first = await c.list_tools()
+            assert len(first.tools) == 3 and first.next_cursor, first
+            names = await tool_names(c)
+    ours = [n for n in names if n.split("__")[0] in servers]
+    assert len(ours) == len(set(ours)) and set(ours) == expected
+
+
 async def test_a_forged_cursor_gets_invalid_params(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--page-size", 2), "b": scripted("b")})
     with anyio.fail_after(15):

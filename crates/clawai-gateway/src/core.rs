@@ -38,7 +38,7 @@ impl Default for GatewayOptions {
             drain: Duration::from_secs(30),
             grace: Duration::from_secs(2),
             max_message: 64 << 20,
-            page_size: 100,
+            page_size: 500,
         }
     }
 }

@@ -173,6 +173,12 @@ impl ClientSession {
     pub async fn close(self) {
         self.0.closed().await;
     }
+
+    /// The client is going away: its calls still in flight are cancelled at the servers
+    /// (for a front that cannot give the session up at once).
+    pub async fn cancel_all(&self) {
+        self.0.closed().await;
+    }
 }
 
 impl OpenLink for Gateway {

@@ -7,63 +7,74 @@
 use std::io;
 use std::os::fd::AsFd;
 
-use clawai_http::framing::{Frame, next_frame};
+use std::io::Write as _;
+
 use clawai_protocol::envelope::{Envelope, EnvelopeError};
 use clawai_protocol::reply;
 use clawai_protocol::skim::{leading_id, salvage};
+use clawai_protocol::{Frame, LineReader};
 use clawai_proxy::pipe::enlarge_pipe;
-use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Gateway;
 
 /// Serves one client on this process's stdin and stdout until the client closes its
 /// input or a signal arrives. Returns the exit code (0, or 128 + signal).
+///
+/// stdin and stdout are read and written by threads of their own with blocking calls
+/// (tokio's stdin and stdout hand every call to its blocking pool: a hop each way per
+/// message); the reading thread runs the session's handling of each line itself.
 pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
     enlarge_pipe(std::io::stdin().as_fd());
     enlarge_pipe(std::io::stdout().as_fd());
     let (session, mut outbox) = gateway.connect();
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(mut message) = outbox.recv().await {
+    let session = std::sync::Arc::new(session);
+    let writer = std::thread::Builder::new().name("clawai-stdout".into()).spawn(move || {
+        let mut stdout = std::io::stdout().lock();
+        while let Some(mut message) = outbox.blocking_recv() {
             if !message.ends_with(b"\n") {
                 message.push(b'\n');
             }
-            stdout.write_all(&message).await?;
+            stdout.write_all(&message)?;
             if outbox.is_empty() {
-                stdout.flush().await?;
+                stdout.flush()?;
             }
         }
-        stdout.flush().await
-    });
-    let reader = async {
-        let mut stdin = BufReader::new(tokio::io::stdin());
-        loop {
-            match next_frame(&mut stdin, max_message).await? {
-                None => return io::Result::Ok(()),
-                Some(Frame::Line(line)) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Some(Frame::Line(line)) => match refusal(&line) {
-                    None => session.receive(line).await,
-                    Some(refused) => session.reply(refused),
+        stdout.flush()
+    })?;
+    let (finished, read_all) = tokio::sync::oneshot::channel::<io::Result<()>>();
+    let runtime = tokio::runtime::Handle::current();
+    let reading = std::sync::Arc::clone(&session);
+    std::thread::Builder::new().name("clawai-stdin".into()).spawn(move || {
+        let mut reader = LineReader::new(std::io::stdin().lock(), max_message);
+        let outcome = loop {
+            match reader.next_frame() {
+                Ok(None) => break Ok(()),
+                Ok(Some(Frame::Line(line))) if line.iter().all(u8::is_ascii_whitespace) => {}
+                Ok(Some(Frame::Line(line))) => match refusal(&line) {
+                    None => runtime.block_on(reading.receive(line)),
+                    Some(refused) => reading.reply(refused),
                 },
-                Some(Frame::Oversize { prefix, length }) => {
+                Ok(Some(Frame::Oversize { prefix, length })) => {
                     let id = leading_id(&prefix).and_then(|id| std::str::from_utf8(id).ok());
                     tracing::warn!("refused a {length}-byte message from the client (limit {max_message} bytes)");
-                    session.reply(reply::error(
+                    reading.reply(reply::error(
                         id,
                         reply::TOO_LARGE,
                         &format!("clawai refused the message: {length} bytes is over the {max_message}-byte limit"),
                         None,
                     ));
                 }
+                Err(error) => break Err(error),
             }
-        }
-    };
+        };
+        let _ = finished.send(outcome);
+    })?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let code = tokio::select! {
-        read = reader => {
-            if let Err(error) = read {
+        read = read_all => {
+            if let Ok(Err(error)) = read {
                 tracing::warn!("reading the client's input failed: {error}");
             }
             0
@@ -71,9 +82,14 @@ pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
         _ = terminate.recv() => 143,
         _ = interrupt.recv() => 130,
     };
-    session.close().await;
-    // The session is gone: the writer drains what was queued and ends.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
+    // The reading thread may still hold the session (blocked on stdin after a signal):
+    // the calls in flight are cancelled all the same.
+    session.cancel_all().await;
+    drop(session);
+    // Once the session is gone, the writer drains what was queued and ends (after a
+    // signal the reading thread may keep it: the process exits anyway).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), tokio::task::spawn_blocking(move || writer.join()))
+        .await;
     Ok(code)
 }
 

@@ -39,7 +39,7 @@ pub struct GatewayArgs {
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
     grace: f64,
     /// The most tools (prompts, resources) on one page of a list.
-    #[arg(long, default_value_t = 100, value_name = "N")]
+    #[arg(long, default_value_t = 500, value_name = "N")]
     page_size: usize,
     /// Seconds a call a `prompt` rule holds waits for a person's answer before it is
     /// denied.
