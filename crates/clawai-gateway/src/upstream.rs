@@ -215,6 +215,19 @@ impl Upstream {
         lock(&self.pending).insert(id, pending);
     }
 
+    /// The client's call waiting for the answer to request `id`, taken out; nothing is
+    /// taken when someone else waits for it.
+    pub fn take_call(&self, id: &str) -> Option<CallFrom> {
+        let mut pending = lock(&self.pending);
+        if !matches!(pending.get(id), Some(Pending::Call(_))) {
+            return None;
+        }
+        match pending.remove(id) {
+            Some(Pending::Call(call)) => Some(call),
+            _ => None,
+        }
+    }
+
     /// True when someone waits for the answer to request `id`.
     pub fn expects(&self, id: &str) -> bool {
         lock(&self.pending).contains_key(id)

@@ -251,12 +251,14 @@ impl Session {
     }
 
     /// The server answered a client's call.
+    /// The server answered a client's call (`id_at`: where the server's id is in
+    /// `bytes`, when it was found without a parse).
     pub(crate) async fn call_answered(
         self: &Arc<Self>,
         upstream: &Arc<Upstream>,
         call: CallFrom,
-        message: Value,
         bytes: Vec<u8>,
+        id_at: Option<std::ops::Range<usize>>,
     ) {
         let pair = self.pair(upstream);
         let verdict = pair.guard.from_server(&bytes);
@@ -271,7 +273,7 @@ impl Session {
             return;
         }
         match verdict {
-            Verdict::Forward => self.send_answer(upstream, &call.client_id, message),
+            Verdict::Forward => self.forward_answer(upstream, &call.client_id, bytes, id_at),
             Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
             Verdict::Reply(answer) => self.to_server(&pair, answer).await,
             Verdict::Dispatch(out) => {
@@ -305,6 +307,35 @@ impl Session {
             );
         }
         pair.guard.forget_client_id(&call.upstream_id);
+    }
+
+    /// The server's answer as the client gets it: the client's id put where the server's
+    /// was, and nothing else touched, unless the answer names resources (their URIs get
+    /// the gateway's names) or the client speaks 2026-07-28 (the result gets its marks):
+    /// then it is parsed and encoded again.
+    fn forward_answer(
+        &self,
+        upstream: &Upstream,
+        client_id: &Value,
+        bytes: Vec<u8>,
+        id_at: Option<std::ops::Range<usize>>,
+    ) {
+        let names_resources = memchr::memmem::find(&bytes, b"\"uri\"").is_some();
+        match id_at {
+            Some(id_at) if !names_resources && !lock(&self.state).modern => {
+                lock(&self.calls).remove(&id_key(client_id));
+                let client_id = client_id.to_string();
+                let mut answer = Vec::with_capacity(bytes.len() + client_id.len() + 1);
+                answer.extend_from_slice(&bytes[..id_at.start]);
+                answer.extend_from_slice(client_id.as_bytes());
+                answer.extend_from_slice(&bytes[id_at.end..]);
+                if !answer.ends_with(b"\n") {
+                    answer.push(b'\n');
+                }
+                self.send(answer);
+            }
+            _ => self.send_parsed_answer(upstream, client_id, &bytes),
+        }
     }
 
     pub(super) fn send_parsed_answer(&self, upstream: &Upstream, client_id: &Value, bytes: &[u8]) {

@@ -13,6 +13,27 @@ use crate::rewrite::{self, id_key};
 impl Upstream {
     /// One message from the server.
     pub(super) async fn on_message(self: &Arc<Self>, bytes: Vec<u8>) {
+        // An answer to a client's call, the common case, is skimmed, not parsed: where its
+        // id is is all the gateway needs to give it the client's.
+        if let Some(skimmed) = clawai_protocol::skim::skim(&bytes)
+            && skimmed.method.is_none()
+            && skimmed.result.is_some() != skimmed.error.is_some()
+            && let Some(id) = skimmed.id
+            && let Ok(id_value) = serde_json::from_slice::<Value>(id)
+        {
+            let start = id.as_ptr() as usize - bytes.as_ptr() as usize;
+            let id_at = start..start + id.len();
+            let key = id_key(&id_value);
+            if let Some(call) = self.take_call(&key) {
+                if let Some(token) = &call.token {
+                    self.forget_progress(token);
+                }
+                if let Some(session) = call.session.upgrade() {
+                    session.call_answered(self, call, bytes, Some(id_at)).await;
+                }
+                return;
+            }
+        }
         let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
             tracing::warn!("server `{}` wrote a line that is not JSON; dropped", self.name);
             return;
@@ -58,7 +79,7 @@ impl Upstream {
                     self.forget_progress(token);
                 }
                 if let Some(session) = call.session.upgrade() {
-                    session.call_answered(self, call, message, bytes).await;
+                    session.call_answered(self, call, bytes, None).await;
                 }
             }
             Some(Pending::Guard(session)) => {
