@@ -88,6 +88,14 @@ pub struct Front {
     upstream_metadata: Mutex<Option<String>>,
 }
 
+/// One message as a server-sent event: its line without the newline (a trailing newline
+/// would be sent as a second, empty `data:` line).
+fn sse_message(message: &[u8]) -> Event {
+    let line = message.strip_suffix(b"\n").unwrap_or(message);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    Event::default().event("message").data(String::from_utf8_lossy(line))
+}
+
 /// Where RFC 9728 metadata lives, before the resource's path.
 const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -457,9 +465,7 @@ impl Front {
         };
         session.touch();
         let messages = ReceiverStream::new(session.open_standalone());
-        let events = tokio_stream::StreamExt::map(messages, |message| {
-            Ok::<_, Infallible>(Event::default().event("message").data(String::from_utf8_lossy(&message)))
-        });
+        let events = tokio_stream::StreamExt::map(messages, |message| Ok::<_, Infallible>(sse_message(&message)));
         Sse::new(events).keep_alive(KeepAlive::default()).into_response()
     }
 
@@ -528,7 +534,7 @@ fn event_stream(
             cancel.disarm();
         }
         let message = restore(message, state.original_id.as_ref());
-        let event = Event::default().event("message").data(String::from_utf8_lossy(&message));
+        let event = sse_message(&message);
         Some((Ok(event), state))
     })
 }

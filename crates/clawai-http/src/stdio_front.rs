@@ -45,14 +45,16 @@ async fn dispatch(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Ve
 struct FrontOutlet {
     guard: std::sync::Weak<Guard>,
     server: ServerSender,
-    client: mpsc::Sender<Vec<u8>>,
+    /// Weak: the writer ends once the reader and the pump are done, without waiting.
+    client: mpsc::WeakSender<Vec<u8>>,
     runtime: tokio::runtime::Handle,
 }
 
 impl Outlet for FrontOutlet {
     fn later(&self, later: Later) {
         let Some(guard) = self.guard.upgrade() else { return };
-        let (server, client) = (Arc::clone(&self.server), self.client.clone());
+        let Some(client) = self.client.upgrade() else { return };
+        let server = Arc::clone(&self.server);
         self.runtime.spawn(async move {
             let messages = guard.settle(later);
             dispatch(&guard, &server, &client, messages).await;
@@ -71,7 +73,7 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
     guard.set_outlet(Arc::new(FrontOutlet {
         guard: Arc::downgrade(&guard),
         server: Arc::clone(&server),
-        client: to_client.clone(),
+        client: to_client.downgrade(),
         runtime: tokio::runtime::Handle::current(),
     }));
 
