@@ -96,6 +96,10 @@ async def test_internal_only_by_default_hides_a_server_and_its_tools_are_unknown
     # ...and what a tool of a server that exists nowhere gets, but for its name.
     assert without_id(responses["with"]) == without_id(responses["with-ghost"].replace(b"ghost__echo", b"hidden__echo"))
     assert calls_received(tmp_path / "hidden.log", "echo") == []
+    # The operator sees the probing in the trail, under the name the client asked for.
+    refused = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("decision") == "refused"]
+    assert {e.get("listed_as") for e in refused} >= {"hidden__echo", "ghost__echo", "clawai://hidden/mem://shared"}
+    assert all(e.get("server") is None for e in refused), "the trail does not say which server has a hidden name"
 
 
 def test_a_hidden_servers_prompts_and_resources_get_the_errors_of_a_server_that_does_not_exist(tmp_path):

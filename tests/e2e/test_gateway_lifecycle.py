@@ -301,3 +301,39 @@ async def test_an_invalid_edit_keeps_what_runs_and_a_changed_server_starts_anew(
             write_config(config, {"a": scripted("a"), "b": scripted("b", "--tools", 1)})
             await listed(c, has_all("b__tool_0"), timeout=3)
             assert json.loads(text_of(await c.call_tool("b__whoami", {})))["pid"] != first
+
+
+async def test_a_call_held_for_a_person_is_not_sent_after_its_server_died(tmp_path):
+    """A call a `prompt` rule holds, whose server dies (and restarts) while the person
+    thinks, is answered with an error and never reaches the next run, even when the person
+    then allows it."""
+    policy = """
+[[rule]]
+id = "ask-echo"
+action = "prompt"
+server = "a"
+tool = "echo"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    log = tmp_path / "a.log"
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--crash-after", 1, "--log", log)})
+    holder = {}
+
+    async def person(context, params):
+        # While the call waits: a call that makes the server exit after answering it.
+        await holder["client"].call_tool("a__whoami", {})
+        await anyio.sleep(1.5)  # it exits and is started again
+        return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, policy=policy, elicitation_callback=person) as c:
+            holder["client"] = c
+            await listed(c, has_all("a__echo"))
+            with pytest.raises(MCPError) as failed:
+                await c.call_tool("a__echo", {"text": "held"})
+            assert "stopped" in failed.value.message, failed.value
+            await anyio.sleep(2.5)  # the person allows it meanwhile; the new run is up
+    assert calls_received(log, "echo") == [], "the held call never reached any run of the server"

@@ -94,7 +94,8 @@ pub fn render(kind: ListKind, server: &str, items: Vec<Value>) -> Vec<Listed> {
         let annotations = item.get("annotations").map(ToolAnnotations::from_json).unwrap_or_default();
         item[kind.key()] = Value::String(listed.clone());
         let json = serde_json::value::to_raw_value(&item).expect("a JSON value encodes");
-        rendered.push(Listed { original, listed, json, annotations });
+        let full_name = format!("{server}{}{original}", names::SEPARATOR);
+        rendered.push(Listed { original, listed, full_name, json, annotations });
     }
     rendered
 }

@@ -99,9 +99,10 @@ pub fn list_resource_uris(result: &mut Value, server: &str) {
                 let is_link = object.get("type").and_then(Value::as_str) == Some("resource_link");
                 let is_contents =
                     object.contains_key("mimeType") || object.contains_key("text") || object.contains_key("blob");
+                // Always under this server's name, even a URI that reads as the gateway's:
+                // a server never hands out a link to another server's resources.
                 if (is_link || is_contents)
                     && let Some(Value::String(uri)) = object.get_mut("uri")
-                    && names::split_resource_uri(uri).is_none()
                 {
                     *uri = names::resource_uri(server, uri);
                 }
@@ -150,6 +151,10 @@ mod tests {
         assert_eq!(result["content"][1]["uri"], "clawai://m/mem://shared");
         assert_eq!(result["content"][2]["resource"]["uri"], "clawai://m/file:///a");
         assert_eq!(result["content"][0]["text"], "see");
+        // A server's link that reads as another server's stays this server's.
+        let mut forged = json!({"content": [{"type": "resource_link", "uri": "clawai://b/secret", "name": "x"}]});
+        list_resource_uris(&mut forged, "a");
+        assert_eq!(forged["content"][0]["uri"], "clawai://a/clawai://b/secret");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::catalog::ListKind;
 use crate::core::Core;
 use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
-use crate::upstream::Upstream;
+use crate::upstream::{CallFrom, Upstream};
 use crate::view::View;
 
 /// The revisions negotiated with `initialize`, oldest first.
@@ -233,12 +233,12 @@ impl Session {
             }
             "server/discover" => self.discover(&id),
             "ping" => self.answer(&id, json!({}), modern),
-            "tools/call" => self.call_tool(id, message, modern).await,
-            "prompts/get" => self.get_prompt(id, message, modern).await,
+            "tools/call" => self.call_tool(id, message).await,
+            "prompts/get" => self.get_prompt(id, message).await,
             "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
                 self.resource_request(method, id, message, modern).await
             }
-            "completion/complete" => self.complete(id, message, modern).await,
+            "completion/complete" => self.complete(id, message).await,
             "logging/setLevel" => self.set_log_level(&id, &params, modern),
             _ => match ListKind::of_method(method) {
                 Some(kind) => self.list(kind, &id, &params, modern),
@@ -274,9 +274,33 @@ impl Session {
     }
 
     /// Fails a call with an error, once its server cannot answer it.
-    pub(crate) fn fail_call(&self, client_id: &Value, why: &str) {
-        lock(&self.calls).remove(&id_key(client_id));
-        self.send(rewrite::error(client_id, clawai_protocol::reply::SERVER_UNAVAILABLE, why));
+    pub(crate) fn fail_call(&self, call: &CallFrom, why: &str) {
+        let error = rewrite::error(&call.client_id, clawai_protocol::reply::SERVER_UNAVAILABLE, why);
+        if call.client_id.is_null() {
+            // A 2026-07-28 client asked for input has not retried yet: its retry gets it.
+            self.keep_answer(&call.upstream_id, error);
+            return;
+        }
+        lock(&self.calls).remove(&id_key(&call.client_id));
+        self.send(error);
+    }
+
+    /// A call the server will never answer, answered by this session's guard for it
+    /// (`answer`, under the server's id).
+    pub(crate) fn answer_lost_call(&self, upstream: &Upstream, call: &CallFrom, answer: Value) {
+        if call.client_id.is_null() {
+            self.keep_answer(&call.upstream_id, rewrite::encode(&answer));
+            return;
+        }
+        self.send_answer(upstream, &call.client_id, answer);
+    }
+
+    /// The server instance `instance` is gone: this session's guard for it answers what
+    /// it holds (calls waiting for a person or for the tool list, requests in flight),
+    /// records that, and forgets them, so nothing held is sent to a later run.
+    pub(crate) fn server_gone(&self, instance: u64, why: &str) -> Vec<Vec<u8>> {
+        let pair = lock(&self.pairs).get(&instance).cloned();
+        pair.map(|pair| pair.guard.server_gone(why)).unwrap_or_default()
     }
 
     /// The client went away: what it still waits for is cancelled at the servers.
@@ -284,7 +308,11 @@ impl Session {
         let calls: Vec<(Weak<Upstream>, String)> = lock(&self.calls).drain().map(|(_, call)| call).collect();
         for (upstream, key) in calls {
             if let Some(upstream) = upstream.upgrade() {
-                upstream.forget(&key);
+                if let Some(crate::upstream::Pending::Call(call)) = upstream.forget(&key)
+                    && let Some(token) = &call.token
+                {
+                    upstream.forget_progress(token);
+                }
                 let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
                 upstream
                     .notify("notifications/cancelled", Some(json!({"requestId": id, "reason": "the client went away"})))

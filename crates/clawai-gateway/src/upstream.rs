@@ -66,6 +66,9 @@ pub struct Listed {
     pub original: String,
     /// The gateway's name (or URI) for it.
     pub listed: String,
+    /// `S__name` in full (what `agent.allowedTools` and skills match), even when the
+    /// listed name is a short form.
+    pub full_name: String,
     /// The item as clients see it, encoded once.
     pub json: Box<serde_json::value::RawValue>,
     /// What a tool says of itself (`readOnlyHint`, `destructiveHint`), for the policy.
@@ -125,6 +128,8 @@ pub struct Upstream {
     stop: watch::Sender<bool>,
     /// Ends the server's current run (it did not initialize), to start it again.
     restart: tokio::sync::Notify,
+    /// Counts the server's runs: a listing from an earlier run is not kept.
+    run: AtomicU64,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -167,6 +172,7 @@ impl Upstream {
             next_id: AtomicU64::new(1),
             stop,
             restart: tokio::sync::Notify::new(),
+            run: AtomicU64::new(0),
         });
         tokio::spawn(Arc::clone(&upstream).run());
         upstream
@@ -323,6 +329,14 @@ impl Upstream {
         }
     }
 
+    /// Sends a message from the task that reads the server (an answer to its ping, a
+    /// refusal): on a task of its own, so that a server blocked writing to the gateway
+    /// never waits for the gateway blocked writing to it.
+    pub(crate) fn send_later(self: &Arc<Self>, message: Vec<u8>) {
+        let this = Arc::clone(self);
+        tokio::spawn(async move { this.send(message).await });
+    }
+
     /// A request of the gateway's own, through the gateway's guard for this server.
     async fn request(&self, method: &str, params: Option<Value>, wait: Duration) -> Result<Value, String> {
         let id = self.next_id();
@@ -415,20 +429,49 @@ impl Upstream {
             self.set_status(Status::Down(reason.to_owned()));
         }
         *self.initialized.write().unwrap_or_else(|p| p.into_inner()) = None;
-        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, pending)| pending).collect();
+        self.run.fetch_add(1, Ordering::SeqCst);
+        let pending: Vec<(String, Pending)> = lock(&self.pending).drain().collect();
         lock(&self.progress).clear();
-        let why = format!("clawai: server `{}` stopped ({reason}); the request got no answer", self.name);
-        for pending in pending {
-            if let Pending::Call(call) = pending
-                && let Some(session) = call.session.upgrade()
-            {
-                session.fail_call(&call.client_id, &why);
-            }
-        }
+        self.fail_calls(pending, &format!("server `{}` stopped ({reason})", self.name));
         let had_items = self.lists().items.iter().any(|items| !items.is_empty());
-        *self.lists.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Lists::default());
+        {
+            // The version goes on climbing: a guard that learnt the tools of the last run
+            // must learn the next run's, even when its lists reach the same version.
+            let mut lists = self.lists.write().unwrap_or_else(|p| p.into_inner());
+            let version = lists.version + 1;
+            *lists = Arc::new(Lists { version, ..Lists::default() });
+        }
         if had_items && let Some(core) = self.core() {
             core.catalog_changed();
+        }
+    }
+
+    /// The calls in flight that will get no answer from the server: each session's guard
+    /// for it answers what it holds (and records it), so that a call held for a person
+    /// is not sent later to the server's next run; the rest get an error.
+    fn fail_calls(&self, pending: Vec<(String, Pending)>, why: &str) {
+        let mut calls: std::collections::HashMap<String, CallFrom> = pending
+            .into_iter()
+            .filter_map(|(key, pending)| match pending {
+                Pending::Call(call) => Some((key, call)),
+                _ => None,
+            })
+            .collect();
+        if let Some(core) = self.core() {
+            for session in core.sessions() {
+                for answer in session.server_gone(self.instance, why) {
+                    let Ok(message) = serde_json::from_slice::<Value>(&answer) else { continue };
+                    let key = message.get("id").map(crate::rewrite::id_key).unwrap_or_default();
+                    if let Some(call) = calls.remove(&key) {
+                        session.answer_lost_call(self, &call, message);
+                    }
+                }
+            }
+        }
+        for call in calls.into_values() {
+            if let Some(session) = call.session.upgrade() {
+                session.fail_call(&call, &format!("clawai: {why}; the request got no answer"));
+            }
         }
     }
 
@@ -450,29 +493,28 @@ impl Upstream {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let left: Vec<(String, Pending)> = lock(&self.pending).drain().collect();
-        for (id, pending) in left {
-            if let Pending::Call(call) = pending {
-                let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        for (id, pending) in &left {
+            if let Pending::Call(_) = pending {
+                let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
                 let reason = "the server was removed from the gateway's configuration";
                 self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": reason}))).await;
-                if let Some(session) = call.session.upgrade() {
-                    session.fail_call(
-                        &call.client_id,
-                        &format!(
-                            "clawai: server `{}` was removed from the gateway's configuration; the call was cancelled after {}s",
-                            self.name,
-                            drain.as_secs()
-                        ),
-                    );
-                }
             }
         }
+        self.fail_calls(
+            left,
+            &format!(
+                "server `{}` was removed from the gateway's configuration; the call was cancelled after {}s",
+                self.name,
+                drain.as_secs()
+            ),
+        );
         self.stop().await;
     }
 
     /// Lists the server's items of `kind` again (every page) and tells the sessions.
     pub async fn refresh(self: &Arc<Self>, kind: ListKind) {
         let _one_at_a_time = self.refreshing[kind.index()].lock().await;
+        let run = self.run.load(Ordering::SeqCst);
         let declared = self.capability(kind.capability()).is_some();
         let items = if declared {
             match self.list_all(kind).await {
@@ -487,6 +529,9 @@ impl Upstream {
         };
         {
             let mut lists = self.lists.write().unwrap_or_else(|p| p.into_inner());
+            if self.run.load(Ordering::SeqCst) != run {
+                return; // the server went down meanwhile: this list is of a run that ended
+            }
             let mut next = Lists { items: lists.items.clone(), version: lists.version + 1 };
             next.items[kind.index()] = Arc::new(items);
             *lists = Arc::new(next);

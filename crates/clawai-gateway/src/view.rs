@@ -78,7 +78,9 @@ fn shown(kind: ListKind, item: &Item, allowed_tools: Option<&Glob>) -> bool {
         return false;
     }
     match kind {
-        ListKind::Tools => allowed_tools.is_none_or(|allowed| allowed.is_match(&item.listed.listed)),
+        // The full name: a glob written for `S__name` holds for its short form too, and
+        // never matches the short form's hash.
+        ListKind::Tools => allowed_tools.is_none_or(|allowed| allowed.is_match(&item.listed.full_name)),
         ListKind::Prompts | ListKind::Resources | ListKind::Templates => true,
     }
 }

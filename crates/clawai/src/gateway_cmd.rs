@@ -79,8 +79,11 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
     for (name, value, zero_ok) in
         [("--drain", args.drain, true), ("--grace", args.grace, true), ("--ask-timeout", args.ask_timeout, false)]
     {
-        if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0))) {
-            bail!("{name} must be a number of seconds{}", if zero_ok { ", 0 or more" } else { ", more than 0" });
+        if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0)) && value <= 86_400.0) {
+            bail!(
+                "{name} must be a number of seconds{}, at most 86400 (a day)",
+                if zero_ok { ", 0 or more" } else { ", more than 0" }
+            );
         }
     }
     if args.page_size == 0 {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use clawai_protocol::reply;
+use clawai_proxy::audit::{Direction, Event};
 use clawai_proxy::{Outgoing, Verdict};
 use serde_json::{Value, json};
 
@@ -19,35 +20,37 @@ use crate::upstream::{CallFrom, Pending, Upstream};
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
 impl Session {
-    pub(super) async fn call_tool(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+    pub(super) async fn call_tool(self: &Arc<Self>, id: Value, message: Value) {
         let Some(name) = message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned) else {
             return self.send(rewrite::error(&id, reply::INVALID_PARAMS, "tools/call needs a `name`"));
         };
         let view = self.view();
         let allowed = self.core.allowed_tools();
         let Some(item) = view.find(ListKind::Tools, &name, allowed.as_deref()) else {
+            self.record_unknown("tools/call", &id, &name);
             return self.send(self.unknown(&id, "tool", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
         drop(view);
         let mut message = message;
         message["params"]["name"] = json!(original);
-        self.forward(&upstream, id, message, modern).await;
+        self.forward(&upstream, id, message).await;
     }
 
-    pub(super) async fn get_prompt(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+    pub(super) async fn get_prompt(self: &Arc<Self>, id: Value, message: Value) {
         let Some(name) = message.pointer("/params/name").and_then(Value::as_str).map(str::to_owned) else {
             return self.send(rewrite::error(&id, reply::INVALID_PARAMS, "prompts/get needs a `name`"));
         };
         let view = self.view();
         let Some(item) = view.find(ListKind::Prompts, &name, None) else {
+            self.record_unknown("prompts/get", &id, &name);
             return self.send(self.unknown(&id, "prompt", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
         drop(view);
         let mut message = message;
         message["params"]["name"] = json!(original);
-        self.forward(&upstream, id, message, modern).await;
+        self.forward(&upstream, id, message).await;
     }
 
     pub(super) async fn resource_request(self: &Arc<Self>, method: &str, id: Value, message: Value, modern: bool) {
@@ -55,6 +58,7 @@ impl Session {
             return self.send(rewrite::error(&id, reply::INVALID_PARAMS, &format!("{method} needs a `uri`")));
         };
         let Some(upstream) = self.resource_server(&uri) else {
+            self.record_unknown(method, &id, &uri);
             return self.send(rewrite::error(
                 &id,
                 RESOURCE_NOT_FOUND,
@@ -78,7 +82,7 @@ impl Session {
         }
         let mut message = message;
         message["params"]["uri"] = json!(original);
-        self.forward(&upstream, id, message, modern).await;
+        self.forward(&upstream, id, message).await;
     }
 
     /// The running server a listed resource URI belongs to, when this session may read it.
@@ -87,7 +91,7 @@ impl Session {
         self.core.upstream(server).filter(|upstream| crate::view::resources_shown(upstream.entry.internal_only))
     }
 
-    pub(super) async fn complete(self: &Arc<Self>, id: Value, message: Value, modern: bool) {
+    pub(super) async fn complete(self: &Arc<Self>, id: Value, message: Value) {
         let reference = message.pointer("/params/ref").cloned().unwrap_or(Value::Null);
         let target = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => {
@@ -106,6 +110,9 @@ impl Session {
             _ => None,
         };
         let Some((upstream, key, original)) = target else {
+            let name =
+                reference.get("name").or_else(|| reference.get("uri")).and_then(Value::as_str).unwrap_or_default();
+            self.record_unknown("completion/complete", &id, name);
             return self.send(rewrite::error(
                 &id,
                 reply::INVALID_PARAMS,
@@ -114,7 +121,7 @@ impl Session {
         };
         let mut message = message;
         message["params"]["ref"][key] = json!(original);
-        self.forward(&upstream, id, message, modern).await;
+        self.forward(&upstream, id, message).await;
     }
 
     /// The error for a name this session cannot use: the same whether it does not exist
@@ -135,11 +142,32 @@ impl Session {
         rewrite::error(id, reply::INVALID_PARAMS, &format!("{capitalised}: {name}"))
     }
 
+    /// Records a request for a name this session cannot use (hidden or not there): the
+    /// trail shows probing of hidden names. The event names what the client asked for,
+    /// not which server, if any, has it.
+    fn record_unknown(&self, method: &str, id: &Value, name: &str) {
+        let id = id.to_string();
+        let event = Event {
+            time: jiff::Timestamp::now(),
+            session: &self.id,
+            direction: Some(Direction::ClientToServer),
+            kind: "request",
+            method: Some(method),
+            id: Some(&id),
+            listed_as: Some(name),
+            decision: Some("refused"),
+            reason: Some("not in this session's lists (hidden, or no server has it)".into()),
+            ..Default::default()
+        };
+        self.core.audit.record_decision(&event);
+        // On disk before the refusal leaves, like every decision.
+        self.core.audit.flush();
+    }
+
     /// Sends a client's request (already under the server's own names) to `upstream`
     /// through this session's guard for it, under an id and progress token of the
     /// gateway's.
-    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value, modern: bool) {
-        let _ = modern;
+    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value) {
         let pair = self.pair(upstream);
         pair.learn_tools();
         let upstream_id = upstream.next_id();
@@ -164,7 +192,8 @@ impl Session {
     pub(super) async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
         match verdict {
             Verdict::Forward => self.to_server(pair, bytes).await,
-            Verdict::Reply(answer) | Verdict::Replace(answer) => self.answer_from_pair(pair, answer),
+            Verdict::Replace(instead) => self.to_server(pair, instead).await,
+            Verdict::Reply(answer) => self.answer_from_pair(pair, answer),
             Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
             Verdict::Drop => {}
         }
@@ -179,7 +208,7 @@ impl Session {
             && let Some(id) = message.get("id").filter(|_| message.get("method").is_some())
             && let Some(Pending::Call(call)) = pair.upstream.forget(&id_key(id))
         {
-            self.fail_call(&call.client_id, &format!("clawai gateway: server `{}` is not running", pair.upstream.name));
+            self.fail_call(&call, &format!("clawai gateway: server `{}` is not running", pair.upstream.name));
         }
     }
 
@@ -188,12 +217,18 @@ impl Session {
         for message in out {
             match message {
                 Outgoing::ToServer(bytes) => {
-                    // A request the guard makes of its own is answered to the guard.
                     if let Ok(message) = serde_json::from_slice::<Value>(&bytes)
                         && message.get("method").is_some()
                         && let Some(id) = message.get("id")
                         && !pair.upstream.expects(&id_key(id))
                     {
+                        // A request the guard makes of its own (its ids begin `clawai-`)
+                        // is answered to the guard. Any other request nobody waits for
+                        // any more (a call released after its server went away, or
+                        // after the client cancelled it) is not sent.
+                        if !id.as_str().is_some_and(|id| id.starts_with("clawai-")) {
+                            continue;
+                        }
                         pair.upstream.expect(id_key(id), Pending::Guard(Arc::downgrade(self)));
                     }
                     self.to_server(pair, bytes).await;
@@ -225,11 +260,19 @@ impl Session {
                 self.send(bytes);
             }
             None => {
-                if let Some(token) = message.pointer("/params/progressToken").and_then(Value::as_str)
-                    && let Some(original) = pair.upstream.progress_owner(token)
-                {
-                    message["params"]["progressToken"] = original;
-                    self.send(rewrite::encode(&message));
+                if let Some(token) = message.pointer("/params/progressToken").and_then(Value::as_str) {
+                    if let Some(original) = pair.upstream.progress_owner(token) {
+                        message["params"]["progressToken"] = original;
+                        self.send(rewrite::encode(&message));
+                    }
+                } else {
+                    // The guard's own (the cancellation of a question it asked).
+                    if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                        && let Some(asked) = message.pointer("/params/requestId")
+                    {
+                        lock(&self.asked).remove(&id_key(asked));
+                    }
+                    self.send(bytes);
                 }
             }
         }
@@ -237,7 +280,7 @@ impl Session {
 
     /// An answer for the client under its own id, with resource URIs under the gateway's
     /// names.
-    fn send_answer(&self, upstream: &Upstream, client_id: &Value, mut message: Value) {
+    pub(crate) fn send_answer(&self, upstream: &Upstream, client_id: &Value, mut message: Value) {
         lock(&self.calls).remove(&id_key(client_id));
         message["id"] = client_id.clone();
         let modern = lock(&self.state).modern;
@@ -250,7 +293,6 @@ impl Session {
         self.send(rewrite::encode(&message));
     }
 
-    /// The server answered a client's call.
     /// The server answered a client's call (`id_at`: where the server's id is in
     /// `bytes`, when it was found without a parse).
     pub(crate) async fn call_answered(
@@ -263,6 +305,8 @@ impl Session {
         let pair = self.pair(upstream);
         let verdict = pair.guard.from_server(&bytes);
         pair.guard.forget_client_id(&call.upstream_id);
+        // A replaced answer is a decision: on disk before anything leaves.
+        pair.guard.write_pending_decisions();
         if call.client_id.is_null() {
             // Its client was asked for input and has not retried yet.
             if let Verdict::Forward = verdict {
@@ -298,13 +342,16 @@ impl Session {
         limit: usize,
     ) {
         let pair = self.pair(upstream);
-        if let Verdict::Replace(error) = pair.guard.oversize_from_server(prefix, length, limit) {
-            self.send_parsed_answer(upstream, &call.client_id, &error);
-        } else {
-            self.fail_call(
-                &call.client_id,
+        let verdict = pair.guard.oversize_from_server(prefix, length, limit);
+        pair.guard.write_pending_decisions();
+        match verdict {
+            Verdict::Replace(error) if !call.client_id.is_null() => {
+                self.send_parsed_answer(upstream, &call.client_id, &error)
+            }
+            _ => self.fail_call(
+                &call,
                 &format!("clawai gateway: the server's answer of {length} bytes is over the {limit}-byte limit"),
-            );
+            ),
         }
         pair.guard.forget_client_id(&call.upstream_id);
     }
@@ -360,12 +407,13 @@ impl Session {
     pub(super) async fn cancel(self: &Arc<Self>, request: &Value, message: &Value) {
         let Some((upstream, key)) = lock(&self.calls).remove(&id_key(request)) else { return };
         let Some(upstream) = upstream.upgrade() else { return };
-        if let Some(Pending::Call(call)) = upstream.forget(&key)
-            && let Some(token) = &call.token
-        {
-            upstream.forget_progress(token);
-        }
         let pair = self.pair(&upstream);
+        if let Some(Pending::Call(call)) = upstream.forget(&key) {
+            if let Some(token) = &call.token {
+                upstream.forget_progress(token);
+            }
+            pair.guard.forget_client_id(&call.upstream_id);
+        }
         let mut message = message.clone();
         message["params"]["requestId"] = serde_json::from_str(&key).unwrap_or(Value::Null);
         let bytes = rewrite::encode(&message);

@@ -23,6 +23,7 @@ impl Session {
     ) {
         let pair = self.pair(upstream);
         if matches!(pair.guard.from_server(&bytes), Verdict::Forward) {
+            pair.guard.write_pending_decisions();
             message["params"]["progressToken"] = token;
             self.send(rewrite::encode(&message));
         }
@@ -57,7 +58,10 @@ impl Session {
             return self.ask_in_result(upstream, method, id, message, bytes).await;
         }
         let pair = self.pair(upstream);
-        match pair.guard.from_server(bytes) {
+        let verdict = pair.guard.from_server(bytes);
+        // The decision is on disk before the request leaves.
+        pair.guard.write_pending_decisions();
+        match verdict {
             Verdict::Forward => {
                 let ours = json!(format!("clawai-gw-{}", self.next_asked.fetch_add(1, Ordering::Relaxed)));
                 lock(&self.asked)

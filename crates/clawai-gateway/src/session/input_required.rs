@@ -52,7 +52,9 @@ impl Session {
             ));
         };
         let pair = self.pair(upstream);
-        match pair.guard.from_server(bytes) {
+        let verdict = pair.guard.from_server(bytes);
+        pair.guard.write_pending_decisions();
+        match verdict {
             Verdict::Forward => {}
             Verdict::Reply(answer) | Verdict::Replace(answer) => {
                 pair.guard.write_pending_decisions();

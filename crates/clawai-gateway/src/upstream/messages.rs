@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use clawai_proxy::Verdict;
+
 use super::{Pending, Upstream, lock};
 use crate::catalog::ListKind;
 use crate::rewrite::{self, id_key};
@@ -106,6 +108,9 @@ impl Upstream {
             }
             "notifications/cancelled" => {
                 // The server gave up a request it sent a client.
+                if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
+                    return;
+                }
                 if let Some(id) = message.pointer("/params/requestId") {
                     for session in core.sessions() {
                         session.server_cancelled(self, &id_key(id)).await;
@@ -113,7 +118,9 @@ impl Upstream {
                 }
             }
             "notifications/resources/updated" => {
-                self.guard.from_server(&bytes);
+                if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
+                    return;
+                }
                 if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
                     let listed = crate::names::resource_uri(&self.name, uri);
                     for session in core.sessions() {
@@ -122,10 +129,14 @@ impl Upstream {
                 }
             }
             _ => {
-                // Logs and anything else: recorded, and told to every session.
-                self.guard.from_server(&bytes);
+                // Logs and anything else: decided, recorded, and told to every session.
+                let message = match self.guard.from_server(&bytes) {
+                    Verdict::Forward => bytes,
+                    Verdict::Replace(instead) => instead,
+                    _ => return,
+                };
                 for session in core.sessions() {
-                    session.send(bytes.clone());
+                    session.send(message.clone());
                 }
             }
         }
@@ -140,7 +151,7 @@ impl Upstream {
 
     async fn server_request(self: &Arc<Self>, method: &str, id: Value, message: Value, bytes: Vec<u8>) {
         if method == "ping" {
-            self.send(rewrite::result(&id, json!({}))).await;
+            self.send_later(rewrite::result(&id, json!({})));
             return;
         }
         // The request goes to the session whose call caused it: the only one with a
@@ -164,13 +175,13 @@ impl Upstream {
     }
 
     /// Answers a request of the server's with an error at once, and records both.
-    pub(crate) async fn refuse_server_request(&self, id: &Value, bytes: &[u8], why: &str) {
+    pub(crate) async fn refuse_server_request(self: &Arc<Self>, id: &Value, bytes: &[u8], why: &str) {
         // Recorded in the trail; servers that ask for roots as they start make this common.
         tracing::info!("server `{}`: {why}", self.name);
         self.guard.from_server(bytes);
         let error = rewrite::error(id, rewrite::METHOD_NOT_FOUND, why);
         self.guard.from_client(&error);
         self.guard.write_pending_decisions();
-        self.send(error).await;
+        self.send_later(error);
     }
 }
