@@ -337,3 +337,27 @@ method = "**"
             assert "stopped" in failed.value.message, failed.value
             await anyio.sleep(2.5)  # the person allows it meanwhile; the new run is up
     assert calls_received(log, "echo") == [], "the held call never reached any run of the server"
+
+
+def test_a_policy_reload_that_always_denies_a_tool_takes_it_out_of_the_lists_and_says_so(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__echo", "a__whoami"))
+        gw.others.clear()
+        policy = tmp_path / "policy.toml"  # written by gateway_args
+        policy.write_text('[[rule]]\nid = "no-echo"\naction = "deny"\nserver = "a"\ntool = "echo"\n\n'
+                          '[[rule]]\naction = "allow"\nmethod = "**"\n')
+        deadline = time.monotonic() + 5
+        while not any(m.get("method") == "notifications/tools/list_changed" for m in gw.others):
+            assert time.monotonic() < deadline, "no list_changed after the policy changed"
+            gw.request(f"ping-{time.monotonic_ns()}", "ping")
+            time.sleep(0.05)
+        names = gw.tool_names()
+        assert "a__echo" not in names and "a__whoami" in names
+        denied = json.loads(gw.read_response(gw.send({"id": 99, "method": "tools/call",
+                                                      "params": {"name": "a__echo", "arguments": {"text": "x"}}}) or 99))
+        assert denied["result"]["isError"] and "no-echo" in denied["result"]["content"][0]["text"], denied
+    finally:
+        gw.kill()

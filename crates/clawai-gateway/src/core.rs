@@ -80,7 +80,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Core {
     pub(crate) fn new(policy: PolicyHandle, audit: AuditLog, options: GatewayOptions) -> Arc<Core> {
-        Arc::new(Core {
+        let core = Arc::new(Core {
             policy,
             audit,
             options,
@@ -94,7 +94,17 @@ impl Core {
             draining: Mutex::default(),
             started: std::time::Instant::now(),
             always_denied: Mutex::default(),
-        })
+        });
+        // A reloaded policy may leave tools out of the lists, or put them back.
+        let weak = Arc::downgrade(&core);
+        core.policy.on_replace(Box::new(move || {
+            if let Some(core) = weak.upgrade() {
+                for session in core.sessions() {
+                    session.view_may_have_changed();
+                }
+            }
+        }));
+        core
     }
 
     /// The running server named `name`.

@@ -26,12 +26,24 @@ const WATCH_AFTER: Duration = Duration::from_millis(200);
 #[derive(Clone)]
 pub struct PolicyHandle {
     current: Arc<ArcSwap<Policy>>,
+    /// Told after each replacement (the gateway tells its clients what their lists lost
+    /// or gained).
+    listeners: Arc<std::sync::Mutex<Vec<Listener>>>,
 }
+
+/// Called after the policy was replaced.
+pub type Listener = Box<dyn Fn() + Send + Sync>;
 
 impl PolicyHandle {
     /// A handle on a fixed policy.
     pub fn new(policy: Policy) -> Self {
-        PolicyHandle { current: Arc::new(ArcSwap::from_pointee(policy)) }
+        PolicyHandle { current: Arc::new(ArcSwap::from_pointee(policy)), listeners: Arc::default() }
+    }
+
+    /// Calls `listener` after every later replacement of the policy (on the thread that
+    /// replaced it).
+    pub fn on_replace(&self, listener: Listener) {
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).push(listener);
     }
 
     /// The policy in force now.
@@ -47,6 +59,9 @@ impl PolicyHandle {
     /// Replaces the policy.
     pub fn replace(&self, policy: Policy) {
         self.current.store(Arc::new(policy));
+        for listener in self.listeners.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            listener();
+        }
     }
 
     /// Reloads from `path` whenever it changes, for the life of the process, from a

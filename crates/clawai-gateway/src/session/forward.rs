@@ -69,7 +69,13 @@ impl Session {
         let original = original.to_owned();
         match method {
             "resources/subscribe" => {
-                lock(&self.state).subscriptions.insert(uri.clone());
+                let mut message = message;
+                message["params"]["uri"] = json!(original);
+                // Subscribed only once the guard let the subscription through.
+                if self.forward(&upstream, id, message).await {
+                    lock(&self.state).subscriptions.insert(uri);
+                }
+                return;
             }
             "resources/unsubscribe" => {
                 lock(&self.state).subscriptions.remove(&uri);
@@ -167,7 +173,8 @@ impl Session {
     /// Sends a client's request (already under the server's own names) to `upstream`
     /// through this session's guard for it, under an id and progress token of the
     /// gateway's.
-    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value) {
+    /// True when the guard let it go to the server.
+    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value) -> bool {
         let pair = self.pair(upstream);
         pair.learn_tools();
         let upstream_id = upstream.next_id();
@@ -185,7 +192,9 @@ impl Session {
         );
         let bytes = rewrite::encode(&message);
         let verdict = pair.guard.from_client(&bytes);
+        let forwarded = matches!(verdict, Verdict::Forward);
         self.after_client_verdict(&pair, bytes, verdict).await;
+        forwarded
     }
 
     /// Does what the guard said of a message on its way to the server.
