@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use clawai_policy::Policy;
@@ -13,6 +13,7 @@ use clawai_proxy::{AskOptions, AuditLog, PolicyHandle};
 
 use crate::catalog::Catalog;
 use crate::cursor::Cursors;
+use crate::lock;
 use crate::session::Session;
 use crate::upstream::Upstream;
 
@@ -73,10 +74,6 @@ type AlwaysDenied = (u64, Arc<Policy>, Arc<Vec<bool>>);
 
 /// How long after start the first lists wait for servers still starting.
 const SETTLE: Duration = Duration::from_millis(1500);
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 impl Core {
     pub(crate) fn new(policy: PolicyHandle, audit: AuditLog, options: GatewayOptions) -> Arc<Core> {

@@ -41,6 +41,12 @@ pub use crate::core::GatewayOptions;
 use crate::upstream::Upstream;
 pub use crate::upstream::connect::inherited as inherited_variable;
 
+/// Locks a mutex, taking it over from a thread that panicked holding it (what it
+/// guards stays usable: maps of requests in flight, sessions, lists).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A configuration the gateway cannot apply.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -167,11 +173,6 @@ impl ClientSession {
     /// gateway's.
     pub fn reply(&self, message: Vec<u8>) {
         self.0.send(message);
-    }
-
-    /// The client went away: its calls still in flight are cancelled at the servers.
-    pub async fn close(self) {
-        self.0.closed().await;
     }
 
     /// The client is going away: its calls still in flight are cancelled at the servers

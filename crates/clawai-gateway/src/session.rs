@@ -14,7 +14,7 @@ mod lists;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use clawai_http::link::{FromServer, Link};
 use serde_json::{Value, json};
@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::catalog::ListKind;
 use crate::core::Core;
+use crate::lock;
 use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
 use crate::upstream::{CallFrom, Upstream};
@@ -73,10 +74,6 @@ enum Asked {
     Upstream { pair: Arc<Pair>, upstream_id: Value },
     /// To the guard that asked (a question about a held call).
     Guard { pair: Arc<Pair> },
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Session {
@@ -298,9 +295,17 @@ impl Session {
     /// The server instance `instance` is gone: this session's guard for it answers what
     /// it holds (calls waiting for a person or for the tool list, requests in flight),
     /// records that, and forgets them, so nothing held is sent to a later run.
-    pub(crate) fn server_gone(&self, instance: u64, why: &str) -> Vec<Vec<u8>> {
-        let pair = lock(&self.pairs).get(&instance).cloned();
-        pair.map(|pair| pair.guard.server_gone(why)).unwrap_or_default()
+    /// `for_good`: the instance was removed from the configuration (not restarting), so
+    /// the guard itself is dropped too.
+    pub(crate) fn server_gone(&self, instance: u64, why: &str, for_good: bool) -> Vec<Vec<u8>> {
+        let pair =
+            if for_good { lock(&self.pairs).remove(&instance) } else { lock(&self.pairs).get(&instance).cloned() };
+        pair.map(|pair| {
+            let answers = pair.guard.server_gone(why);
+            pair.guard.flush_audit();
+            answers
+        })
+        .unwrap_or_default()
     }
 
     /// The client went away: what it still waits for is cancelled at the servers.

@@ -10,7 +10,7 @@ mod messages;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use clawai_proxy::{Guard, Verdict};
@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::catalog::ListKind;
 use crate::config::ServerEntry;
 use crate::core::Core;
+use crate::lock;
 use crate::rewrite::{encode, id_key};
 use crate::session::Session;
 
@@ -140,10 +141,6 @@ pub(crate) enum Writer {
     Pipe(Arc<tokio::sync::Mutex<tokio::process::ChildStdin>>),
     /// A remote server's link.
     Link(mpsc::Sender<Vec<u8>>),
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 static INSTANCES: AtomicU64 = AtomicU64::new(1);
@@ -432,7 +429,7 @@ impl Upstream {
         self.run.fetch_add(1, Ordering::SeqCst);
         let pending: Vec<(String, Pending)> = lock(&self.pending).drain().collect();
         lock(&self.progress).clear();
-        self.fail_calls(pending, &format!("server `{}` stopped ({reason})", self.name));
+        self.fail_calls(pending, &format!("server `{}` stopped ({reason})", self.name), false);
         let had_items = self.lists().items.iter().any(|items| !items.is_empty());
         {
             // The version goes on climbing: a guard that learnt the tools of the last run
@@ -449,7 +446,7 @@ impl Upstream {
     /// The calls in flight that will get no answer from the server: each session's guard
     /// for it answers what it holds (and records it), so that a call held for a person
     /// is not sent later to the server's next run; the rest get an error.
-    fn fail_calls(&self, pending: Vec<(String, Pending)>, why: &str) {
+    fn fail_calls(&self, pending: Vec<(String, Pending)>, why: &str, for_good: bool) {
         let mut calls: std::collections::HashMap<String, CallFrom> = pending
             .into_iter()
             .filter_map(|(key, pending)| match pending {
@@ -459,7 +456,7 @@ impl Upstream {
             .collect();
         if let Some(core) = self.core() {
             for session in core.sessions() {
-                for answer in session.server_gone(self.instance, why) {
+                for answer in session.server_gone(self.instance, why, for_good) {
                     let Ok(message) = serde_json::from_slice::<Value>(&answer) else { continue };
                     let key = message.get("id").map(crate::rewrite::id_key).unwrap_or_default();
                     if let Some(call) = calls.remove(&key) {
@@ -507,6 +504,7 @@ impl Upstream {
                 self.name,
                 drain.as_secs()
             ),
+            true,
         );
         self.stop().await;
     }
