@@ -14,11 +14,15 @@ fn the_api_needs_the_token() {
     let (status, body) =
         http(port, &format!("GET /api/pending HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"));
     assert_eq!(status, 401, "{body}");
+    // The token with its first character changed (to one it is not: a token that begins
+    // with `0` must not be "changed" to itself).
+    let token = ui.token();
+    let other = if token.starts_with('0') { '1' } else { '0' };
     let (status, _) = http(
         port,
         &format!(
-            "GET /api/pending?token=0{} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n",
-            &ui.token()[1..]
+            "GET /api/pending?token={other}{} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n",
+            &token[1..]
         ),
     );
     assert_eq!(status, 401, "a wrong token");
