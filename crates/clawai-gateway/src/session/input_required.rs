@@ -94,27 +94,30 @@ impl Session {
 
     /// The retry of a call with the input its server asked for.
     pub(super) async fn resume(self: &Arc<Self>, id: Value, message: &Value, state: &str) {
-        let Some(suspended) = lock(&self.suspended).remove(state) else {
+        // The call answers the retry from now on. It is attached before the state is
+        // taken: an answer of the server's that comes meanwhile either finds the new id
+        // or is kept with the state, and is sent below.
+        let waiting = lock(&self.suspended).get(state).map(|s| (Arc::clone(&s.pair.upstream), s.call.clone()));
+        let Some((upstream, call)) = waiting else {
             return self.send(rewrite::error(
                 &id,
                 reply::INVALID_PARAMS,
                 "clawai gateway: this requestState is unknown, used already, or another session's; call again without it",
             ));
         };
-        let Suspended { pair, call, asked: (key, asked_id), answer } = suspended;
-        let upstream = Arc::clone(&pair.upstream);
+        lock(&self.calls).insert(id_key(&id), (Arc::downgrade(&upstream), call.clone()));
+        upstream.reattach(&call, id.clone());
+        let Some(Suspended { pair, asked: (key, asked_id), answer, .. }) = lock(&self.suspended).remove(state) else {
+            return; // another retry with the same state took it
+        };
+        if let Some(answer) = answer {
+            self.send_parsed_answer(&upstream, &id, &answer);
+        }
         let reply = match message.pointer("/params/inputResponses").and_then(|responses| responses.get(&key)) {
             Some(response) => rewrite::result(&asked_id, response.clone()),
             None => rewrite::error(&asked_id, reply::INVALID_PARAMS, "the client gave no answer to this request"),
         };
         let verdict = pair.guard.from_client(&reply);
         self.after_client_verdict(&pair, reply, verdict).await;
-        match answer {
-            Some(answer) => self.send_parsed_answer(&upstream, &id, &answer),
-            None => {
-                upstream.reattach(&call, id.clone());
-                lock(&self.calls).insert(id_key(&id), (Arc::downgrade(&upstream), call));
-            }
-        }
     }
 }
