@@ -109,9 +109,45 @@ pub(crate) fn parse(yaml: &str) -> Result<Frontmatter, (String, (usize, usize))>
     }
     let options = serde_saphyr::options! { with_snippet: false };
     serde_saphyr::from_str_with_options(yaml, options).map_err(|error| {
+        let yaml_line = error.location().map_or(0, |at| usize::try_from(at.line()).unwrap_or(usize::MAX));
         let position = error.location().map_or((1, 1), file_position);
-        (message_of(&error), position)
+        let message = message_of(&error);
+        let message = match key_at(yaml, yaml_line) {
+            Some(key) => match hint(key, &message) {
+                Some(hint) => format!("`{key}`: {message}; {hint}"),
+                None => format!("`{key}`: {message}"),
+            },
+            None => message,
+        };
+        (message, position)
     })
+}
+
+/// The top-level key whose value holds YAML line `line` (from 1): the parser's messages
+/// say what it expected, not where, and a user fixes a key, not a line.
+fn key_at(yaml: &str, line: usize) -> Option<&str> {
+    let lines: Vec<&str> = yaml.lines().take(line).collect();
+    lines.iter().rev().find_map(|text| {
+        let starts_key = text.chars().next().is_some_and(|c| !c.is_whitespace() && !matches!(c, '#' | '-'));
+        let (key, _) = text.split_once(':').filter(|_| starts_key)?;
+        let key = key.trim();
+        (!key.is_empty() && !key.contains(['{', '[', '"', '\''])).then_some(key)
+    })
+}
+
+/// What the value of `key` should look like, for a message about its value's shape.
+fn hint(key: &str, message: &str) -> Option<&'static str> {
+    // A syntax error gets no reminder of shapes: it is not about one.
+    if !["invalid", "expected", "missing field"].iter().any(|word| message.contains(word)) {
+        return None;
+    }
+    match key {
+        "variables" => Some("write a list of names, or of maps with `name`, `description` and `required`"),
+        "user-invocable" | "user_invocable" => Some("write true or false"),
+        "name" | "description" | "version" | "argument-hint" | "argument_hint" => Some("write text"),
+        // `allowed-tools` says its shape in the message itself.
+        _ => None,
+    }
 }
 
 /// The parser's message without its own `at line …` suffix (its lines count from the
@@ -120,7 +156,13 @@ fn message_of(error: &serde_saphyr::Error) -> String {
     let formatter = serde_saphyr::DefaultMessageFormatter;
     let plain = formatter.with_localizer(&NoLocation);
     let options = serde_saphyr::render_options! { formatter: &plain, snippets: serde_saphyr::SnippetMode::Off };
-    error.render_with_options(options).trim().to_owned()
+    let message = error.render_with_options(options);
+    // The parser suggests one of its own settings for a key written twice; what the user
+    // can do is remove one of them.
+    match message.split_once(", set DuplicateKeyPolicy") {
+        Some((before, _)) => format!("{before}; remove one of them"),
+        None => message.trim().to_owned(),
+    }
 }
 
 /// Renders the parser's messages without positions.

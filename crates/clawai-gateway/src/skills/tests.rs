@@ -191,6 +191,12 @@ fn unknown_keys_are_ignored_but_wrong_types_are_errors_at_the_value() {
         assert!(error.message.ends_with("fix the YAML between the `---` lines"), "{error}");
         assert!(!error.message.contains("at line"), "the position is the file's, not the YAML's: {error}");
     }
+    let error = parse("---\nname: x\nvariables:\n  - {description: no name}\n---\n").unwrap_err();
+    assert!(error.message.starts_with("`variables`: missing field `name`"), "the key is named: {error}");
+    assert!(error.message.contains("write a list of names"), "the shape is said: {error}");
+    let error = parse("---\nname: x\nname: y\n---\n").unwrap_err();
+    assert_eq!(error.line, 3, "{error}");
+    assert!(error.message.contains("remove one") && !error.message.contains("Policy"), "{error}");
 }
 
 #[test]
