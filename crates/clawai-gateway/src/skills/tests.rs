@@ -299,3 +299,27 @@ fn config_home_follows_xdg_then_home() {
     assert_eq!(config_home(env(&[("HOME", "/h")])), Some(PathBuf::from("/h/.config")));
     assert_eq!(config_home(env(&[])), None);
 }
+
+#[test]
+fn every_cut_or_dropped_character_of_the_fixtures_loads_or_is_refused_at_a_place_in_the_file() {
+    for folder in ["flow-memory", "flow-swarm", "claude-review", "broken", "folder-named"] {
+        let text = std::fs::read_to_string(fixtures().join(folder).join("SKILL.md")).unwrap();
+        let boundaries: Vec<usize> = text.char_indices().map(|(at, _)| at).collect();
+        for &at in &boundaries {
+            let next = at + text[at..].chars().next().map_or(0, char::len_utf8);
+            for variant in [text[..at].to_owned(), format!("{}{}", &text[..at], &text[next..])] {
+                match parse(&variant) {
+                    Err(error) => {
+                        let lines = 1 + variant.matches('\n').count();
+                        assert!((1..=lines + 1).contains(&error.line), "{folder} {variant:?}: {error}");
+                        assert!(error.column >= 1, "{folder} {variant:?}: {error}");
+                    }
+                    Ok(skill) => {
+                        assert!(!skill.name().is_empty(), "{folder} {variant:?}");
+                        assert_eq!(skill.render(&Map::new()), skill.body(), "{folder} {variant:?}");
+                    }
+                }
+            }
+        }
+    }
+}
