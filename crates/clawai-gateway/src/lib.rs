@@ -24,6 +24,7 @@ mod pair;
 pub mod reload;
 mod rewrite;
 mod session;
+pub mod skills;
 pub mod stdio;
 mod upstream;
 mod view;
