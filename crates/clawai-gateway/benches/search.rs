@@ -62,5 +62,5 @@ fn main() {
         return;
     }
     measure("all admitted", &index, &queries, |_| true);
-    measure("every other server admitted", &index, &queries, |id| (id / per_server) % 2 == 0);
+    measure("every other server admitted", &index, &queries, |id| (id / per_server).is_multiple_of(2));
 }

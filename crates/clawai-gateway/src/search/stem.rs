@@ -11,8 +11,9 @@
 //! 3. a final `e` goes from words longer than 3 letters, so `store`, `stored` and
 //!    `storing` all become `stor`.
 //!
-//! Words of 3 letters or fewer and words with digits are left alone. The result is not
-//! always a word; it only has to be the same for a word's forms on both sides of a search.
+//! Words of 3 letters or fewer and words with anything but `a`–`z` (digits, accents) are
+//! left alone. The result is not always a word; it only has to be the same for a word's
+//! forms on both sides of a search.
 
 /// The normalised form of `word` (lower case expected).
 pub fn stem(word: &str) -> String {
