@@ -28,14 +28,26 @@ fn measure(label: &str, index: &Index, queries: &[String], admit: impl Fn(usize)
         black_box(index.search(query, 5, &admit));
     }
     let mut samples = Vec::with_capacity(queries.len() * ROUNDS);
+    let mut per_query = vec![Vec::with_capacity(ROUNDS); queries.len()];
     for _ in 0..ROUNDS {
-        for query in queries {
+        for (query, times) in queries.iter().zip(&mut per_query) {
             let start = Instant::now();
             black_box(index.search(black_box(query), 5, &admit));
-            samples.push(start.elapsed());
+            let elapsed = start.elapsed();
+            samples.push(elapsed);
+            times.push(elapsed);
         }
     }
     samples.sort_unstable();
+    let mut medians: Vec<(Duration, &String)> = per_query
+        .iter_mut()
+        .zip(queries)
+        .map(|(times, query)| {
+            times.sort_unstable();
+            (percentile(times, 0.50), query)
+        })
+        .collect();
+    medians.sort_unstable_by(|a, b| b.cmp(a));
     println!(
         "{label}: {} calls, p50 {:?}, p99 {:?}, max {:?}",
         samples.len(),
@@ -43,6 +55,9 @@ fn measure(label: &str, index: &Index, queries: &[String], admit: impl Fn(usize)
         percentile(&samples, 0.99),
         samples[samples.len() - 1],
     );
+    for (median, query) in medians.iter().take(3) {
+        println!("  slowest by median: {query:?} {median:?}");
+    }
 }
 
 fn main() {

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::expand::expand;
+use super::expand::Vocabulary;
 use super::tokens::words;
 use super::{Document, Hit};
 
@@ -30,7 +30,7 @@ pub struct Index {
     /// Each document's [`Document::id`], by position.
     ids: Vec<usize>,
     /// Every known term and its number (position in `postings`).
-    vocabulary: BTreeMap<String, u32>,
+    vocabulary: Vocabulary,
     /// For each term, the documents that have it.
     postings: Vec<Vec<Posting>>,
 }
@@ -90,7 +90,7 @@ impl Index {
                     .collect()
             })
             .collect();
-        Index { ids: docs.iter().map(|d| d.id).collect(), vocabulary, postings }
+        Index { ids: docs.iter().map(|d| d.id).collect(), vocabulary: Vocabulary::new(vocabulary), postings }
     }
 
     /// The number of documents indexed.
@@ -126,7 +126,7 @@ impl Index {
         let mut word_touched: Vec<u32> = Vec::new();
 
         for word in &query_words {
-            for (term, share) in expand(word, &self.vocabulary) {
+            for (term, share) in self.vocabulary.expand(word) {
                 for posting in &self.postings[term as usize] {
                     let doc = posting.doc as usize;
                     if admitted[doc] == 0 {
