@@ -107,7 +107,8 @@ impl Index {
     /// [`Document::id`]), best first; equal scores in ascending id order.
     ///
     /// A document `admit` rejects is never scored, so it is never returned and cannot
-    /// push an admitted one out. Documents sharing no word with the query are not
+    /// push an admitted one out. `admit` is asked at most once per document and search,
+    /// and only about documents that share a word with the query. Documents sharing no word with the query are not
     /// returned: an empty or stop-words-only query returns nothing.
     pub fn search(&self, query: &str, limit: usize, admit: impl Fn(usize) -> bool) -> Vec<Hit> {
         if limit == 0 || self.ids.is_empty() {
@@ -233,6 +234,23 @@ mod tests {
             Index::new(vec![doc(7, "memory_store", "Store a value", &[]), doc(8, "memory_list", "List values", &[])]);
         let hits = index.search("memory store", 5, |id| id != 7);
         assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), [8]);
+    }
+
+    #[test]
+    fn admit_is_asked_once_per_matching_document() {
+        let index = Index::new(vec![
+            doc(1, "memory_store", "Store a value in memory", &[("key", "Memory key")]),
+            doc(2, "memory_list", "List memory values", &[]),
+            doc(3, "swarm_init", "Start a swarm", &[]),
+        ]);
+        let asked = std::cell::RefCell::new(Vec::new());
+        index.search("memory store value key", 5, |id| {
+            asked.borrow_mut().push(id);
+            true
+        });
+        let mut asked = asked.into_inner();
+        asked.sort_unstable();
+        assert_eq!(asked, [1, 2]);
     }
 
     #[test]
