@@ -14,6 +14,7 @@
 //! * `session`: one client session; `pair`: its guard for one server.
 //! * [`cursor`]: opaque cursors of the merged lists.
 //! * [`reload`]: the configuration, watched.
+//! * [`search`]: ranking tools for a free-text query.
 
 mod catalog;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod names;
 mod pair;
 pub mod reload;
 mod rewrite;
+pub mod search;
 mod session;
 pub mod skills;
 pub mod stdio;
