@@ -15,6 +15,7 @@ use crate::catalog::Catalog;
 use crate::cursor::Cursors;
 use crate::lock;
 use crate::session::Session;
+use crate::skills::Loaded;
 use crate::upstream::Upstream;
 
 /// How the gateway runs.
@@ -66,11 +67,18 @@ pub struct Core {
     /// The tools the policy always denies, for the catalog generation and policy they
     /// were worked out for (once, for every session).
     always_denied: Mutex<Option<AlwaysDenied>>,
+    /// The skills, as last loaded.
+    skills: RwLock<Arc<Loaded>>,
+    /// The search index, for the catalog generation and skills it was built from.
+    search: Mutex<Option<SearchIndex>>,
 }
 
 /// The tools a policy denies whatever their arguments (by tool position in the catalog),
 /// for the catalog generation and the policy they were worked out for.
 type AlwaysDenied = (u64, Arc<Policy>, Arc<Vec<bool>>);
+
+/// The search index, for the catalog generation and the skills it was built from.
+type SearchIndex = (u64, Arc<Loaded>, Arc<crate::search::Index>);
 
 /// How long after start the first lists wait for servers still starting.
 const SETTLE: Duration = Duration::from_millis(1500);
@@ -91,6 +99,8 @@ impl Core {
             draining: Mutex::default(),
             started: std::time::Instant::now(),
             always_denied: Mutex::default(),
+            skills: RwLock::default(),
+            search: Mutex::default(),
         });
         // A reloaded policy may leave tools out of the lists, or put them back.
         let weak = Arc::downgrade(&core);
@@ -138,6 +148,33 @@ impl Core {
 
     pub(crate) fn set_allowed_tools(&self, allowed: Option<Glob>) {
         *self.allowed_tools.write().unwrap_or_else(|p| p.into_inner()) = allowed.map(Arc::new);
+    }
+
+    /// The skills, as last loaded.
+    pub(crate) fn skills(&self) -> Arc<Loaded> {
+        Arc::clone(&self.skills.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Replaces the skills; every session is told what its lists gained or lost.
+    pub(crate) fn set_skills(&self, skills: Loaded) {
+        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(skills);
+        for session in self.sessions() {
+            session.view_may_have_changed();
+        }
+    }
+
+    /// The search index of `catalog`'s tools and `skills` (built once for both).
+    pub(crate) fn search_index(&self, catalog: &Catalog, skills: &Arc<Loaded>) -> Arc<crate::search::Index> {
+        let mut cached = lock(&self.search);
+        if let Some((generation, seen, index)) = cached.as_ref()
+            && *generation == catalog.generation
+            && Arc::ptr_eq(seen, skills)
+        {
+            return Arc::clone(index);
+        }
+        let index = Arc::new(crate::session::search_index(catalog, skills));
+        *cached = Some((catalog.generation, Arc::clone(skills), Arc::clone(&index)));
+        index
     }
 
     /// The merged catalog.

@@ -144,6 +144,12 @@ impl Gateway {
         (ClientSession(session), outbox)
     }
 
+    /// Serves these skills (replacing the ones before): each as a prompt and a tool
+    /// `skill__NAME`; sessions are told what their lists gained or lost.
+    pub fn set_skills(&self, skills: skills::Loaded) {
+        self.core.set_skills(skills);
+    }
+
     /// Stops every server (and every process they started).
     pub async fn shutdown(&self) {
         let mut all = self.core.upstreams();

@@ -63,6 +63,8 @@ pub fn server_name_problem(name: &str) -> Option<&'static str> {
         Some("contains `__`, which separates the server's name from the tool's in tool names")
     } else if name.ends_with('_') {
         Some("ends with `_`, which would run into the `__` after it in tool names")
+    } else if name == "skill" || name == "builtin" {
+        Some("is reserved: `skill__…` names the skills and `builtin__…` clawai's own tools")
     } else {
         None
     }
@@ -104,7 +106,7 @@ mod tests {
     #[test]
     fn server_names_are_checked() {
         assert!(valid_server_name("github-2_x"));
-        for bad in ["", "a__b", "a b", "é", "a/b", "a_"] {
+        for bad in ["", "a__b", "a b", "é", "a/b", "a_", "skill", "builtin"] {
             assert!(!valid_server_name(bad), "{bad}");
         }
     }

@@ -53,3 +53,42 @@ pub fn watch(gateway: &Arc<Gateway>, path: &Path, read: Reader) -> notify::Resul
     });
     Ok(watcher)
 }
+
+/// Reads the skills again from their directories.
+pub type SkillReader = Box<dyn Fn(&[PathBuf]) -> crate::skills::Loaded + Send + Sync>;
+
+/// Looks at the skill directories every half second and serves the skills anew when a
+/// `SKILL.md` was added, removed or changed (directories may not exist yet, so they are
+/// looked at, not watched).
+pub fn watch_skills(gateway: &Arc<Gateway>, dirs: Vec<PathBuf>, read: SkillReader) {
+    let gateway = Arc::downgrade(gateway);
+    tokio::spawn(async move {
+        let mut last = skill_files(&dirs);
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let Some(gateway) = gateway.upgrade() else { return };
+            let now = skill_files(&dirs);
+            if now != last {
+                last = now;
+                gateway.set_skills(read(&dirs));
+                tracing::info!("skills reloaded");
+            }
+        }
+    });
+}
+
+/// Every `DIR/*/SKILL.md` with its size and modification time.
+fn skill_files(dirs: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let file = entry.path().join(crate::skills::load::SKILL_FILE);
+            if let Ok(meta) = std::fs::metadata(&file) {
+                files.push((file, meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    files.sort();
+    files
+}

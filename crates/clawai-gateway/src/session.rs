@@ -11,6 +11,10 @@ mod forward;
 mod from_server;
 mod input_required;
 mod lists;
+mod search;
+mod skills;
+
+pub(crate) use search::{index as search_index, tool_json as search_tool_json};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -66,6 +70,8 @@ struct State {
     announced: Option<[u64; 4]>,
     /// Resources the client subscribed to, as listed.
     subscriptions: HashSet<String>,
+    /// The active skill's name.
+    skill: Option<String>,
 }
 
 /// Where the answer to a request sent to the client goes.
@@ -141,17 +147,26 @@ impl Session {
     pub(crate) fn view(&self) -> Arc<View> {
         let catalog = self.core.catalog();
         let policy = self.core.policy.current();
-        {
+        let skills = self.core.skills();
+        let active = {
             let state = lock(&self.state);
             if let Some(view) = &state.view
                 && view.catalog.generation == catalog.generation
                 && Arc::ptr_eq(&view.policy, &policy)
+                && Arc::ptr_eq(&view.skills, &skills)
+                && view.skill == state.skill
             {
                 return Arc::clone(view);
             }
-        }
+            state.skill.clone()
+        };
         let (policy, always_denied) = self.core.always_denied(&catalog);
-        let view = Arc::new(View::compute(catalog, self.core.allowed_tools().as_deref(), policy, &always_denied));
+        let allowed_tools = self.core.allowed_tools();
+        let scope = crate::view::Scope {
+            allowed_tools: allowed_tools.as_deref(),
+            skill: active.as_deref().and_then(|name| skills.get(name)),
+        };
+        let view = Arc::new(View::compute(catalog, &scope, policy, &always_denied, Arc::clone(&skills)));
         let mut state = lock(&self.state);
         state.view = Some(Arc::clone(&view));
         view
@@ -220,6 +235,15 @@ impl Session {
             || ListKind::of_method(method).is_some()
         {
             self.core.settle().await;
+        }
+        if matches!(method, "tools/call" | "prompts/get") && self.skill_request(method, &id, &message, modern).is_some()
+        {
+            return;
+        }
+        if method == "tools/call"
+            && message.pointer("/params/name").and_then(Value::as_str) == Some(search::SEARCH_TOOL)
+        {
+            return self.search_tools(&id, &message, modern);
         }
         match method {
             "initialize" => {

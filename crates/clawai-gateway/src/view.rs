@@ -1,20 +1,35 @@
 //! What one session sees: computed here and nowhere else, from the catalog, the
-//! servers' `internalOnly` and `agent.allowedTools`. Lists are served from the view, and
-//! a call to anything outside it is refused as unknown.
+//! servers' `internalOnly`, `agent.allowedTools`, the session's active skill and the
+//! policy. Lists are served from the view, and a call to anything outside it is refused
+//! as unknown.
 //!
-//! * Tools: those of servers that are not internal, within `agent.allowedTools`; of
-//!   those, the lists leave out the tools the policy denies whatever their arguments
-//!   (a call to one is still decided, and gets the policy's denial naming its rule).
-//! * Prompts, resources and templates: those of servers that are not internal (the
-//!   allowed tools name tools only).
+//! * Tools: with no active skill, or one whose `allowed-tools` is empty, those of
+//!   servers that are not internal; with an active skill that names tools, those of
+//!   every server (internal ones included) its globs match. Always within
+//!   `agent.allowedTools`. Of those, the lists leave out the tools the policy denies
+//!   whatever their arguments (a call to one is still decided, and gets the policy's
+//!   denial naming its rule).
+//! * Prompts, resources and templates: those of servers that are not internal (skills
+//!   scope tools only).
+//! * Always, first: `search_tools`, and each skill as a tool and a prompt, `skill__NAME`.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use clawai_policy::Policy;
 use clawai_policy::glob::Glob;
+use serde_json::value::RawValue;
 
 use crate::catalog::{Catalog, Item, ListKind};
+use crate::skills::{Loaded, Skill};
+
+/// What a view is computed from.
+pub struct Scope<'a> {
+    /// `agent.allowedTools`.
+    pub allowed_tools: Option<&'a Glob>,
+    /// The session's active skill.
+    pub skill: Option<&'a Skill>,
+}
 
 /// One session's view of the catalog.
 pub struct View {
@@ -22,6 +37,12 @@ pub struct View {
     pub catalog: Arc<Catalog>,
     /// The policy it was computed with.
     pub policy: Arc<Policy>,
+    /// The skills it was computed with, and the active one's name.
+    pub skills: Arc<Loaded>,
+    /// The active skill's name.
+    pub skill: Option<String>,
+    /// The gateway's own items listed first (the skills as tools and as prompts).
+    own: [Vec<Box<RawValue>>; 4],
     visible: [Vec<usize>; 4],
     /// A digest of each visible list: a change of it is what a session is told of, and
     /// what makes the cursors of that list stale.
@@ -29,21 +50,32 @@ pub struct View {
 }
 
 impl View {
-    /// The view of `catalog` within `allowed_tools`, without the tools `policy` denies
-    /// whatever their arguments (`always_denied`, by tool index).
+    /// The view of `catalog` in `scope`, without the tools `policy` denies whatever
+    /// their arguments (`always_denied`, by tool index), with `skills` listed first.
     pub fn compute(
         catalog: Arc<Catalog>,
-        allowed_tools: Option<&Glob>,
+        scope: &Scope,
         policy: Arc<Policy>,
         always_denied: &[bool],
+        skills: Arc<Loaded>,
     ) -> View {
+        let mut own: [Vec<Box<RawValue>>; 4] = Default::default();
+        let raw = |value: serde_json::Value| serde_json::value::to_raw_value(&value).expect("JSON encodes");
+        own[ListKind::Tools.index()].push(raw(crate::session::search_tool_json()));
+        for skill in &skills.skills {
+            own[ListKind::Tools.index()].push(raw(skill.tool_json()));
+            own[ListKind::Prompts.index()].push(raw(skill.prompt_json()));
+        }
         let mut visible: [Vec<usize>; 4] = Default::default();
         let mut digests = [0; 4];
         for kind in ListKind::ALL {
             let mut hasher = DefaultHasher::new();
+            for item in &own[kind.index()] {
+                item.get().hash(&mut hasher);
+            }
             for (index, item) in catalog.items(kind).enumerate() {
                 let denied = kind == ListKind::Tools && always_denied.get(index).copied().unwrap_or(false);
-                if shown(kind, &item, allowed_tools) && !denied {
+                if shown(kind, &item, scope) && !denied {
                     visible[kind.index()].push(index);
                     item.listed.listed.hash(&mut hasher);
                     item.listed.json.get().hash(&mut hasher);
@@ -51,37 +83,45 @@ impl View {
             }
             digests[kind.index()] = hasher.finish();
         }
-        View { catalog, policy, visible, digests }
+        let skill = scope.skill.map(|skill| skill.name().to_owned());
+        View { catalog, policy, skills, skill, own, visible, digests }
     }
 
-    /// The visible items of a kind, in order.
-    pub fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = Item<'_>> {
-        self.visible[kind.index()].iter().map(move |&position| self.catalog.item(kind, position))
+    /// What the lists of a kind hold, in order, each as clients see it.
+    pub fn listed(&self, kind: ListKind) -> impl Iterator<Item = &RawValue> {
+        let own = self.own[kind.index()].iter().map(|item| &**item);
+        let servers =
+            self.visible[kind.index()].iter().map(move |&position| &*self.catalog.item(kind, position).listed.json);
+        own.chain(servers)
     }
 
-    /// How many items of a kind are visible.
+    /// How many items of a kind are listed.
     pub fn len(&self, kind: ListKind) -> usize {
-        self.visible[kind.index()].len()
+        self.own[kind.index()].len() + self.visible[kind.index()].len()
     }
 
     /// The tool or prompt listed as `listed`, if this session can see it (a tool the
     /// policy always denies included: its call is decided); `None` for one that does not
     /// exist and for one this session cannot see alike.
     pub fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<Item<'_>> {
-        self.catalog.find(kind, listed).map(|(_, item)| item).filter(|item| shown(kind, item, allowed_tools))
+        let skill = self.skill.as_deref().and_then(|name| self.skills.get(name));
+        let scope = Scope { allowed_tools, skill };
+        self.catalog.find(kind, listed).map(|(_, item)| item).filter(|item| shown(kind, item, &scope))
     }
 }
 
 /// Whether an item is in a session's lists.
-fn shown(kind: ListKind, item: &Item, allowed_tools: Option<&Glob>) -> bool {
-    if item.upstream.entry.internal_only {
-        return false;
-    }
+fn shown(kind: ListKind, item: &Item, scope: &Scope) -> bool {
     match kind {
-        // The full name: a glob written for `S__name` holds for its short form too, and
-        // never matches the short form's hash.
-        ListKind::Tools => allowed_tools.is_none_or(|allowed| allowed.is_match(&item.listed.full_name)),
-        ListKind::Prompts | ListKind::Resources | ListKind::Templates => true,
+        ListKind::Tools => {
+            // The full name: a glob written for `S__name` holds for its short form too,
+            // and never matches the short form's hash.
+            let name = &item.listed.full_name;
+            let by_skill = scope.skill.and_then(|skill| skill.shows(name));
+            by_skill.unwrap_or(!item.upstream.entry.internal_only)
+                && scope.allowed_tools.is_none_or(|allowed| allowed.is_match(name))
+        }
+        ListKind::Prompts | ListKind::Resources | ListKind::Templates => !item.upstream.entry.internal_only,
     }
 }
 

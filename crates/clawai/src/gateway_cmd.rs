@@ -54,8 +54,29 @@ pub struct GatewayArgs {
     /// Do not reload the policy or the configuration when their files change.
     #[arg(long)]
     no_reload: bool,
+    /// A directory of skills (`NAME/SKILL.md` in it); repeatable. Also read:
+    /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<PathBuf>,
     #[command(flatten)]
     front: ListenArgs,
+}
+
+/// The skill directories, in the order a name is taken from.
+fn skill_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config_home = clawai_gateway::skills::config_home(|name| std::env::var(name).ok());
+    let config_home = config_home.unwrap_or_else(|| cwd.join(".config"));
+    clawai_gateway::skills::default_dirs(explicit, &cwd, &config_home)
+}
+
+/// Loads the skills, reporting each that cannot load (with its file and line).
+fn load_skills(dirs: &[PathBuf]) -> clawai_gateway::skills::Loaded {
+    let loaded = clawai_gateway::skills::load_dirs(dirs);
+    for problem in &loaded.problems {
+        tracing::warn!("skipped a skill: {problem}");
+    }
+    loaded
 }
 
 /// Runs `clawai gateway` (in the `clawai-http` binary).
@@ -112,6 +133,11 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
+        let dirs = skill_dirs(&args.skills);
+        gateway.set_skills(load_skills(&dirs));
+        if !args.no_reload {
+            clawai_gateway::reload::watch_skills(&gateway, dirs, Box::new(load_skills));
+        }
         let _watcher = if args.no_reload {
             None
         } else {

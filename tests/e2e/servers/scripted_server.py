@@ -9,6 +9,8 @@ logging and completions. Unknown methods, `server/discover` included, get -32601
 Flags:
   --name NAME          serverInfo.name; also named in the texts it returns (default "scripted")
   --tools N            N extra tools tool_0 .. tool_{N-1}
+  --tools-file F       also every tool of the JSON list in F (name, description,
+                       inputSchema); calling one answers `NAME called`
   --page-size K        tools/list, prompts/list, resources/list and resources/templates/list
                        return K items per page with nextCursor (default: everything at once)
   --long-name          adds the tool LONG_TOOL_NAME (70 characters)
@@ -66,6 +68,8 @@ class Server:
         self.cancelled: dict[str, threading.Event] = {}  # client request id -> cancel flag
         self.subscribed: set[str] = set()
         self.tools = self.initial_tools()
+        self.initial_tool_names = {"echo", "whoami", "slow", "sample", "elicit", "roots", "add_tool", "touch",
+                                   "delete_everything", "link"}
 
     # --- wire -----------------------------------------------------------------------------
     def send(self, message: dict) -> None:
@@ -231,6 +235,10 @@ class Server:
             if annotations:
                 tool["annotations"] = annotations
             out[name] = tool
+        if self.options.tools_file:
+            with open(self.options.tools_file) as listed:
+                for tool in json.load(listed):
+                    out[tool["name"]] = tool
         return out
 
     def call(self, message: dict) -> None:
@@ -256,6 +264,8 @@ class Server:
             return (-32602, f"Unknown tool: {name}")
         if name == "echo":
             return text(f"{self.name}: {args.get('text', '')}")
+        if self.options.tools_file and name not in self.initial_tool_names:
+            return text(f"{name} called")
         if name == "whoami":
             return text(json.dumps({"name": self.name, "pid": os.getpid(), "env": dict(os.environ)}))
         if name == "slow":
@@ -312,6 +322,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--name", default="scripted")
     parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--tools-file")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--long-name", action="store_true")
     parser.add_argument("--slow-start", type=float, default=0)

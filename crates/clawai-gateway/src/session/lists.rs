@@ -119,14 +119,14 @@ impl Session {
         }
         let page = self.core.options.page_size.max(1);
         let total = view.len(kind);
-        let size: usize = view.items(kind).skip(offset).take(page).map(|item| item.listed.json.get().len() + 1).sum();
+        let size: usize = view.listed(kind).skip(offset).take(page).map(|item| item.get().len() + 1).sum();
         let mut body = String::with_capacity(size + 512);
         let _ = write!(body, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"{}\":[", kind.member());
-        for (n, item) in view.items(kind).skip(offset).take(page).enumerate() {
+        for (n, item) in view.listed(kind).skip(offset).take(page).enumerate() {
             if n > 0 {
                 body.push(',');
             }
-            body.push_str(item.listed.json.get());
+            body.push_str(item.get());
         }
         body.push(']');
         if offset + page < total {

@@ -1,0 +1,152 @@
+//! `search_tools {query, limit?}`: the tools of every server and the skills, ranked for
+//! a query. Filtered before ranking: a tool no skill ∩ `agent.allowedTools` could show
+//! this caller, or one the policy denies whatever its arguments, is never a result. A
+//! hit the session cannot see now names the skills that would show it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Session;
+use crate::catalog::{Catalog, ListKind};
+use crate::search::{Document, Index};
+use crate::skills::Loaded;
+
+/// The tool's name.
+pub const SEARCH_TOOL: &str = "search_tools";
+/// Results when the caller gives no `limit`, and the most it may ask for.
+const DEFAULT_LIMIT: usize = 5;
+const MAX_LIMIT: usize = 20;
+
+/// The tool as listed.
+pub fn tool_json() -> Value {
+    json!({
+        "name": SEARCH_TOOL,
+        "description": "Search every tool this gateway can offer (including those of servers not listed now) and the skills that show them; returns the best matches with the skills to activate for the ones not listed now.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What the tool should do, in words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "How many results (5 by default, at most 20)"}
+            },
+            "required": ["query"]
+        },
+        "annotations": {"readOnlyHint": true}
+    })
+}
+
+/// The index of a catalog's tools and the skills: documents `0..tools` are the
+/// catalog's tools by position, then the skills in order.
+pub fn index(catalog: &Catalog, skills: &Loaded) -> Index {
+    let mut docs = Vec::with_capacity(catalog.len(ListKind::Tools) + skills.skills.len());
+    for (id, item) in catalog.items(ListKind::Tools).enumerate() {
+        let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);
+        let parameters = tool
+            .pointer("/inputSchema/properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(name, schema)| {
+                        let about = schema.get("description").and_then(Value::as_str).unwrap_or_default();
+                        (name.clone(), about.to_owned())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        docs.push(Document {
+            id,
+            name: item.listed.full_name.clone(),
+            server: item.upstream.name.clone(),
+            description: tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            parameters,
+        });
+    }
+    let tools = docs.len();
+    for (n, skill) in skills.skills.iter().enumerate() {
+        docs.push(Document {
+            id: tools + n,
+            name: skill.listed_name(),
+            server: "skill".into(),
+            description: skill.description().to_owned(),
+            parameters: skill
+                .variables()
+                .iter()
+                .map(|v| (v.name.clone(), v.description.clone().unwrap_or_default()))
+                .collect(),
+        });
+    }
+    Index::new(docs)
+}
+
+impl Session {
+    /// Answers `search_tools`.
+    pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
+        let query = message.pointer("/params/arguments/query").and_then(Value::as_str).unwrap_or_default();
+        let limit = message
+            .pointer("/params/arguments/limit")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_LIMIT, |limit| (limit as usize).clamp(1, MAX_LIMIT));
+        let view = self.view();
+        let catalog = Arc::clone(&view.catalog);
+        let skills = Arc::clone(&view.skills);
+        let (_, always_denied) = self.core.always_denied(&catalog);
+        let allowed_tools = self.core.allowed_tools();
+        let index = self.core.search_index(&catalog, &skills);
+        let tools = catalog.len(ListKind::Tools);
+        // Which skills would show tool `position` (with the agent's scope), if any; for
+        // a tool of a server that is not internal, no skill is needed.
+        let showing = |position: usize| -> Option<Vec<String>> {
+            let item = catalog.item(ListKind::Tools, position);
+            let name = &item.listed.full_name;
+            if always_denied.get(position).copied().unwrap_or(false)
+                || !allowed_tools.as_deref().is_none_or(|allowed| allowed.is_match(name))
+            {
+                return None;
+            }
+            let by: Vec<String> =
+                skills.skills.iter().filter(|skill| skill.shows(name) == Some(true)).map(|s| s.listed_name()).collect();
+            (!item.upstream.entry.internal_only || !by.is_empty()).then_some(by)
+        };
+        let hits = index.search(query, limit, |id| id >= tools || showing(id).is_some());
+        let allowed = self.core.allowed_tools();
+        let visible_now = |name: &str| view.find(ListKind::Tools, name, allowed.as_deref()).is_some();
+        let mut results = Vec::new();
+        let mut text = String::new();
+        for hit in hits {
+            let (name, server, description, skills_showing) = if hit.id < tools {
+                let item = catalog.item(ListKind::Tools, hit.id);
+                let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);
+                let description = tool.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+                (
+                    item.listed.listed.clone(),
+                    item.upstream.name.clone(),
+                    description,
+                    showing(hit.id).unwrap_or_default(),
+                )
+            } else {
+                let skill = &skills.skills[hit.id - tools];
+                (skill.listed_name(), "skill".to_owned(), skill.description().to_owned(), Vec::new())
+            };
+            let visible = hit.id >= tools || visible_now(&name);
+            text.push_str(&format!("{name} ({server}): {description}"));
+            if !visible {
+                text.push_str(&format!(" [activate {} to use it]", skills_showing.join(" or ")));
+            }
+            text.push('\n');
+            results.push(json!({
+                "name": name, "server": server, "description": description,
+                "visible": visible, "skills": skills_showing, "score": hit.score,
+            }));
+        }
+        if results.is_empty() {
+            text.push_str("No tool matches.");
+        }
+        let result = json!({
+            "content": [{"type": "text", "text": text.trim_end()}],
+            "structuredContent": {"results": results},
+            "isError": false,
+        });
+        self.answer(id, result, modern);
+    }
+}

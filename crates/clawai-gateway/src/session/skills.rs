@@ -1,0 +1,84 @@
+//! A session's skills: getting the prompt `skill__NAME` or calling the tool
+//! `skill__NAME` activates the skill for this session (another replaces it), and the
+//! tool called with `{"deactivate": true}` ends it. What the session sees changes with
+//! it, and the client is told (`notifications/tools/list_changed`).
+
+use clawai_proxy::audit::{Direction, Event};
+use serde_json::{Map, Value, json};
+
+use super::{Session, lock};
+use crate::skills::skill::PREFIX;
+
+impl Session {
+    /// `tools/call` or `prompts/get` of `skill__NAME`: `None` when the name is not a
+    /// skill's (the call goes on to the servers).
+    pub(super) fn skill_request(&self, method: &str, id: &Value, message: &Value, modern: bool) -> Option<()> {
+        let listed = message.pointer("/params/name").and_then(Value::as_str)?;
+        let name = listed.strip_prefix(PREFIX)?;
+        let skills = self.core.skills();
+        let skill = skills.get(name)?;
+        let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+        let deactivate = method == "tools/call" && arguments.get("deactivate") == Some(&Value::Bool(true));
+        let (active_before, active_after) = {
+            let mut state = lock(&self.state);
+            let before = state.skill.clone();
+            if deactivate {
+                if state.skill.as_deref() == Some(name) {
+                    state.skill = None;
+                }
+            } else {
+                state.skill = Some(name.to_owned());
+            }
+            (before, state.skill.clone())
+        };
+        self.record_skill(method, id, listed, if deactivate { "deactivated" } else { "activated" });
+        if active_before != active_after {
+            self.view_may_have_changed();
+        }
+        let text = if deactivate {
+            match active_before.as_deref() == Some(name) {
+                true => format!("The skill {name} is no longer active."),
+                false => format!("The skill {name} was not active; nothing changed."),
+            }
+        } else {
+            skill.render(&string_arguments(&arguments))
+        };
+        let result = match method {
+            "prompts/get" => json!({
+                "description": skill.description(),
+                "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+            }),
+            _ => json!({"content": [{"type": "text", "text": text}], "isError": false}),
+        };
+        self.answer(id, result, modern);
+        Some(())
+    }
+
+    /// A skill switched on or off, in the trail.
+    fn record_skill(&self, method: &str, id: &Value, listed: &str, what: &str) {
+        let id = id.to_string();
+        let reason = format!("skill {what} for this session");
+        let event = Event {
+            time: jiff::Timestamp::now(),
+            session: &self.id,
+            direction: Some(Direction::ClientToServer),
+            kind: "request",
+            method: Some(method),
+            id: Some(&id),
+            listed_as: Some(listed),
+            decision: Some("allow"),
+            reason: Some(reason.into()),
+            ..Default::default()
+        };
+        self.core.audit.record_decision(&event);
+    }
+}
+
+/// The arguments a template is rendered with: strings as they are, other values as JSON.
+fn string_arguments(arguments: &Map<String, Value>) -> Map<String, Value> {
+    arguments
+        .iter()
+        .filter(|(key, _)| key.as_str() != "deactivate")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}

@@ -1,0 +1,143 @@
+"""Skills through `clawai gateway`: an internal claude-flow-like server of 200 tools stays
+hidden until a skill shows exactly the tools its `allowed-tools` name, with list_changed;
+`agent.allowedTools` narrows what a skill shows; hidden tools get the unknown-tool error."""
+
+import json
+import pathlib
+import shutil
+
+import anyio
+import pytest
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+from conftest import ROOT
+from gateway_support import client, gateway_missing, listed, scripted, tool_names
+
+_MISSING = gateway_missing()
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+FIXTURES = ROOT / "crates" / "clawai-gateway" / "tests" / "fixtures"
+FLOW_TOOLS = FIXTURES / "claude-flow-tools.json"
+MEMORY = {f"claude-flow__{t['name']}" for t in json.loads(FLOW_TOOLS.read_text()) if t["name"].startswith("memory_")}
+
+
+def setup(tmp_path: pathlib.Path, agent: list[str] | None = None) -> pathlib.Path:
+    skills = tmp_path / "skills"
+    for name in ("flow-memory", "flow-swarm"):
+        shutil.copytree(FIXTURES / "skills" / name, skills / name)
+    config = {"mcpServers": {
+        "ext": scripted("ext"),
+        "claude-flow": scripted("claude-flow", "--tools-file", FLOW_TOOLS, internal_only=None),
+        "other": scripted("other", internal_only=True),
+    }}
+    if agent is not None:
+        config["agent"] = {"allowedTools": agent}
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def ours(names: set[str]) -> set[str]:
+    """The servers' tools among `names` (not the gateway's own: skills and search)."""
+    return {n for n in names if not n.startswith("skill__") and n != "search_tools"}
+
+
+async def test_a_skill_shows_exactly_the_tools_it_names(tmp_path):
+    config = setup(tmp_path)
+    changed = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.append(message)
+
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills"), message_handler=on_message) as c:
+            before = set(await listed(c, lambda names: "ext__echo" in names and "skill__flow-memory" in names))
+            assert {n for n in ours(before) if not n.startswith("ext__")} == set(), "only the external server's tools"
+            assert {"skill__flow-memory", "skill__flow-swarm"} <= before
+            with pytest.raises(MCPError) as hidden:
+                await c.call_tool("claude-flow__memory_store", {"key": "k", "value": "v"})
+            assert hidden.value.code == -32602 and "Unknown tool" in hidden.value.message
+
+            changed.clear()
+            prompt = await c.get_prompt("skill__flow-memory", {"operation": "store notes"})
+            assert "store notes" in prompt.messages[0].content.text
+            after = set(await tool_names(c))
+            assert {n for n in ours(after) if not n.startswith("ext__")} == MEMORY
+            assert changed, "the session was told its tools changed"
+            result = await c.call_tool("claude-flow__memory_store", {"key": "k", "value": "v"})
+            assert result.content[0].text == "memory_store called"
+
+            # Another skill replaces it; deactivating it goes back to the external tools.
+            await c.call_tool("skill__flow-swarm", {})
+            swarm = ours(set(await tool_names(c)))
+            assert not (swarm & MEMORY) and any(n.startswith("claude-flow__swarm_") for n in swarm)
+            await c.call_tool("skill__flow-swarm", {"deactivate": True})
+            assert {n for n in ours(set(await tool_names(c))) if not n.startswith("ext__")} == set()
+
+
+async def test_the_agent_scope_narrows_what_a_skill_shows(tmp_path):
+    config = setup(tmp_path, agent=["ext__*", "claude-flow__memory_s*"])
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            await listed(c, lambda names: "ext__echo" in names)
+            await c.get_prompt("skill__flow-memory", {})
+            names = ours(set(await tool_names(c)))
+            flow = {n for n in names if n.startswith("claude-flow__")}
+            assert flow == {n for n in MEMORY if n.startswith("claude-flow__memory_s")} and flow
+            outside = next(iter(MEMORY - flow))
+            with pytest.raises(MCPError) as hidden:
+                await c.call_tool(outside, {})
+            assert hidden.value.code == -32602
+
+
+async def test_a_malformed_skill_is_skipped_and_the_others_load(tmp_path):
+    config = setup(tmp_path)
+    broken = tmp_path / "skills" / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("---\nname: broken\nallowed-tools: [unclosed\n---\nbody\n")
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            names = await listed(c, lambda names: "skill__flow-memory" in names)
+            assert "skill__broken" not in names
+
+
+async def search(c, query: str, limit: int = 20) -> list[dict]:
+    result = await c.call_tool("search_tools", {"query": query, "limit": limit})
+    return result.structured_content["results"]
+
+
+async def test_search_finds_hidden_tools_and_names_the_skill_that_shows_them(tmp_path):
+    config = setup(tmp_path)
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            await listed(c, lambda names: "ext__echo" in names and "search_tools" in names)
+            hits = await search(c, "store a value in memory", 5)
+            store = next(h for h in hits if h["name"] == "claude-flow__memory_store")
+            assert store["visible"] is False and store["skills"] == ["skill__flow-memory"]
+            await c.get_prompt("skill__flow-memory", {})
+            hits = await search(c, "store a value in memory", 5)
+            assert next(h for h in hits if h["name"] == "claude-flow__memory_store")["visible"] is True
+
+
+async def test_search_never_returns_what_the_caller_could_not_be_shown(tmp_path):
+    """Internal tools no skill shows, tools outside the agent's scope, and tools a deny
+    rule always covers are never results, whatever the query."""
+    config = setup(tmp_path, agent=["ext__*", "other__*", "claude-flow__memory_*"])
+    policy = '[[rule]]\nid = "no-delete"\naction = "deny"\ntool = "memory_delete"\n\n[[rule]]\naction = "allow"\nmethod = "**"\n'
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills"), policy=policy) as c:
+            await listed(c, lambda names: "ext__echo" in names)
+            seen = set()
+            for query in ("echo", "swarm", "agent spawn", "memory delete", "delete", "whoami", "memory", "task", "neural"):
+                seen |= {h["name"] for h in await search(c, query)}
+    assert not any(n.startswith("other__") for n in seen), "an internal server no skill shows"
+    assert not any(n.startswith("claude-flow__swarm_") for n in seen), "outside the agent's scope"
+    assert "claude-flow__memory_delete" not in seen, "always denied by the policy"
+    assert "claude-flow__memory_store" in seen and "ext__echo" in seen, "the search works at all"
