@@ -1,6 +1,6 @@
 //! What a person reads first: `--help` of every command, and the README and docs/ pages.
 //! They say what clawai does today in plain words: no words from the project's internal
-//! documents, and no claim of skills or tool search, which are not built yet.
+//! documents, and no claim of the built-in tools or `clawai mcp-server`, not built yet.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +55,7 @@ fn help_says_what_exists_in_plain_words() {
             for word in INTERNAL {
                 assert!(!text.contains(word), "`{binary} {command} --help` says {word:?}:\n{text}");
             }
-            for unbuilt in ["skill", "search_tools"] {
+            for unbuilt in ["mcp-server", "builtin__"] {
                 assert!(
                     !text.to_lowercase().contains(unbuilt),
                     "`{command} --help` claims {unbuilt}, not built yet:\n{text}"
@@ -63,7 +63,10 @@ fn help_says_what_exists_in_plain_words() {
             }
         }
         let gateway = &texts.iter().find(|(command, _)| command == "gateway").expect("a gateway command").1;
-        assert!(gateway.contains("--config") && gateway.contains("--listen"), "{gateway}");
+        assert!(
+            gateway.contains("--config") && gateway.contains("--listen") && gateway.contains("--skills"),
+            "{gateway}"
+        );
         let top = &texts.iter().find(|(command, _)| command.is_empty()).unwrap().1;
         assert!(top.contains("firewall for the Model Context Protocol"), "{top}");
         assert!(
