@@ -141,3 +141,20 @@ async def test_search_never_returns_what_the_caller_could_not_be_shown(tmp_path)
     assert not any(n.startswith("claude-flow__swarm_") for n in seen), "outside the agent's scope"
     assert "claude-flow__memory_delete" not in seen, "always denied by the policy"
     assert "claude-flow__memory_store" in seen and "ext__echo" in seen, "the search works at all"
+
+
+async def test_a_skill_removed_while_active_ends_and_does_not_come_back_on_its_own(tmp_path):
+    config = setup(tmp_path)
+    skill_dir = tmp_path / "skills" / "flow-memory"
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            await listed(c, lambda names: "skill__flow-memory" in names)
+            await c.get_prompt("skill__flow-memory", {})
+            assert MEMORY <= set(await tool_names(c))
+            saved = tmp_path / "saved-flow-memory"
+            shutil.move(skill_dir, saved)
+            await listed(c, lambda names: "skill__flow-memory" not in names)
+            assert not (MEMORY & set(await tool_names(c))), "the skill that is gone shows nothing"
+            shutil.move(saved, skill_dir)
+            names = await listed(c, lambda names: "skill__flow-memory" in names)
+            assert not (MEMORY & set(names)), "a skill of the same name is not active until asked for"

@@ -158,7 +158,11 @@ impl Core {
     /// Replaces the skills; every session is told what its lists gained or lost.
     pub(crate) fn set_skills(&self, skills: Loaded) {
         *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(skills);
+        let skills = self.skills();
         for session in self.sessions() {
+            // A skill that is gone is no longer active (a new one of its name is not
+            // active until asked for).
+            session.forget_skill_unless(|name| skills.get(name).is_some());
             session.view_may_have_changed();
         }
     }

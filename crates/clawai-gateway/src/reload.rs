@@ -60,10 +60,12 @@ pub type SkillReader = Box<dyn Fn(&[PathBuf]) -> crate::skills::Loaded + Send + 
 /// Looks at the skill directories every half second and serves the skills anew when a
 /// `SKILL.md` was added, removed or changed (directories may not exist yet, so they are
 /// looked at, not watched).
-pub fn watch_skills(gateway: &Arc<Gateway>, dirs: Vec<PathBuf>, read: SkillReader) {
+/// `seen` is what the directories held when the skills in service were read (from
+/// [`skill_files_now`], taken before reading them): an edit made since is caught.
+pub fn watch_skills(gateway: &Arc<Gateway>, dirs: Vec<PathBuf>, seen: SkillFiles, read: SkillReader) {
     let gateway = Arc::downgrade(gateway);
     tokio::spawn(async move {
-        let mut last = skill_files(&dirs);
+        let mut last = seen;
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let Some(gateway) = gateway.upgrade() else { return };
@@ -77,8 +79,15 @@ pub fn watch_skills(gateway: &Arc<Gateway>, dirs: Vec<PathBuf>, read: SkillReade
     });
 }
 
-/// Every `DIR/*/SKILL.md` with its size and modification time.
-fn skill_files(dirs: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+/// What the skill directories hold: every `SKILL.md`, its size and modification time.
+pub type SkillFiles = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
+
+/// What the skill directories hold now.
+pub fn skill_files_now(dirs: &[PathBuf]) -> SkillFiles {
+    skill_files(dirs)
+}
+
+fn skill_files(dirs: &[PathBuf]) -> SkillFiles {
     let mut files = Vec::new();
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else { continue };

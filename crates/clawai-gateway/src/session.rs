@@ -174,8 +174,17 @@ impl Session {
 
     /// The catalog changed: the client is told of each list it sees that changed.
     pub(crate) fn view_may_have_changed(&self) {
-        let view = self.view();
+        let mut view = self.view();
         let mut state = lock(&self.state);
+        // Computed while something else changed what the session sees (another thread
+        // activated a skill): compute again rather than announce a stale view.
+        let mut tries = 0;
+        while tries < 3 && (view.skill != state.skill || view.catalog.generation != self.core.catalog().generation) {
+            tries += 1;
+            drop(state);
+            view = self.view();
+            state = lock(&self.state);
+        }
         let Some(announced) = state.announced else { return };
         if !state.initialized || state.modern {
             return;

@@ -134,9 +134,11 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
     let code = rt.block_on(async move {
         let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
         let dirs = skill_dirs(&args.skills);
+        // Taken before the skills are read: an edit made meanwhile is picked up.
+        let seen = clawai_gateway::reload::skill_files_now(&dirs);
         gateway.set_skills(load_skills(&dirs));
         if !args.no_reload {
-            clawai_gateway::reload::watch_skills(&gateway, dirs, Box::new(load_skills));
+            clawai_gateway::reload::watch_skills(&gateway, dirs, seen, Box::new(load_skills));
         }
         let _watcher = if args.no_reload {
             None

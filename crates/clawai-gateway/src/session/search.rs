@@ -104,9 +104,16 @@ impl Session {
             {
                 return None;
             }
-            let by: Vec<String> =
-                skills.skills.iter().filter(|skill| skill.shows(name) == Some(true)).map(|s| s.listed_name()).collect();
-            (!item.upstream.entry.internal_only || !by.is_empty()).then_some(by)
+            // A server that is not internal is shown also by skills without
+            // `allowed-tools`, and with no skill active.
+            let internal = item.upstream.entry.internal_only;
+            let by: Vec<String> = skills
+                .skills
+                .iter()
+                .filter(|skill| skill.shows(name).unwrap_or(!internal))
+                .map(|s| s.listed_name())
+                .collect();
+            (!internal || !by.is_empty()).then_some(by)
         };
         let hits = index.search(query, limit, |id| id >= tools || showing(id).is_some());
         let allowed = self.core.allowed_tools();
@@ -131,7 +138,10 @@ impl Session {
             let visible = hit.id >= tools || visible_now(&name);
             text.push_str(&format!("{name} ({server}): {description}"));
             if !visible {
-                text.push_str(&format!(" [activate {} to use it]", skills_showing.join(" or ")));
+                match skills_showing.is_empty() {
+                    true => text.push_str(" [end the active skill to use it]"),
+                    false => text.push_str(&format!(" [activate {} to use it]", skills_showing.join(" or "))),
+                }
             }
             text.push('\n');
             results.push(json!({

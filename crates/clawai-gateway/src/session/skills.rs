@@ -31,7 +31,8 @@ impl Session {
             }
             (before, state.skill.clone())
         };
-        self.record_skill(method, id, listed, if deactivate { "deactivated" } else { "activated" });
+        let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
+        self.record_own(method, id, listed, what);
         if active_before != active_after {
             self.view_may_have_changed();
         }
@@ -54,10 +55,18 @@ impl Session {
         Some(())
     }
 
-    /// A skill switched on or off, in the trail.
-    fn record_skill(&self, method: &str, id: &Value, listed: &str, what: &str) {
+    /// Ends the active skill unless `still_there` says it is still loaded.
+    pub(crate) fn forget_skill_unless(&self, still_there: impl Fn(&str) -> bool) {
+        let mut state = lock(&self.state);
+        if state.skill.as_deref().is_some_and(|name| !still_there(name)) {
+            state.skill = None;
+        }
+    }
+
+    /// A call of one of the gateway's own tools (a skill, the search), in the trail.
+    pub(super) fn record_own(&self, method: &str, id: &Value, listed: &str, what: &str) {
         let id = id.to_string();
-        let reason = format!("skill {what} for this session");
+        let reason = what.to_owned();
         let event = Event {
             time: jiff::Timestamp::now(),
             session: &self.id,
