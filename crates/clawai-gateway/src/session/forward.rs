@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use clawai_protocol::reply;
-use clawai_proxy::audit::{Direction, Event};
 use clawai_proxy::{Outgoing, Verdict};
 use serde_json::{Value, json};
 
@@ -152,20 +151,8 @@ impl Session {
     /// trail shows probing of hidden names. The event names what the client asked for,
     /// not which server, if any, has it.
     fn record_unknown(&self, method: &str, id: &Value, name: &str) {
-        let id = id.to_string();
-        let event = Event {
-            time: jiff::Timestamp::now(),
-            session: &self.id,
-            direction: Some(Direction::ClientToServer),
-            kind: "request",
-            method: Some(method),
-            id: Some(&id),
-            listed_as: Some(name),
-            decision: Some("refused"),
-            reason: Some("not in this session's lists (hidden, or no server has it)".into()),
-            ..Default::default()
-        };
-        self.core.audit.record_decision(&event);
+        let why = "not in this session's lists (hidden, or no server has it)";
+        self.record_gateways_own(method, id, name, "refused", why);
         // On disk before the refusal leaves, like every decision.
         self.core.audit.flush();
     }

@@ -9,6 +9,7 @@ use clawai_proxy::Verdict;
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
+use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
 use crate::upstream::Upstream;
 
@@ -58,26 +59,32 @@ impl Session {
             return self.ask_in_result(upstream, method, id, message, bytes).await;
         }
         let pair = self.pair(upstream);
+        if !self.server_request_goes_on(&pair, bytes).await {
+            return Ok(());
+        }
+        let ours = json!(format!("clawai-gw-{}", self.next_asked.fetch_add(1, Ordering::Relaxed)));
+        lock(&self.asked).insert(id_key(&ours), Asked::Upstream { pair: Arc::clone(&pair), upstream_id: id.clone() });
+        let mut message = message.clone();
+        message["id"] = ours;
+        self.send(rewrite::encode(&message));
+        Ok(())
+    }
+
+    /// Has `pair`'s guard decide a server's request: `true` when it goes on to the client;
+    /// otherwise what the guard gave instead (an answer to the server) is sent. The
+    /// decision is on disk before anything leaves.
+    pub(super) async fn server_request_goes_on(self: &Arc<Self>, pair: &Arc<Pair>, bytes: &[u8]) -> bool {
         let verdict = pair.guard.from_server(bytes);
-        // The decision is on disk before the request leaves.
         pair.guard.write_pending_decisions();
         match verdict {
-            Verdict::Forward => {
-                let ours = json!(format!("clawai-gw-{}", self.next_asked.fetch_add(1, Ordering::Relaxed)));
-                lock(&self.asked)
-                    .insert(id_key(&ours), Asked::Upstream { pair: Arc::clone(&pair), upstream_id: id.clone() });
-                let mut message = message.clone();
-                message["id"] = ours;
-                self.send(rewrite::encode(&message));
-            }
+            Verdict::Forward => return true,
             Verdict::Reply(answer) | Verdict::Replace(answer) => {
-                pair.guard.write_pending_decisions();
-                upstream.send(answer).await;
+                pair.upstream.send(answer).await;
             }
-            Verdict::Dispatch(out) => self.route_from_pair(&pair, out).await,
+            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
             Verdict::Drop => {}
         }
-        Ok(())
+        false
     }
 
     /// The server gave up a request it sent this session's client (if it did).

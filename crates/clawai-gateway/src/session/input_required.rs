@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use clawai_protocol::reply;
-use clawai_proxy::Verdict;
 use serde_json::{Value, json};
 
 use super::{Session, lock};
@@ -52,20 +51,8 @@ impl Session {
             ));
         };
         let pair = self.pair(upstream);
-        let verdict = pair.guard.from_server(bytes);
-        pair.guard.write_pending_decisions();
-        match verdict {
-            Verdict::Forward => {}
-            Verdict::Reply(answer) | Verdict::Replace(answer) => {
-                pair.guard.write_pending_decisions();
-                upstream.send(answer).await;
-                return Ok(());
-            }
-            Verdict::Dispatch(out) => {
-                self.route_from_pair(&pair, out).await;
-                return Ok(());
-            }
-            Verdict::Drop => return Ok(()),
+        if !self.server_request_goes_on(&pair, bytes).await {
+            return Ok(());
         }
         upstream.reattach(call, Value::Null);
         lock(&self.calls).remove(&id_key(client_id));

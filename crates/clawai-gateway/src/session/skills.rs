@@ -65,8 +65,20 @@ impl Session {
 
     /// A call of one of the gateway's own tools (a skill, the search), in the trail.
     pub(super) fn record_own(&self, method: &str, id: &Value, listed: &str, what: &str) {
+        self.record_gateways_own(method, id, listed, "allow", what);
+    }
+
+    /// An event for a request the gateway answered itself (no server saw it), under the
+    /// name the client used.
+    pub(super) fn record_gateways_own(
+        &self,
+        method: &str,
+        id: &Value,
+        listed: &str,
+        decision: &'static str,
+        why: &str,
+    ) {
         let id = id.to_string();
-        let reason = what.to_owned();
         let event = Event {
             time: jiff::Timestamp::now(),
             session: &self.id,
@@ -75,8 +87,8 @@ impl Session {
             method: Some(method),
             id: Some(&id),
             listed_as: Some(listed),
-            decision: Some("allow"),
-            reason: Some(reason.into()),
+            decision: Some(decision),
+            reason: Some(why.into()),
             ..Default::default()
         };
         self.core.audit.record_decision(&event);
