@@ -108,6 +108,28 @@ async def test_a_malformed_skill_is_skipped_and_the_others_load(tmp_path):
             assert "skill__broken" not in names
 
 
+async def test_a_skill_not_user_invocable_is_a_tool_but_no_prompt(tmp_path):
+    config = setup(tmp_path)
+    quiet = tmp_path / "skills" / "model-only"
+    quiet.mkdir()
+    (quiet / "SKILL.md").write_text("---\nname: model-only\ndescription: For the model\nuser-invocable: false\n"
+                                    "allowed-tools: [ext__echo]\n---\nUse echo.\n")
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            names = await listed(c, lambda names: "skill__model-only" in names)
+            assert "skill__model-only" in names
+            prompts = {p.name for p in (await c.list_prompts()).prompts}
+            assert "skill__flow-memory" in prompts and "skill__model-only" not in prompts
+            with pytest.raises(MCPError) as refused:
+                await c.get_prompt("skill__model-only")
+            with pytest.raises(MCPError) as unknown:
+                await c.get_prompt("skill__no-such-skill")
+            assert refused.value.code == unknown.value.code
+            assert refused.value.message.replace("model-only", "X") == unknown.value.message.replace("no-such-skill", "X")
+            result = await c.call_tool("skill__model-only", {})
+            assert not result.is_error and "Use echo." in result.content[0].text
+
+
 async def search(c, query: str, limit: int = 20) -> list[dict]:
     result = await c.call_tool("search_tools", {"query": query, "limit": limit})
     return result.structured_content["results"]

@@ -38,11 +38,14 @@ use clawai_http::link::{Link, OpenLink};
 use clawai_policy::glob::Glob;
 use clawai_proxy::{AuditLog, PolicyHandle};
 
-pub use crate::config::{GatewayConfig, McpServerConfig, ServerEntry};
+pub use crate::config::{GatewayConfig, InProcessServer, McpServerConfig, ServerEntry, Transport};
 use crate::core::Core;
 pub use crate::core::GatewayOptions;
 use crate::upstream::Upstream;
-pub use crate::upstream::connect::inherited as inherited_variable;
+pub use clawai_http::child::inherited_variable;
+
+/// The name under which clawai's built-in tools are served (`builtin__read_file`, …).
+pub const BUILTIN_SERVER: &str = config::BUILTIN_NAME;
 
 /// Locks a mutex, taking it over from a thread that panicked holding it (what it
 /// guards stays usable: maps of requests in flight, sessions, lists).

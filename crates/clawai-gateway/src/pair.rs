@@ -8,7 +8,6 @@ use std::sync::{Arc, Weak};
 
 use clawai_proxy::{Guard, Later, Outlet};
 
-use crate::config::McpServerConfig;
 use crate::core::Core;
 use crate::names;
 use crate::session::Session;
@@ -38,10 +37,7 @@ impl Pair {
                 "resources/read" => Some(names::resource_uri(&server, name)),
                 _ => None,
             }));
-        let guard = match upstream.entry.transport {
-            McpServerConfig::Stdio { .. } => guard,
-            _ => guard.for_remote_server(),
-        };
+        let guard = if upstream.entry.transport.is_remote() { guard.for_remote_server() } else { guard };
         let pair = Arc::new(Pair { upstream, guard: Arc::new(guard), tools_version: AtomicU64::new(u64::MAX) });
         pair.guard.set_outlet(Arc::new(PairOutlet {
             session: Arc::downgrade(session),

@@ -148,7 +148,7 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 impl Upstream {
     /// Starts server `name` and returns at once: it comes up in the background.
     pub fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
-        let remote = !matches!(entry.transport, crate::config::McpServerConfig::Stdio { .. });
+        let remote = entry.transport.is_remote();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(name.clone()))
             .with_session(format!("gateway-{}", uuid::Uuid::new_v4().simple()));
         let guard = if remote { guard.for_remote_server() } else { guard };

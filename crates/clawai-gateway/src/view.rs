@@ -64,7 +64,10 @@ impl View {
         own[ListKind::Tools.index()].push(raw(crate::session::search_tool_json()));
         for skill in &skills.skills {
             own[ListKind::Tools.index()].push(raw(skill.tool_json()));
-            own[ListKind::Prompts.index()].push(raw(skill.prompt_json()));
+            // `user-invocable: false`: for the model only, so no prompt (a slash command).
+            if skill.user_invocable() {
+                own[ListKind::Prompts.index()].push(raw(skill.prompt_json()));
+            }
         }
         let mut visible: [Vec<usize>; 4] = Default::default();
         let mut digests = [0; 4];

@@ -18,6 +18,21 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use crate::framing::{Frame, next_frame};
 use crate::link::{FromServer, Link};
 
+/// The variables a child started on an agent's behalf inherits (besides those it is
+/// given): what a program needs to run, never the API keys in clawai's own environment.
+const INHERITED: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL"];
+
+/// True for a variable a child inherits: [`INHERITED`] and the locale's `LC_*`.
+pub fn inherited_variable(name: &str) -> bool {
+    INHERITED.contains(&name) || name.starts_with("LC_")
+}
+
+/// Clears `command`'s environment down to the variables a child inherits.
+pub fn minimal_environment(command: &mut Command) {
+    command.env_clear();
+    command.envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(inherited_variable)));
+}
+
 /// A running child server.
 pub struct ChildServer {
     child: Child,

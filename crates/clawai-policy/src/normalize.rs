@@ -145,7 +145,15 @@ pub(crate) fn other_names_match(
                 match expanded.as_deref() {
                     Some(path) if test(path) => return true,
                     Some(path) => (path, false),
-                    None => return false,
+                    // A bare name (`notes.txt`) is not read as a path (prose would be), but
+                    // a link of that name in the working directory is followed: a
+                    // repository may hold `README -> ~/.ssh/id_rsa`.
+                    None => {
+                        let Some(follow) = follow_links else { return false };
+                        let Some(path) = bare_name_in_working_dir(reading, working_dir()) else { return false };
+                        return follow(&path)
+                            .is_some_and(|real| test(&real) || (as_file_url && test(&format!("file://{real}"))));
+                    }
                 }
             }
         },
@@ -198,6 +206,19 @@ fn in_working_dir(text: &str, dir: Option<&str>) -> Option<String> {
         && !first_component.contains(':')
         && !text.chars().any(char::is_control);
     path_like.then(|| dir.map(|dir| normalize_path(&format!("{dir}/{text}")))).flatten()
+}
+
+/// `dir/name` for text that may name a file in `dir` by itself: one path component
+/// (no `/`), not `.` or `..`, at most 255 bytes (the longest file name), without
+/// whitespace or control characters (prose is not looked up).
+fn bare_name_in_working_dir(text: &str, dir: Option<&str>) -> Option<String> {
+    let name_like = !text.is_empty()
+        && text.len() <= 255
+        && text != "."
+        && text != ".."
+        && !text.contains('/')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control());
+    name_like.then(|| dir.map(|dir| format!("{dir}/{text}"))).flatten()
 }
 
 /// The working directory when it is an absolute path in UTF-8, read once (the proxy
@@ -640,6 +661,33 @@ mod tests {
             assert_eq!(in_working_dir(text, dir), None, "{text:?}");
         }
         assert_eq!(in_working_dir("../x", None), None);
+    }
+
+    #[test]
+    fn a_bare_name_is_looked_up_only_when_it_may_name_a_file() {
+        let dir = Some("/home/me/p");
+        for name in ["README", "notes.txt", "id_rsa", ".env", "ünïcode"] {
+            assert_eq!(bare_name_in_working_dir(name, dir), Some(format!("/home/me/p/{name}")), "{name:?}");
+        }
+        for text in ["", ".", "..", "a b", "line\nbreak", "a/b", &"x".repeat(256)] {
+            assert_eq!(bare_name_in_working_dir(text, dir), None, "{text:?}");
+        }
+        assert_eq!(bare_name_in_working_dir("README", None), None);
+    }
+
+    #[test]
+    fn a_link_under_a_bare_name_is_followed_by_deny_conditions() {
+        let dir = working_dir().expect("the tests run in an absolute directory");
+        // What `follow` reports for the link `dir/README` (the file system is not touched).
+        fn follow(path: &str) -> Option<String> {
+            path.ends_with("/README").then(|| "/home/me/.ssh/id_rsa".to_owned())
+        }
+        let is_key = |p: &str| p.ends_with("/.ssh/id_rsa");
+        assert!(other_names_match("README", false, Some(follow), is_key));
+        assert!(!other_names_match("README", false, None, is_key), "links are followed only when asked");
+        assert!(!other_names_match("LICENSE", false, Some(follow), is_key));
+        assert!(!other_names_match("see the README", false, Some(follow), is_key), "prose is not looked up");
+        assert!(dir.starts_with('/'));
     }
 
     #[test]

@@ -40,6 +40,7 @@
 //!   ([`SdkMcpServerImpl::handle_jsonrpc`]); [`SdkMcpServerRegistry`]: servers by name.
 //! * [`context`]: progress and log notifications from inside a tool.
 //! * Serving: [`SdkMcpServerImpl::serve_stdio`], [`serve_io`], and [`http`].
+//! * [`McpServerConfig`]: how a host reaches a server (stdio, SSE, HTTP), tagged by `type`.
 //!
 //! Errors (seed 002 §9, [`codes`]): -32601 unknown method, -32602 unknown tool or invalid
 //! arguments, -32603 a handler's `Err`. A [`ToolResult::error`] is a *successful*
@@ -51,6 +52,7 @@ extern crate self as clawai_sdk;
 #[path = "private.rs"]
 pub mod __private;
 pub mod codes;
+mod config;
 mod content;
 pub mod context;
 mod error;
@@ -64,6 +66,7 @@ pub mod version;
 
 pub use async_trait::async_trait;
 pub use clawai_sdk_macros::claw_tool;
+pub use config::McpServerConfig;
 pub use content::{EmbeddedResource, ToolContent, ToolResult};
 pub use error::ClawError;
 pub use registry::SdkMcpServerRegistry;

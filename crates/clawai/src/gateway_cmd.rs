@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions};
+use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions, ServerEntry};
 use clawai_http::{Front, Upstream};
+use clawai_proxy::AskOptions;
 use clawai_proxy::{AuditLog, PolicyHandle};
 
 use crate::ExitCode;
@@ -24,13 +25,7 @@ pub struct GatewayArgs {
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
     #[command(flatten)]
-    policy: PolicyArg,
-    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
-    #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
-    audit: Option<PathBuf>,
-    /// Rotate the audit trail when it reaches this many bytes.
-    #[arg(long, default_value_t = AuditLog::DEFAULT_MAX_BYTES, value_name = "BYTES")]
-    audit_max_bytes: u64,
+    served: ServedArgs,
     /// Seconds the calls in flight on a server removed from the configuration get to
     /// finish before they are cancelled and the server is stopped.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
@@ -41,6 +36,28 @@ pub struct GatewayArgs {
     /// The most tools (prompts, resources) on one page of a list.
     #[arg(long, default_value_t = 500, value_name = "N")]
     page_size: usize,
+    #[command(flatten)]
+    front: ListenArgs,
+}
+
+/// Options of `clawai mcp-server`.
+#[derive(Debug, Args)]
+pub struct McpServerArgs {
+    #[command(flatten)]
+    served: ServedArgs,
+}
+
+/// What `clawai gateway` and `clawai mcp-server` share: the guards and the skills.
+#[derive(Debug, Args)]
+struct ServedArgs {
+    #[command(flatten)]
+    policy: PolicyArg,
+    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
+    #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Rotate the audit trail when it reaches this many bytes.
+    #[arg(long, default_value_t = AuditLog::DEFAULT_MAX_BYTES, value_name = "BYTES")]
+    audit_max_bytes: u64,
     /// Seconds a call a `prompt` rule holds waits for a person's answer before it is
     /// denied.
     #[arg(long, default_value_t = 45.0, value_name = "SECONDS")]
@@ -51,15 +68,13 @@ pub struct GatewayArgs {
     /// The largest message accepted in either direction, in bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
     max_message_size: usize,
-    /// Do not reload the policy or the configuration when their files change.
+    /// Do not reload the policy, the configuration or the skills when their files change.
     #[arg(long)]
     no_reload: bool,
     /// A directory of skills (`NAME/SKILL.md` in it); repeatable. Also read:
     /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
     #[arg(long = "skills", value_name = "DIR")]
     skills: Vec<PathBuf>,
-    #[command(flatten)]
-    front: ListenArgs,
 }
 
 /// The skill directories, in the order a name is taken from.
@@ -87,6 +102,23 @@ pub fn run(args: GatewayArgs, http: HttpTransport) -> Result<ExitCode> {
     }
 }
 
+/// Runs `clawai mcp-server` (in the `clawai-http` binary).
+pub fn run_mcp_server_command(args: McpServerArgs, http: HttpTransport) -> Result<ExitCode> {
+    match http {
+        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+        HttpTransport::InProcess(runners) => (runners.mcp_server)(args),
+    }
+}
+
+/// clawai's built-in tools and the skills over stdio, in process: a gateway whose one
+/// server is the built-in tools, so they pass the same guards as any server's.
+pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
+    let mut config = GatewayConfig::default();
+    config.servers.insert(clawai_gateway::BUILTIN_SERVER.to_owned(), ServerEntry::builtin(false));
+    let options = GatewayOptions { page_size: 500, ..GatewayOptions::default() };
+    serve(&args.served, config, None, options, None)
+}
+
 /// Reads the configuration: a known client's file is read leniently (its other keys
 /// are the client's business); clawai's own file strictly (a typo never widens
 /// anything).
@@ -97,9 +129,7 @@ fn read_config(path: &Path) -> Result<GatewayConfig, String> {
 
 /// The gateway, in process.
 pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
-    for (name, value, zero_ok) in
-        [("--drain", args.drain, true), ("--grace", args.grace, true), ("--ask-timeout", args.ask_timeout, false)]
-    {
+    for (name, value, zero_ok) in [("--drain", args.drain, true), ("--grace", args.grace, true)] {
         if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0)) && value <= 86_400.0) {
             bail!(
                 "{name} must be a number of seconds{}, at most 86400 (a day)",
@@ -114,40 +144,66 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
     for warning in &config.warnings {
         tracing::warn!("{}: {warning}", args.config.display());
     }
-    let guarded = Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload)?;
-    let ask = crate::proxy_cmd::ask_options(args.ask_timeout, args.approvals.as_ref());
     let grace = Duration::from_secs_f64(args.grace);
     let options = GatewayOptions {
-        ask: ask.clone(),
+        ask: AskOptions::default(),
         drain: Duration::from_secs_f64(args.drain),
         grace,
-        max_message: args.max_message_size,
+        max_message: args.served.max_message_size,
         page_size: args.page_size,
     };
     let listen = match args.front.listen {
-        Some(_) => {
-            Some(args.front.options(FrontSettings { grace, max_message: args.max_message_size, server: None, ask })?)
-        }
+        Some(_) => Some(args.front.options(FrontSettings {
+            grace,
+            max_message: args.served.max_message_size,
+            server: None,
+            ask: args.served.ask_options(),
+        })?),
         None => None,
     };
+    serve(&args.served, config, Some(&args.config), options, listen)
+}
+
+impl ServedArgs {
+    fn ask_options(&self) -> AskOptions {
+        crate::proxy_cmd::ask_options(self.ask_timeout, self.approvals.as_ref())
+    }
+}
+
+/// Starts the gateway of `config` and serves it over stdio, or on `listen`, until the
+/// client goes or a signal comes; `config_file`: where `config` was read, watched for
+/// changes.
+fn serve(
+    served: &ServedArgs,
+    config: GatewayConfig,
+    config_file: Option<&Path>,
+    mut options: GatewayOptions,
+    listen: Option<(std::net::SocketAddr, clawai_http::ListenOptions)>,
+) -> Result<ExitCode> {
+    let ask_timeout = served.ask_timeout;
+    if !(ask_timeout.is_finite() && ask_timeout > 0.0 && ask_timeout <= 86_400.0) {
+        bail!("--ask-timeout must be a number of seconds, more than 0, at most 86400 (a day)");
+    }
+    let guarded = Guarded::open_with(&served.policy, served.audit.as_ref(), served.audit_max_bytes, served.no_reload)?;
+    options.ask = served.ask_options();
+    options.max_message = served.max_message_size;
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
-        let dirs = skill_dirs(&args.skills);
+        let dirs = skill_dirs(&served.skills);
         // Taken before the skills are read: an edit made meanwhile is picked up.
         let seen = clawai_gateway::reload::skill_files_now(&dirs);
         gateway.set_skills(load_skills(&dirs));
-        if !args.no_reload {
+        if !served.no_reload {
             clawai_gateway::reload::watch_skills(&gateway, dirs, seen, Box::new(load_skills));
         }
-        let _watcher = if args.no_reload {
-            None
-        } else {
-            clawai_gateway::reload::watch(&gateway, &args.config, Box::new(read_config))
+        let _watcher = match config_file {
+            Some(path) if !served.no_reload => clawai_gateway::reload::watch(&gateway, path, Box::new(read_config))
                 .inspect_err(|error| {
-                    tracing::warn!("cannot watch {} for changes ({error}); edits need a restart", args.config.display())
+                    tracing::warn!("cannot watch {} for changes ({error}); edits need a restart", path.display())
                 })
-                .ok()
+                .ok(),
+            _ => None,
         };
         let code = match listen {
             Some((addr, options)) => {
@@ -179,7 +235,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
                 front.serve(listener, shutdown_signal()).await?;
                 0
             }
-            None => clawai_gateway::stdio::serve(&gateway, args.max_message_size).await?,
+            None => clawai_gateway::stdio::serve(&gateway, served.max_message_size).await?,
         };
         gateway.shutdown().await;
         anyhow::Ok(code)

@@ -41,6 +41,9 @@ enum Command {
     Proxy(proxy_cmd::ProxyArgs),
     /// Many MCP servers behind one guarded endpoint: `clawai gateway --config FILE`.
     Gateway(gateway_cmd::GatewayArgs),
+    /// Serve clawai's built-in tools (read_file, write_file, list_directory, exec_shell,
+    /// web_fetch) and the skills over stdio, decided by the policy like any server's.
+    McpServer(gateway_cmd::McpServerArgs),
     /// Read the audit trail.
     #[command(subcommand)]
     Audit(audit_cmd::AuditCommand),
@@ -124,6 +127,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => proxy_cmd::run(args, http),
         Command::Gateway(args) => gateway_cmd::run(args, http),
+        Command::McpServer(args) => gateway_cmd::run_mcp_server_command(args, http),
         Command::Audit(cmd) => audit_cmd::run(cmd),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),

@@ -30,14 +30,19 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use clawai_sdk::McpServerConfig;
+use clawai_sdk::SdkMcpServerImpl;
 
 use jsonc_parser::ast::ObjectProp;
 
 pub use error::{ConfigError, Location};
 use json::{Doc, Fields, Key, prop_name};
+pub use server::BUILTIN_NAME;
 
 /// A loaded gateway configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GatewayConfig {
     /// The servers by name, disabled ones included (with `disabled: true`); entries
     /// skipped for having neither a command nor a URL are not here (see `warnings`).
@@ -55,7 +60,7 @@ pub struct GatewayConfig {
 pub struct ServerEntry {
     /// How to reach it, `${VAR}`s expanded (a disabled server's values are kept as
     /// written).
-    pub transport: McpServerConfig,
+    pub transport: Transport,
     /// `cwd`: the directory a stdio server runs in, as written (a relative path is not
     /// resolved here).
     pub cwd: Option<PathBuf>,
@@ -66,34 +71,62 @@ pub struct ServerEntry {
     pub disabled: bool,
 }
 
-/// How a server is reached: the `type` of its entry, or, without one, `stdio` when it has
-/// a `command` and `http` when it has a `url`.
+/// How a server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum McpServerConfig {
-    /// A program the gateway starts, speaking MCP on its stdin and stdout.
-    Stdio {
-        /// The program.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Variables added to its (minimal) environment.
-        env: BTreeMap<String, String>,
-    },
-    /// A server speaking the legacy HTTP+SSE transport (`"type": "sse"`).
-    Sse {
-        /// Its SSE endpoint (http or https).
-        url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
-    },
-    /// A server speaking Streamable HTTP (`"type": "http"`, or a `url` without `type`);
-    /// the HTTP client falls back to legacy SSE when the server only speaks that.
-    Http {
-        /// Its MCP endpoint (http or https).
-        url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
-    },
+pub enum Transport {
+    /// As an MCP client reaches it: the `type` of its entry (`stdio`, `sse`, `http`), or,
+    /// without one, `stdio` when it has a `command` and `http` when it has a `url`.
+    Mcp(McpServerConfig),
+    /// clawai's built-in tools (`"type": "builtin"`), served in the gateway's process.
+    Builtin,
+    /// A server written with `clawai-sdk` that lives in the same process: a Rust program
+    /// building its own gateway puts it here (never read from a file).
+    InProcess(InProcessServer),
+}
+
+/// An SDK server in the gateway's process. Two are the same when they are the same
+/// object (a reload keeps it running).
+#[derive(Clone)]
+pub struct InProcessServer(pub Arc<SdkMcpServerImpl>);
+
+impl PartialEq for InProcessServer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for InProcessServer {}
+
+impl std::fmt::Debug for InProcessServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("InProcessServer").field(&self.0.name).finish()
+    }
+}
+
+impl Transport {
+    /// True for a server on another machine (reached over HTTP): its paths are not this
+    /// machine's, so the policy matches them as spelled, without following links.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Transport::Mcp(McpServerConfig::Sse { .. } | McpServerConfig::Http { .. }))
+    }
+}
+
+impl ServerEntry {
+    /// An entry for an in-process SDK server, listed like a server with
+    /// `internalOnly: internal_only`.
+    pub fn in_process(server: Arc<SdkMcpServerImpl>, internal_only: bool) -> ServerEntry {
+        ServerEntry {
+            transport: Transport::InProcess(InProcessServer(server)),
+            cwd: None,
+            internal_only,
+            disabled: false,
+        }
+    }
+
+    /// clawai's built-in tools, listed unless `internal_only`.
+    pub fn builtin(internal_only: bool) -> ServerEntry {
+        ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled: false }
+    }
 }
 
 const TOP_KEYS: [Key; 3] = [Key::two("mcpServers", "mcp_servers"), Key::one("tools"), Key::one("agent")];

@@ -11,7 +11,11 @@ use jsonc_parser::common::Ranged;
 use super::error::ConfigError;
 use super::expand::{ExpandError, expand};
 use super::json::{Doc, Fields, Key, StringMember, prop_name};
-use super::{McpServerConfig, ServerEntry};
+use super::{McpServerConfig, ServerEntry, Transport};
+
+/// The one name a server of `"type": "builtin"` has: its tools are listed as
+/// `builtin__read_file`, `builtin__exec_shell`, ….
+pub const BUILTIN_NAME: &str = "builtin";
 
 /// The keys of a server entry in every file.
 const SERVER_KEYS: [Key; 9] = [
@@ -41,11 +45,12 @@ const HINTS: &[(&str, &str)] = &[
 ];
 
 /// How a server is reached.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Stdio,
     Sse,
     Http,
+    Builtin,
 }
 
 /// Reads one member of the servers object. `Ok(None)`: the entry has neither a command
@@ -58,7 +63,11 @@ pub(super) fn read(
     warnings: &mut Vec<String>,
 ) -> Result<Option<(String, ServerEntry)>, ConfigError> {
     let name = prop_name(prop);
-    check_name(doc, name, prop.range.start)?;
+    // `builtin` is reserved for clawai's own tools; whether this entry is them is known
+    // once its `type` is read.
+    if name != BUILTIN_NAME {
+        check_name(doc, name, prop.range.start)?;
+    }
     let section = format!("server `{name}`");
     let object = doc.object(&prop.value, &section)?;
     let known: Vec<Key> =
@@ -82,15 +91,7 @@ pub(super) fn read(
             "sse" => Kind::Sse,
             // Streamable HTTP, under the names other MCP clients write for it.
             "http" | "streamable-http" | "streamableHttp" | "streamable_http" => Kind::Http,
-            "builtin" => {
-                return Err(doc.invalid(
-                    p.range.start,
-                    format!(
-                        "server `{name}` has `\"type\": \"builtin\"`, and built-in servers are not available \
-                         yet; remove this server for now"
-                    ),
-                ));
-            }
+            "builtin" => Kind::Builtin,
             other => {
                 return Err(doc.invalid(
                     p.value.start(),
@@ -108,8 +109,37 @@ pub(super) fn read(
     let header_members = members("headers")?;
     let cwd = string("cwd")?;
     let url = address(doc, &fields, name)?;
-    let internal_only = flag("internalOnly", true)?;
+    // clawai's own tools are listed unless the entry says otherwise; a server's only
+    // when it says so.
+    let internal_only = flag("internalOnly", given != Some(Kind::Builtin))?;
     let disabled = flag("disabled", false)?;
+    match (&given, name == BUILTIN_NAME) {
+        (Some(Kind::Builtin), false) => {
+            return Err(doc.invalid(
+                prop.range.start,
+                format!(
+                    "server `{name}` has `\"type\": \"builtin\"`, and clawai's built-in tools are always the \
+                     server `{BUILTIN_NAME}` (listed as `{BUILTIN_NAME}__read_file`…); rename `{name}` to `{BUILTIN_NAME}`"
+                ),
+            ));
+        }
+        (Some(Kind::Builtin), true) => {
+            for key in ["command", "args", "env", "cwd", "url", "headers"] {
+                if let Some(p) = fields.get(key) {
+                    return Err(doc.invalid(
+                        p.range.start,
+                        format!(
+                            "`{key}` has no use for server `{name}`, which is clawai's built-in tools; remove `{key}`"
+                        ),
+                    ));
+                }
+            }
+            let entry = ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled };
+            return Ok(Some((name.to_owned(), entry)));
+        }
+        (_, true) => check_name(doc, name, prop.range.start)?,
+        (_, false) => {}
+    }
 
     let kind = match (given, &command, &url) {
         (Some(kind), _, _) => kind,
@@ -170,8 +200,9 @@ pub(super) fn read(
                 refuse_nul(doc, &value, member.value_at, &format!("`{key}` of server `{name}`"))?;
                 env_values.insert(member.key, value);
             }
-            McpServerConfig::Stdio { command, args: checked, env: env_values }
+            Transport::Mcp(McpServerConfig::Stdio { command, args: checked, env: env_values })
         }
+        Kind::Builtin => unreachable!("a built-in entry returned above"),
         Kind::Sse | Kind::Http => {
             const HOW: &str = "is reached at its URL";
             let Some(url) = url else {
@@ -216,10 +247,10 @@ pub(super) fn read(
                 }
                 headers.insert(member.key, value);
             }
-            match kind {
+            Transport::Mcp(match kind {
                 Kind::Sse => McpServerConfig::Sse { url: url.value, headers },
                 _ => McpServerConfig::Http { url: url.value, headers },
-            }
+            })
         }
     };
     let cwd = match cwd {

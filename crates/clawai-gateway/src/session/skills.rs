@@ -16,7 +16,9 @@ impl Session {
         let listed = message.pointer("/params/name").and_then(Value::as_str)?;
         let name = listed.strip_prefix(PREFIX)?;
         let skills = self.core.skills();
-        let skill = skills.get(name)?;
+        // A skill with `user-invocable: false` is for the model only: no prompt (what
+        // clients offer people as a slash command), so `prompts/get` finds none.
+        let skill = skills.get(name).filter(|skill| method == "tools/call" || skill.user_invocable())?;
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
         let deactivate = method == "tools/call" && arguments.get("deactivate") == Some(&Value::Bool(true));
         let (active_before, active_after) = {

@@ -9,30 +9,22 @@ use clawai_http::child::{self, ChildServer};
 use clawai_http::framing::{Frame, next_frame};
 use clawai_http::link::{FromServer, Link};
 use clawai_http::{RemoteOptions, remote};
+use clawai_sdk::SdkMcpServerImpl;
 use serde_json::json;
-use tokio::io::BufReader;
-use tokio::process::ChildStdout;
+use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::sync::watch;
 
 use super::{INITIALIZE_TIMEOUT, Status, Upstream, Writer, lock};
 use crate::catalog::ListKind;
-use crate::config::McpServerConfig;
-
-/// The variables a child inherits from the gateway (besides its own `env`): what a
-/// program needs to run, never the gateway's API keys.
-const INHERITED: [&str; 8] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL"];
-
-/// True for a variable a child inherits.
-pub fn inherited(name: &str) -> bool {
-    INHERITED.contains(&name) || name.starts_with("LC_")
-}
+use crate::config::{McpServerConfig, Transport};
 
 /// Where the server's messages come from: a child's stdout, read by the server's own
 /// task (no task or channel in between), or a remote session's link.
 pub(crate) enum Source {
-    /// A child's stdout, and the largest message taken.
-    Pipe(BufReader<ChildStdout>, usize),
+    /// A child's stdout (or an in-process server's output), and the largest message
+    /// taken.
+    Pipe(Box<dyn AsyncBufRead + Send + Unpin>, usize),
     /// A remote server's link.
     Link(mpsc::Receiver<FromServer>),
 }
@@ -54,6 +46,41 @@ impl Source {
     }
 }
 
+/// Connects to an SDK server in this process as to a child: one pipe each way, so that
+/// dropping the gateway's end of the input ends the server's input, as a child's stdin
+/// closing does. The server answers requests concurrently and honours cancellations.
+fn in_process(server: Arc<SdkMcpServerImpl>, max_message: usize) -> (Writer, Source, Option<ChildServer>) {
+    const PIPE_BYTES: usize = 256 * 1024;
+    let (mut to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
+    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
+    let name = server.name.clone();
+    tokio::spawn(async move {
+        if let Err(error) = clawai_sdk::serve_io(server, server_input, server_output).await {
+            tracing::warn!("in-process server `{name}` stopped: {error}");
+        }
+    });
+    let (link, mut outgoing, incoming) = Link::pair();
+    tokio::spawn(async move {
+        while let Some(mut message) = outgoing.recv().await {
+            message.push(b'\n');
+            if to_server.write_all(&message).await.is_err() {
+                break;
+            }
+        }
+        // `to_server` drops here: the server sees the end of its input and finishes.
+    });
+    tokio::spawn(async move {
+        let mut source = Source::Pipe(Box::new(BufReader::new(from_server)), max_message);
+        while let Some(item) = source.next().await {
+            let closed = matches!(item, FromServer::Closed(_));
+            if incoming.send(item).await.is_err() || closed {
+                break;
+            }
+        }
+    });
+    (Writer::Link(link.to_server), Source::Link(link.from_server), None)
+}
+
 /// The revision the gateway proposes to its servers.
 const PROPOSED_VERSION: &str = "2025-11-25";
 
@@ -62,22 +89,24 @@ impl Upstream {
     pub(super) fn connect(&self) -> io::Result<(Writer, Source, Option<ChildServer>)> {
         let max_message = self.core().map_or(64 << 20, |core| core.options.max_message);
         match &self.entry.transport {
-            McpServerConfig::Stdio { command, args, env } => {
+            Transport::Builtin => Ok(in_process(Arc::new(clawai_builtin::server()), max_message)),
+            Transport::InProcess(server) => Ok(in_process(Arc::clone(&server.0), max_message)),
+            Transport::Mcp(McpServerConfig::Stdio { command, args, env }) => {
                 let mut line = vec![command.clone()];
                 line.extend(args.iter().cloned());
                 let cwd = self.entry.cwd.clone();
                 let (stdin, stdout, child) = child::spawn_piped(&line, |command| {
-                    command.env_clear();
-                    command.envs(std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(inherited)));
+                    // What a program needs to run, never the gateway's API keys.
+                    child::minimal_environment(command);
                     command.envs(env);
                     if let Some(cwd) = &cwd {
                         command.current_dir(cwd);
                     }
                 })?;
                 let writer = Writer::Pipe(Arc::new(tokio::sync::Mutex::new(stdin)));
-                Ok((writer, Source::Pipe(BufReader::new(stdout), max_message), Some(child)))
+                Ok((writer, Source::Pipe(Box::new(BufReader::new(stdout)), max_message), Some(child)))
             }
-            McpServerConfig::Http { url, headers } | McpServerConfig::Sse { url, headers } => {
+            Transport::Mcp(McpServerConfig::Http { url, headers } | McpServerConfig::Sse { url, headers }) => {
                 let lines: Vec<String> = headers.iter().map(|(name, value)| format!("{name}: {value}")).collect();
                 // The values were expanded when the configuration was read.
                 let options = RemoteOptions::parse(url, &lines, |_| None).map_err(io::Error::other)?;

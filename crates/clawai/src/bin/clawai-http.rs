@@ -1,10 +1,11 @@
 //! `clawai-http`: the `clawai` commands, running the HTTP transports (`proxy --listen`,
-//! `proxy --upstream`) and `clawai ui` in process. `clawai` execs it for those.
+//! `proxy --upstream`), `clawai ui`, `gateway` and `mcp-server` in process. `clawai` execs it for those.
 
 fn main() {
     clawai::main(clawai::HttpTransport::InProcess(clawai::HttpRunners {
         proxy: clawai::http_cmd::run_http,
         ui: clawai::ui_cmd::run_ui,
         gateway: clawai::gateway_cmd::run_gateway,
+        mcp_server: clawai::gateway_cmd::run_mcp_server,
     }))
 }

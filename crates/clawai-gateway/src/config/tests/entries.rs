@@ -7,7 +7,7 @@ fn one(entry: &str) -> Result<GatewayConfig, ConfigError> {
 }
 
 fn transport(entry: &str) -> McpServerConfig {
-    server(&one(entry).unwrap(), "s").transport
+    server(&one(entry).unwrap(), "s").transport.into_mcp()
 }
 
 fn refused_entry(entry: &str) -> String {
@@ -98,9 +98,18 @@ fn type_chooses_the_transport() {
 }
 
 #[test]
-fn builtin_is_not_available_yet() {
+fn the_builtin_tools_are_the_server_named_builtin_and_listed_by_default() {
+    let config = strict(r#"{"mcpServers": {"builtin": {"type": "builtin"}}}"#).unwrap();
+    assert_eq!(server(&config, "builtin"), ServerEntry::builtin(false));
+    let config = strict(r#"{"mcpServers": {"builtin": {"type": "builtin", "internalOnly": true}}}"#).unwrap();
+    assert_eq!(server(&config, "builtin"), ServerEntry::builtin(true));
     let message = refused_entry(r#"{"type": "builtin"}"#);
-    assert!(message.contains("not available yet"), "{message}");
+    assert!(message.contains("rename `s` to `builtin`"), "{message}");
+    let message =
+        strict(r#"{"mcpServers": {"builtin": {"type": "builtin", "command": "x"}}}"#).unwrap_err().to_string();
+    assert!(message.contains("`command` has no use for server `builtin`"), "{message}");
+    let message = strict(r#"{"mcpServers": {"builtin": {"command": "x"}}}"#).unwrap_err().to_string();
+    assert!(message.contains("reserved"), "another server cannot take the name: {message}");
 }
 
 #[test]
@@ -182,11 +191,11 @@ fn entries_wrapped_by_clawai_load_as_they_are() {
 }}"#;
     let config = lenient(text).unwrap();
     assert_eq!(
-        server(&config, "fs").transport,
+        server(&config, "fs").transport.into_mcp(),
         stdio("/usr/local/bin/clawai", &["proxy", "--server", "fs", "--", "npx", "-y", "fs"])
     );
     assert_eq!(
-        server(&config, "web").transport,
+        server(&config, "web").transport.into_mcp(),
         stdio("/usr/local/bin/clawai", &["proxy", "--upstream", "https://x.example/mcp"])
     );
 }

@@ -39,6 +39,16 @@ pub(super) fn stdio(command: &str, args: &[&str]) -> McpServerConfig {
     }
 }
 
+impl Transport {
+    /// The configuration of a server reached as an MCP client reaches it.
+    pub(super) fn into_mcp(self) -> McpServerConfig {
+        match self {
+            Transport::Mcp(config) => config,
+            other => panic!("not an MCP client's transport: {other:?}"),
+        }
+    }
+}
+
 pub(super) fn server(config: &GatewayConfig, name: &str) -> ServerEntry {
     config.servers.get(name).unwrap_or_else(|| panic!("server `{name}` in {config:?}")).clone()
 }
@@ -48,7 +58,12 @@ fn servers_are_read_under_tools_mcp_servers() {
     let config = strict(r#"{"tools": {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"]}}}}"#).unwrap();
     assert_eq!(
         server(&config, "fs"),
-        ServerEntry { transport: stdio("npx", &["-y", "fs"]), cwd: None, internal_only: true, disabled: false }
+        ServerEntry {
+            transport: Transport::Mcp(stdio("npx", &["-y", "fs"])),
+            cwd: None,
+            internal_only: true,
+            disabled: false
+        }
     );
     assert_eq!(config.allowed_tools, None);
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
@@ -57,7 +72,7 @@ fn servers_are_read_under_tools_mcp_servers() {
 #[test]
 fn servers_are_read_under_tools_mcp_servers_in_snake_case() {
     let config = strict(r#"{"tools": {"mcp_servers": {"fs": {"command": "npx"}}}}"#).unwrap();
-    assert_eq!(server(&config, "fs").transport, stdio("npx", &[]));
+    assert_eq!(server(&config, "fs").transport.into_mcp(), stdio("npx", &[]));
 }
 
 #[test]
@@ -66,7 +81,7 @@ fn servers_are_read_under_a_top_level_mcp_servers() {
         strict(r#"{"mcpServers": {"fs": {"command": "npx"}, "web": {"url": "https://x.example/mcp"}}}"#).unwrap();
     assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["fs", "web"]);
     let config = strict(r#"{"mcp_servers": {"fs": {"command": "npx"}}}"#).unwrap();
-    assert_eq!(server(&config, "fs").transport, stdio("npx", &[]));
+    assert_eq!(server(&config, "fs").transport.into_mcp(), stdio("npx", &[]));
 }
 
 #[test]
@@ -120,7 +135,9 @@ fn a_claude_desktop_file_loads_as_it_is() {
     assert_eq!(config.servers.len(), 2);
     let github = server(&config, "github");
     assert!(github.internal_only, "internalOnly defaults to true");
-    let McpServerConfig::Stdio { command, args, env } = github.transport else { panic!("{github:?}") };
+    let McpServerConfig::Stdio { command, args, env } = github.transport.clone().into_mcp() else {
+        panic!("{github:?}")
+    };
     assert_eq!(command, "docker");
     assert_eq!(args.len(), 6);
     assert_eq!(env.get("GITHUB_PERSONAL_ACCESS_TOKEN").map(String::as_str), Some("ghp_example"));
@@ -148,8 +165,11 @@ fn a_cursor_file_with_keys_of_its_own_loads_when_lenient() {
     let config = lenient(CURSOR).unwrap();
     let linear = server(&config, "linear");
     let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer lin_example".to_owned())]);
-    assert_eq!(linear.transport, McpServerConfig::Http { url: "https://mcp.linear.app/sse".to_owned(), headers });
-    assert_eq!(server(&config, "local").transport, stdio("node", &["server.js"]));
+    assert_eq!(
+        linear.transport.into_mcp(),
+        McpServerConfig::Http { url: "https://mcp.linear.app/sse".to_owned(), headers }
+    );
+    assert_eq!(server(&config, "local").transport.into_mcp(), stdio("node", &["server.js"]));
 }
 
 #[test]
@@ -212,14 +232,14 @@ fn a_claude_code_project_file_loads_as_it_is() {
         let config = parse(text, Path::new(".mcp.json"), &env, leniency).unwrap();
         let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer tok".to_owned())]);
         assert_eq!(
-            server(&config, "sentry").transport,
+            server(&config, "sentry").transport.into_mcp(),
             McpServerConfig::Http { url: "https://mcp.sentry.dev/mcp".to_owned(), headers }
         );
         assert_eq!(
-            server(&config, "legacy").transport,
+            server(&config, "legacy").transport.into_mcp(),
             McpServerConfig::Sse { url: "https://legacy.example/sse".to_owned(), headers: BTreeMap::new() }
         );
-        assert_eq!(server(&config, "db").transport, stdio("npx", &["-y", "db-mcp"]));
+        assert_eq!(server(&config, "db").transport.into_mcp(), stdio("npx", &["-y", "db-mcp"]));
     }
 }
 
@@ -230,7 +250,7 @@ fn other_clients_url_keys_are_read_in_their_files() {
     let config = lenient(text).unwrap();
     for (name, url) in [("w", "https://w.example/mcp"), ("g", "https://g.example/mcp")] {
         assert_eq!(
-            server(&config, name).transport,
+            server(&config, name).transport.into_mcp(),
             McpServerConfig::Http { url: url.to_owned(), headers: BTreeMap::new() }
         );
     }

@@ -22,12 +22,12 @@ fn variables_expand_in_env_and_headers_values_only() {
   "remote": {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
 }}"#;
     let config = with_env(text).unwrap();
-    let McpServerConfig::Stdio { command, args, env } = server(&config, "local").transport else { panic!() };
+    let McpServerConfig::Stdio { command, args, env } = server(&config, "local").transport.into_mcp() else { panic!() };
     assert_eq!((command.as_str(), args), ("run-${TOKEN}", vec!["${TOKEN}".to_owned()]));
     assert_eq!(env["API_KEY"], "s3cret");
     assert_eq!(env["DIR"], "/home/me/x");
     assert_eq!(env["PRICE"], "$5 $HOME", "a `$` without `{{` stays literal");
-    let McpServerConfig::Http { headers, .. } = server(&config, "remote").transport else { panic!() };
+    let McpServerConfig::Http { headers, .. } = server(&config, "remote").transport.into_mcp() else { panic!() };
     assert_eq!(headers["Authorization"], "Bearer s3cret");
 }
 
@@ -62,7 +62,9 @@ fn an_unterminated_variable_is_refused() {
 #[test]
 fn a_disabled_server_keeps_its_variables_unexpanded() {
     let text = r#"{"mcpServers": {"s": {"command": "x", "disabled": true, "env": {"A": "${UNSET}"}}}}"#;
-    let McpServerConfig::Stdio { env, .. } = server(&with_env(text).unwrap(), "s").transport else { panic!() };
+    let McpServerConfig::Stdio { env, .. } = server(&with_env(text).unwrap(), "s").transport.into_mcp() else {
+        panic!()
+    };
     assert_eq!(env["A"], "${UNSET}");
 }
 
