@@ -30,7 +30,7 @@ pub struct FileArg {
 }
 
 impl FileArg {
-    fn resolve(&self) -> PathBuf {
+    pub(crate) fn resolve(&self) -> PathBuf {
         self.path.clone().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"))
     }
 }
@@ -125,8 +125,17 @@ fn was_approved(event: &Value) -> bool {
     event.get("approved") == Some(&Value::Bool(true))
 }
 
+/// The files of the trail at `path`, oldest first: the rotated ones (`FILE.9` … `FILE.1`
+/// that exist), then `path` itself.
+pub(crate) fn trail_files(path: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> =
+        (1..=9).rev().map(|n| PathBuf::from(format!("{}.{n}", path.display()))).filter(|p| p.exists()).collect();
+    files.push(path.to_owned());
+    files
+}
+
 /// `--since`: an RFC 3339 time, or a span back from now (`45s`, `30m`, `1h`, `2d`, `1w`).
-fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
+pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     if let Ok(time) = text.parse::<jiff::Timestamp>() {
         return Ok(time);
     }
@@ -291,10 +300,7 @@ fn query(args: QueryArgs) -> Result<ExitCode> {
     let (tool, server, method) =
         (glob(&args.tool, "tool")?, glob(&args.server, "server")?, glob(&args.method, "method")?);
     let since = args.since;
-    // Rotated files first (oldest first), then the current one.
-    let mut files: Vec<PathBuf> =
-        (1..=9).rev().map(|n| PathBuf::from(format!("{}.{n}", path.display()))).filter(|p| p.exists()).collect();
-    files.push(path.clone());
+    let files = trail_files(&path);
     let mut found = 0;
     for file in &files {
         for line in BufReader::new(open(file)?).lines().map_while(Result::ok) {

@@ -10,6 +10,7 @@ pub mod http_cmd;
 mod paths;
 mod policy_cmd;
 mod policy_in_use;
+mod policy_replay;
 pub mod proxy_cmd;
 pub mod ui_cmd;
 

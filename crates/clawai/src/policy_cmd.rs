@@ -37,6 +37,12 @@ pub enum PolicyCommand {
     Test(TestArgs),
     /// Show every rule considered for one call, why it matched or not, and the decision.
     Explain(ExplainArgs),
+    /// Decide every call recorded in the audit trail with a candidate policy and list what
+    /// would change (allow → deny, deny → allow, → prompt), before rolling it out.
+    #[command(
+        after_help = "Exit status: 0 when no recorded call would be decided differently; 1 when any would (for CI); 2 when the policy or the trail cannot be read."
+    )]
+    Replay(crate::policy_replay::ReplayArgs),
     /// Convert an AgentShield YAML or mcp-gov rules.json policy to clawai TOML (stdout).
     Import {
         /// The policy to convert.
@@ -152,6 +158,7 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Test(args) => test(args),
         PolicyCommand::Explain(args) => explain(args),
         PolicyCommand::Import { file, from } => import(&file, from),
+        PolicyCommand::Replay(args) => crate::policy_replay::run(args),
     }
 }
 

@@ -51,6 +51,10 @@ pub struct Event<'a> {
     pub listed_as: Option<&'a str>,
     /// The arguments, secrets redacted.
     pub arguments: Option<crate::redact::Redacted<'a>>,
+    /// Of a `tools/call`: what the server's list said of the tool when the call was
+    /// decided (`readOnlyHint`, `destructiveHint`), so that `clawai policy replay` decides
+    /// rules that read them as the guard did. Absent when the list said nothing.
+    pub annotations: Option<clawai_policy::ToolAnnotations>,
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
     /// rule applies to; `refused` for messages that were not valid. A fixed word, written
     /// as is.
@@ -108,6 +112,9 @@ impl Event<'_> {
             out.extend_from_slice(b",\"arguments\":");
             arguments.write_json(out);
         }
+        if let Some(annotations) = self.annotations {
+            write_annotations(out, annotations);
+        }
         if let Some(decision) = self.decision {
             word_field(out, b",\"decision\":\"", decision);
         }
@@ -149,6 +156,24 @@ impl Event<'_> {
         }
         str_field(out, b",\"by\":", self.by);
     }
+}
+
+/// Appends `"annotations":{…}` with the hints the server gave (none: `{}`).
+fn write_annotations(out: &mut Vec<u8>, annotations: clawai_policy::ToolAnnotations) {
+    out.extend_from_slice(b",\"annotations\":{");
+    let hints = [("readOnlyHint", annotations.read_only_hint), ("destructiveHint", annotations.destructive_hint)];
+    let mut first = true;
+    for (name, hint) in hints {
+        let Some(hint) = hint else { continue };
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(if hint { b"\":true" } else { b"\":false" });
+    }
+    out.push(b'}');
 }
 
 /// Appends a duration in milliseconds to the microsecond (`12.345`): integer digits,

@@ -67,6 +67,26 @@ fn one_encoder_writes_each_events_own_session_and_server() {
 }
 
 #[test]
+fn annotations_are_written_as_the_server_gave_them() {
+    use clawai_policy::ToolAnnotations;
+    let mut encoder = Encoder::default();
+    for (read_only_hint, destructive_hint, written) in [
+        (None, None, serde_json::json!({})),
+        (Some(true), None, serde_json::json!({"readOnlyHint": true})),
+        (Some(false), Some(false), serde_json::json!({"readOnlyHint": false, "destructiveHint": false})),
+        (None, Some(true), serde_json::json!({"destructiveHint": true})),
+    ] {
+        let annotations = ToolAnnotations { read_only_hint, destructive_hint };
+        let mut out = Vec::new();
+        Event { session: "s", kind: "request", annotations: Some(annotations), ..Default::default() }
+            .write_json(&mut out, &mut encoder);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["annotations"], written);
+        assert_eq!(ToolAnnotations::from_json(&v["annotations"]), annotations);
+    }
+}
+
+#[test]
 fn events_are_json_with_every_field_escaped() {
     let id = RawValue::from_string("\"a\\\"b\"".into()).unwrap();
     let arguments = serde_json::json!({"path": "/tmp/x", "token": "ghp_abcdefghijklmnopqrstuvwxyz0123"});
@@ -84,6 +104,7 @@ fn events_are_json_with_every_field_escaped() {
         prompt: None,
         listed_as: None,
         arguments: Some(crate::redact::Redacted(&clawai_protocol::Json::from(&arguments))),
+        annotations: Some(clawai_policy::ToolAnnotations { read_only_hint: Some(false), destructive_hint: None }),
         decision: Some("deny"),
         rule: Some("r\\1"),
         reason: Some("rule `r`: ünïcode ✓".into()),

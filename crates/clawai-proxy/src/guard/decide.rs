@@ -114,6 +114,7 @@ impl Guard {
         let listed_as = self.listed_as(method, call.name);
         event.listed_as = listed_as.as_deref();
         event.arguments = call.arguments.map(Redacted);
+        event.annotations = call.annotations;
         event.decision = Some(decision.action.as_str());
         event.rule = decision.rule_id();
         event.reason = Some(Cow::Borrowed(&reason));

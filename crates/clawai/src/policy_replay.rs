@@ -1,0 +1,316 @@
+//! `clawai policy replay`: decide every call recorded in the audit trail with a candidate
+//! policy and list what would change, before the policy is rolled out.
+//!
+//! A recorded call is a request event the guard decided (`tools/call`, `resources/read`,
+//! `prompts/get`, a server's `sampling/createMessage`, …). It is rebuilt from the event:
+//! the method, the server, the tool, prompt or resource, the arguments as recorded
+//! (secrets redacted) and the tool's annotations as the server's list gave them. Paths are
+//! matched as spelled: symbolic links are not followed (they may have changed since).
+//! A call is *not decided faithfully* when the candidate's decision may turn on what the
+//! trail does not hold: a redacted value read by a rule, or annotations not recorded
+//! (trails written before they were) read by a rule. Those are counted and shown apart.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use clawai_policy::{Action, Call, Policy, ToolAnnotations};
+use clawai_protocol::Json;
+use serde_json::{Value, json};
+
+use crate::ExitCode;
+use crate::audit_cmd::{FileArg, parse_since, trail_files};
+
+/// The text the audit trail writes in place of a secret.
+const REDACTED: &str = "[REDACTED]";
+
+/// Options of `clawai policy replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The candidate policy.
+    #[arg(long = "policy", value_name = "FILE")]
+    policy: PathBuf,
+    /// Only calls recorded at or after this time: RFC 3339, or how long ago (30m, 2h, 7d).
+    #[arg(long, value_parser = parse_since, value_name = "TIME")]
+    since: Option<jiff::Timestamp>,
+    #[command(flatten)]
+    file: FileArg,
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One recorded call and what the candidate policy decides for it.
+struct Replayed {
+    event: Value,
+    recorded: String,
+    decided: Action,
+    rule: Option<String>,
+    /// Why the decision may differ from what the real call would get, if it may.
+    unfaithful: Option<&'static str>,
+}
+
+/// Runs `clawai policy replay`.
+pub fn run(args: ReplayArgs) -> Result<ExitCode> {
+    let policy = crate::policy_cmd::load(&args.policy)?;
+    let trail = args.file.resolve();
+    let files = trail_files(&trail);
+    if !files.iter().any(|file| file.exists()) {
+        anyhow::bail!("there is no audit trail at {}; pass --audit FILE", trail.display());
+    }
+    let mut replayed = Vec::new();
+    for file in files.iter().filter(|file| file.exists()) {
+        let reader =
+            BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
+        for line in reader.lines() {
+            let line = line.with_context(|| format!("cannot read {}", file.display()))?;
+            let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+            if !recorded_call(&event) || !args.since.is_none_or(|since| recorded_at(&event).is_some_and(|t| t >= since))
+            {
+                continue;
+            }
+            replayed.push(replay(&policy, event));
+        }
+    }
+    let changed: Vec<&Replayed> = replayed.iter().filter(|r| r.recorded != r.decided.as_str()).collect();
+    if args.json {
+        println!("{}", report_json(&replayed, &changed));
+    } else {
+        print!("{}", report_text(&replayed, &changed, &args.policy));
+    }
+    Ok(if changed.is_empty() { ExitCode::Ok } else { ExitCode::Failure })
+}
+
+/// A request the guard decided: its event has a decision other than `pass` (messages no
+/// rule applies to) and is not the retry that carried a person's answer (the call was
+/// counted when it first came).
+fn recorded_call(event: &Value) -> bool {
+    let field = |key: &str| event.get(key).and_then(Value::as_str);
+    field("kind") == Some("request")
+        && matches!(field("decision"), Some("allow" | "deny" | "prompt" | "audit"))
+        && field("method").is_some()
+        && !(field("step") == Some("answered") && field("channel") == Some("client_retry"))
+}
+
+fn recorded_at(event: &Value) -> Option<jiff::Timestamp> {
+    event.get("time")?.as_str()?.parse().ok()
+}
+
+/// The `params` the call carried, as far as the event holds them.
+fn params_of(event: &Value) -> Value {
+    let method = event["method"].as_str().unwrap_or_default();
+    let arguments = event.get("arguments").cloned();
+    match method {
+        "tools/call" | "prompts/get" => {
+            let name = if method == "tools/call" { &event["tool"] } else { &event["prompt"] };
+            let mut params = json!({"name": name});
+            if let Some(arguments) = arguments {
+                params["arguments"] = arguments;
+            }
+            params
+        }
+        // The guard records the whole `params` of other methods as their arguments.
+        "resources/read" => arguments.unwrap_or_else(|| json!({"uri": event["resource"]})),
+        _ => arguments.unwrap_or(Value::Null),
+    }
+}
+
+fn replay(policy: &Policy, event: Value) -> Replayed {
+    let method = event["method"].as_str().unwrap_or_default().to_owned();
+    let params = params_of(&event);
+    let params = Json::from(&params);
+    let recorded_annotations = event.get("annotations").map(ToolAnnotations::from_json);
+    let call = Call::from_params(&method, (!matches!(params, Json::Null)).then_some(&params))
+        .with_server(event.get("server").and_then(Value::as_str))
+        .with_annotations(recorded_annotations);
+    let decision = policy.decide(&call);
+    let considered = decision.rule.map_or(policy.rules().len(), |(index, _)| index + 1);
+    let reads_arguments = policy.rules()[..considered].iter().any(|rule| rule.reads_arguments());
+    let unfaithful = if reads_arguments && event.get("arguments").is_some_and(holds_redacted) {
+        Some("a rule reads the arguments, and the trail holds a value redacted")
+    } else if method == "tools/call" && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
+        Some("the decision turns on the tool's annotations, which the trail does not hold")
+    } else {
+        None
+    };
+    Replayed {
+        recorded: event["decision"].as_str().unwrap_or_default().to_owned(),
+        decided: decision.action,
+        rule: decision.rule.map(|(index, rule)| rule.id.clone().unwrap_or_else(|| rule.label(index))),
+        unfaithful,
+        event,
+    }
+}
+
+fn holds_redacted(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains(REDACTED),
+        Value::Array(items) => items.iter().any(holds_redacted),
+        Value::Object(members) => members.values().any(holds_redacted),
+        _ => false,
+    }
+}
+
+/// Whether deciding the call as a read-only, a destructive or a harmless tool gives
+/// different outcomes.
+fn turns_on_annotations(policy: &Policy, call: &Call) -> bool {
+    let outcome = |annotations| policy.decide(&call.with_annotations(Some(annotations))).action;
+    let destructive = outcome(ToolAnnotations::default());
+    destructive != outcome(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None })
+        || destructive != outcome(ToolAnnotations { read_only_hint: Some(false), destructive_hint: Some(false) })
+}
+
+/// What the call names: `server tool`, `server resource`, or the method.
+fn subject(event: &Value) -> String {
+    let name = ["tool", "prompt", "resource"].iter().find_map(|key| event.get(*key).and_then(Value::as_str));
+    let server = event.get("server").and_then(Value::as_str).unwrap_or("-");
+    let method = event["method"].as_str().unwrap_or_default();
+    match name {
+        Some(name) => format!("{method} {server}/{name}"),
+        None => format!("{method} {server}"),
+    }
+}
+
+/// Changes grouped by `from → to`, in a stable order.
+fn groups<'a>(changed: &[&'a Replayed]) -> BTreeMap<(String, &'static str), Vec<&'a Replayed>> {
+    let mut groups: BTreeMap<(String, &'static str), Vec<&Replayed>> = BTreeMap::new();
+    for item in changed {
+        groups.entry((item.recorded.clone(), item.decided.as_str())).or_default().push(item);
+    }
+    groups
+}
+
+fn report_text(replayed: &[Replayed], changed: &[&Replayed], policy: &std::path::Path) -> String {
+    let mut out = String::new();
+    let unfaithful = replayed.iter().filter(|r| r.unfaithful.is_some()).count();
+    out.push_str(&format!(
+        "{} recorded calls decided with {}: {} would change\n",
+        replayed.len(),
+        policy.display(),
+        changed.len()
+    ));
+    for ((from, to), items) in groups(changed) {
+        out.push_str(&format!("\n{from} → {to}: {}\n", items.len()));
+        for item in items {
+            let time = item.event["time"].as_str().unwrap_or_default();
+            let rule = item.rule.as_deref().map_or("the default".to_owned(), |rule| format!("rule `{rule}`"));
+            let mark = if item.unfaithful.is_some() { " (not faithful, see below)" } else { "" };
+            out.push_str(&format!("  {time}  {}  by {rule}{mark}\n", subject(&item.event)));
+        }
+    }
+    if unfaithful > 0 {
+        out.push_str(&format!("\n{unfaithful} calls could not be decided faithfully:\n"));
+        for item in replayed.iter().filter(|r| r.unfaithful.is_some()) {
+            let why = item.unfaithful.unwrap_or_default();
+            out.push_str(&format!(
+                "  {}  {}: {why}\n",
+                item.event["time"].as_str().unwrap_or_default(),
+                subject(&item.event)
+            ));
+        }
+    }
+    out
+}
+
+fn report_json(replayed: &[Replayed], changed: &[&Replayed]) -> Value {
+    let call = |item: &Replayed| {
+        let name = ["tool", "prompt", "resource"].iter().find_map(|key| item.event.get(*key));
+        json!({
+            "time": item.event["time"], "server": item.event.get("server"), "method": item.event["method"],
+            "name": name,
+            "recorded": item.recorded, "decided": item.decided.as_str(), "rule": item.rule,
+            "faithful": item.unfaithful.is_none(), "why_not_faithful": item.unfaithful,
+        })
+    };
+    let changes: Vec<Value> = groups(changed)
+        .into_iter()
+        .map(|((from, to), items)| {
+            json!({"from": from, "to": to, "count": items.len(), "calls": items.iter().map(|i| call(i)).collect::<Vec<_>>()})
+        })
+        .collect();
+    json!({
+        "checked": replayed.len(),
+        "changed": changed.len(),
+        "changes": changes,
+        "not_faithful": replayed.iter().filter(|r| r.unfaithful.is_some()).map(call).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> Policy {
+        clawai_policy::load_str(text, clawai_policy::Format::Toml, "test").unwrap()
+    }
+
+    fn call_event(tool: &str, arguments: Value, decision: &str) -> Value {
+        json!({"time": "2026-11-25T10:00:00Z", "server": "fs", "kind": "request", "method": "tools/call",
+               "direction": "client->server", "tool": tool, "arguments": arguments, "decision": decision})
+    }
+
+    #[test]
+    fn a_call_is_rebuilt_and_decided_by_the_candidate() {
+        let strict = policy(
+            "[[rule]]\nid = \"no-tmp\"\naction = \"deny\"\ntool = \"read_file\"\nargs = { path = \"/tmp/**\" }\n\n[defaults]\naction = \"allow\"\n",
+        );
+        let replayed = replay(&strict, call_event("read_file", json!({"path": "/tmp/x"}), "allow"));
+        assert_eq!(
+            (replayed.decided, replayed.rule.as_deref(), replayed.unfaithful),
+            (Action::Deny, Some("no-tmp"), None)
+        );
+        let replayed = replay(&strict, call_event("read_file", json!({"path": "/home/x"}), "allow"));
+        assert_eq!(replayed.decided, Action::Allow);
+    }
+
+    #[test]
+    fn a_redacted_value_read_by_a_rule_is_not_faithful() {
+        let reads = policy(
+            "[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"send\"\nany_arg = \"*secret*\"\n\n[defaults]\naction = \"allow\"\n",
+        );
+        let replayed = replay(&reads, call_event("send", json!({"token": "[REDACTED]"}), "allow"));
+        assert!(replayed.unfaithful.is_some());
+        let names_only = policy("[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"send\"\n");
+        assert!(replay(&names_only, call_event("send", json!({"token": "[REDACTED]"}), "allow")).unfaithful.is_none());
+    }
+
+    #[test]
+    fn recorded_annotations_decide_and_missing_ones_are_flagged() {
+        let asks =
+            policy("[[rule]]\nid = \"d\"\naction = \"prompt\"\ndestructive = true\n\n[defaults]\naction = \"allow\"\n");
+        let mut read_only = call_event("read", json!({}), "allow");
+        read_only["annotations"] = json!({"readOnlyHint": true});
+        let replayed = replay(&asks, read_only);
+        assert_eq!((replayed.decided, replayed.unfaithful), (Action::Allow, None));
+        let replayed = replay(&asks, call_event("read", json!({}), "allow"));
+        assert_eq!(replayed.decided, Action::Prompt, "absent hints count as destructive");
+        assert!(replayed.unfaithful.is_some());
+    }
+
+    #[test]
+    fn only_decided_requests_are_replayed() {
+        assert!(recorded_call(&call_event("t", json!({}), "deny")));
+        let mut pass = call_event("t", json!({}), "pass");
+        assert!(!recorded_call(&pass));
+        pass["decision"] = json!("allow");
+        pass["kind"] = json!("response");
+        assert!(!recorded_call(&pass));
+        let mut retry = call_event("t", json!({}), "prompt");
+        retry["step"] = json!("answered");
+        retry["channel"] = json!("client_retry");
+        assert!(!recorded_call(&retry));
+    }
+
+    #[test]
+    fn a_resource_read_is_rebuilt_from_its_params() {
+        let denies = policy(
+            "[[rule]]\nid = \"keys\"\naction = \"deny\"\nresource = \"file:///**/.ssh/**\"\n\n[defaults]\naction = \"allow\"\n",
+        );
+        let event = json!({"time": "2026-11-25T10:00:00Z", "server": "fs", "kind": "request", "method": "resources/read",
+                           "resource": "file:///home/u/.ssh/id_rsa", "arguments": {"uri": "file:///home/u/.ssh/id_rsa"},
+                           "decision": "allow"});
+        assert_eq!(replay(&denies, event).decided, Action::Deny);
+    }
+}
