@@ -67,11 +67,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         for line in reader.lines() {
             let line = line.with_context(|| format!("cannot read {}", file.display()))?;
             let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
-            if !recorded_call(&event) || !args.since.is_none_or(|since| recorded_at(&event).is_some_and(|t| t >= since))
-            {
-                continue;
+            let in_window = args.since.is_none_or(|since| recorded_at(&event).is_some_and(|t| t >= since));
+            if recorded_call(&event) && in_window {
+                replayed.push(replay(&policy, event));
             }
-            replayed.push(replay(&policy, event));
         }
     }
     let changed: Vec<&Replayed> = replayed.iter().filter(|r| r.recorded != r.decided.as_str()).collect();
