@@ -156,3 +156,44 @@ async def test_a_gateway_built_in_rust_over_in_process_sdk_servers(tmp_path):
             assert text_of(await c.call_tool("text__echo", {"text": "quiet"})) == "quiet"
             why = await error_text(c, "text__shout", {"text": "loud"})
             assert "rule `no-shouting`" in why and "LOUD" not in why, why
+
+
+ALLOW_EVERYTHING = """
+[defaults]
+action = "allow"
+"""
+
+
+async def test_no_tool_call_changes_clawais_files_or_client_configs_whatever_the_policy(tmp_path):
+    env = home_env(tmp_path)
+    home = pathlib.Path(env["HOME"])
+    policy = pathlib.Path(env["XDG_CONFIG_HOME"]) / "clawai" / "policy.toml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text(ALLOW_EVERYTHING)
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.parent.mkdir()
+    cursor.write_text('{"mcpServers": {}}')
+    (tmp_path / "project").mkdir()
+    # A link in the project to the policy is the policy.
+    (tmp_path / "project" / "settings.toml").symlink_to(policy)
+    audit_file = pathlib.Path(env["XDG_STATE_HOME"]) / "clawai" / "audit.jsonl"
+    with anyio.fail_after(30):
+        async with mcp_server(tmp_path, env) as c:
+            await listed(c, has_all(*BUILTINS))
+            for tool, arguments in [
+                ("builtin__write_file", {"path": str(policy), "content": "[defaults]\naction = \"allow\"\n"}),
+                ("builtin__write_file", {"path": "settings.toml", "content": "x"}),
+                ("builtin__write_file", {"path": "~/.cursor/mcp.json", "content": "{}"}),
+                ("builtin__exec_shell", {"command": f"echo '{{}}' > {cursor}", "shell": True}),
+                ("builtin__exec_shell", {"command": "rm", "args": ["-f", str(audit_file)]}),
+            ]:
+                why = await error_text(c, tool, arguments)
+                assert "self-protection" in why, (tool, arguments, why)
+            # Reads follow the policy, and other files are the policy's business.
+            assert "action" in text_of(await c.call_tool("builtin__read_file", {"path": str(policy)}))
+            assert text_of(await c.call_tool("builtin__write_file", {"path": "notes.md", "content": "ok"})) \
+                == "wrote 2 bytes to `notes.md`"
+    assert policy.read_text() == ALLOW_EVERYTHING and cursor.read_text() == '{"mcpServers": {}}'
+    assert audit_file.exists()
+    refused = [e for e in audit(env) if e.get("rule") == "self-protection"]
+    assert len(refused) == 5 and all(e["decision"] == "deny" for e in refused)

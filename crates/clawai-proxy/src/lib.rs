@@ -17,6 +17,7 @@ pub mod links;
 pub mod pipe;
 pub mod redact;
 pub mod reload;
+pub mod self_protection;
 pub mod stdio;
 
 pub use audit::AuditLog;

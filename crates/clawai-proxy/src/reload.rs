@@ -26,6 +26,9 @@ const WATCH_AFTER: Duration = Duration::from_millis(200);
 #[derive(Clone)]
 pub struct PolicyHandle {
     current: Arc<ArcSwap<Policy>>,
+    /// Decided before the policy, whatever it says: no tool call writes clawai's own
+    /// files or the clients' configurations.
+    protection: Option<Arc<crate::self_protection::SelfProtection>>,
     /// Told after each replacement (the gateway tells its clients what their lists lost
     /// or gained).
     listeners: Arc<std::sync::Mutex<Vec<Listener>>>,
@@ -37,7 +40,19 @@ pub type Listener = Box<dyn Fn() + Send + Sync>;
 impl PolicyHandle {
     /// A handle on a fixed policy.
     pub fn new(policy: Policy) -> Self {
-        PolicyHandle { current: Arc::new(ArcSwap::from_pointee(policy)), listeners: Arc::default() }
+        PolicyHandle { current: Arc::new(ArcSwap::from_pointee(policy)), listeners: Arc::default(), protection: None }
+    }
+
+    /// The same handle, with clawai's self-protection decided before the policy by every
+    /// guard that holds it.
+    pub fn with_self_protection(mut self, protection: crate::self_protection::SelfProtection) -> Self {
+        self.protection = Some(Arc::new(protection));
+        self
+    }
+
+    /// The self-protection in force, if any.
+    pub fn self_protection(&self) -> Option<&crate::self_protection::SelfProtection> {
+        self.protection.as_deref()
     }
 
     /// Calls `listener` after every later replacement of the policy (on the thread that

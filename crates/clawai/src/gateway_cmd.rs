@@ -184,7 +184,15 @@ fn serve(
     if !(ask_timeout.is_finite() && ask_timeout > 0.0 && ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0, at most 86400 (a day)");
     }
-    let guarded = Guarded::open_with(&served.policy, served.audit.as_ref(), served.audit_max_bytes, served.no_reload)?;
+    let mut protect_also: Vec<PathBuf> = served.approvals.iter().cloned().collect();
+    protect_also.extend(config_file.map(Path::to_owned));
+    let guarded = Guarded::open_with(
+        &served.policy,
+        served.audit.as_ref(),
+        served.audit_max_bytes,
+        served.no_reload,
+        &protect_also,
+    )?;
     options.ask = served.ask_options();
     options.max_message = served.max_message_size;
     let rt = runtime()?;

@@ -11,6 +11,7 @@ mod paths;
 mod policy_cmd;
 mod policy_in_use;
 mod policy_replay;
+mod protected;
 pub mod proxy_cmd;
 pub mod ui_cmd;
 

@@ -154,15 +154,18 @@ pub(crate) struct Guarded {
 impl Guarded {
     /// Loads the policy (refusing to start without a valid one) and opens the trail.
     pub(crate) fn open(args: &ProxyArgs) -> Result<Guarded> {
-        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload)
+        let also: Vec<PathBuf> = args.approvals.iter().cloned().collect();
+        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload, &also)
     }
 
-    /// [`Guarded::open`] from the options themselves (`clawai gateway` has them too).
+    /// [`Guarded::open`] from the options themselves (`clawai gateway` has them too);
+    /// `protect_also`: files besides the policy and the trail that no tool call may change.
     pub(crate) fn open_with(
         policy: &PolicyArg,
         audit: Option<&PathBuf>,
         audit_max_bytes: u64,
         no_reload: bool,
+        protect_also: &[PathBuf],
     ) -> Result<Guarded> {
         let policy_path = policy.resolve();
         if !policy_path.exists() {
@@ -179,7 +182,8 @@ impl Guarded {
         let audit_path = audit.cloned().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
         let audit = AuditLog::open(&audit_path, audit_max_bytes, AuditLog::DEFAULT_KEEP)
             .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
-        let handle = PolicyHandle::new(policy);
+        let protection = crate::protected::self_protection(&policy_path, &audit_path, protect_also);
+        let handle = PolicyHandle::new(policy).with_self_protection(protection);
         if !no_reload && let Err(e) = handle.watch_in_background(&policy_path, read) {
             tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
         }

@@ -78,7 +78,11 @@ impl Guard {
             },
             _ => (call, None),
         };
-        let decision = policy.decide(&call);
+        // The self-protection stage: before the policy, whatever it says; links followed
+        // for a server on this machine even when the policy does not follow them.
+        let protected =
+            self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
+        let decision = protected.unwrap_or_else(|| policy.decide(&call));
         let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
             (Some(why), Some((index, rule))) => {
                 Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
