@@ -11,6 +11,7 @@
 
 pub mod ask;
 pub mod audit;
+pub mod credentials;
 pub mod guard;
 mod in_flight;
 pub mod links;

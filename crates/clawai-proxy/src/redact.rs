@@ -16,30 +16,43 @@ use crate::audit::json_str;
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// The secret shapes below, as one pattern.
-const SECRET_PATTERN: &str = concat!(
-    r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
-    r"|(?-u:\b)(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-    r"|(?-u:\b)sk-(ant-)?[A-Za-z0-9_\-]{16,}",
-    r"|(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
-    r"|(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}",
-    r"|(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
-    r"|(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}",
-    r"|(?-u:\b)[rs]k_(live|test)_[A-Za-z0-9]{16,}",
-    r"|(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
-    r"|(?-u:\b)hf_[A-Za-z0-9]{30,}",
-    r"|(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-    r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*",
+/// Credentials recognised by their shape wherever they appear, each with what it is
+/// (said to a person asked about a call that carries one).
+pub const CREDENTIAL_SHAPES: [(&str, &str); 12] = [
+    ("a private key", r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
+    ("a GitHub token", r"(?-u:\b)(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("an OpenAI or Anthropic API key", r"(?-u:\b)sk-(ant-)?[A-Za-z0-9_\-]{16,}"),
+    ("an AWS access key", r"(?-u:\b)(AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)"),
+    ("a Slack token", r"(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("a Google API key", r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}"),
+    ("a GitLab token", r"(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}"),
+    ("a Stripe key", r"(?-u:\b)[rs]k_(live|test)_[A-Za-z0-9]{16,}"),
+    ("an npm token", r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)"),
+    ("a Hugging Face token", r"(?-u:\b)hf_[A-Za-z0-9]{30,}"),
+    ("a JSON Web Token", r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("a bearer token", r"(?i:bearer)\s+[A-Za-z0-9._~+/\-]{12,}=*"),
+];
+
+/// Secrets the audit trail redacts besides the shapes: what is written next to a name
+/// that says it is one. Only the secret part (a capture group) is replaced.
+const NAMED_SECRETS: [&str; 2] = [
     // A password in a URL (`https://user:PASSWORD@host`): only the password goes.
-    r"|(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?P<url_password>[^/\s@]+)@",
+    r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?P<url_password>[^/\s@]+)@",
     // A value assigned to a secret-named key in text (`DB_PASSWORD=…`, `token: …`,
     // `"api_key": "…"`, `Authorization: Basic …`): only the value goes.
-    r#"|(?i:(?-u:\b)[A-Za-z0-9_\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|authorization|pwd)["']?\s*[=:]\s*["']?)"#,
-    r#"(?P<assigned>(?:(?i:basic|bearer|token)\s+)?[^\s"'&;,]+)"#,
-);
+    concat!(
+        r#"(?i:(?-u:\b)[A-Za-z0-9_\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|authorization|pwd)["']?\s*[=:]\s*["']?)"#,
+        r#"(?P<assigned>(?:(?i:basic|bearer|token)\s+)?[^\s"'&;,]+)"#,
+    ),
+];
+
+/// Every secret the audit trail redacts, as one pattern.
+fn secret_pattern() -> String {
+    CREDENTIAL_SHAPES.iter().map(|(_, pattern)| *pattern).chain(NAMED_SECRETS).collect::<Vec<_>>().join("|")
+}
 
 static SECRET_VALUE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(SECRET_PATTERN).expect("the secret patterns compile"));
+    LazyLock::new(|| Regex::new(&secret_pattern()).expect("the secret patterns compile"));
 
 /// No secret shape matches fewer bytes (`pwd=x`); shorter strings skip the search. A
 /// test checks it against the pattern.
@@ -201,7 +214,7 @@ mod tests {
 
     #[test]
     fn no_secret_shape_is_shorter_than_the_shortcut_assumes() {
-        let hir = regex_syntax::Parser::new().parse(SECRET_PATTERN).unwrap();
+        let hir = regex_syntax::Parser::new().parse(&secret_pattern()).unwrap();
         assert_eq!(hir.properties().minimum_len(), Some(SHORTEST_SECRET));
         // The shortest shapes themselves are found.
         assert!(has_secret_value("xoxb-0123456789"));
