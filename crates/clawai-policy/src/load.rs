@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::Policy;
+use crate::engine::{Guards, Policy};
 use crate::formats::{self, Converted};
 use crate::glob::Glob;
 use crate::operation::Operation;
@@ -133,6 +133,7 @@ pub fn convert(text: &str, format: Format, name: &str) -> Result<Converted, Poli
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     defaults: Option<RawDefaults>,
+    guards: Option<RawGuards>,
     #[serde(default)]
     rule: Vec<Spanned<RawRule>>,
 }
@@ -143,6 +144,46 @@ struct RawDefaults {
     action: Option<Spanned<String>>,
     #[serde(default)]
     follow_links: bool,
+}
+
+/// `[guards]`: every key the language has, so that a typo is refused; the values of
+/// the guards not built yet are checked and kept for when they are.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuards {
+    pinning: Option<bool>,
+    scan: Option<bool>,
+    quarantine_on: Option<Spanned<String>>,
+    results: Option<Spanned<String>>,
+    max_result_bytes: Option<Spanned<i64>>,
+    secrets_in_arguments: Option<Spanned<String>>,
+    hide_denied_tools: Option<bool>,
+}
+
+impl RawGuards {
+    /// Checks the values and keeps what is in force.
+    fn compile(&self, c: &mut Collector) -> Guards {
+        let mut one_of = |value: &Option<Spanned<String>>, key: &str, allowed: &[&str]| {
+            if let Some(value) = value
+                && !allowed.contains(&value.get_ref().as_str())
+            {
+                c.error(
+                    value.span().start,
+                    format!("[guards] {key} must be one of {}, not `{}`", allowed.join(", "), value.get_ref()),
+                );
+            }
+        };
+        one_of(&self.quarantine_on, "quarantine_on", &["info", "warn", "critical"]);
+        one_of(&self.results, "results", &["redact", "flag", "deny"]);
+        one_of(&self.secrets_in_arguments, "secrets_in_arguments", &["allow", "deny", "prompt", "audit"]);
+        if let Some(bytes) = &self.max_result_bytes
+            && *bytes.get_ref() <= 0
+        {
+            c.error(bytes.span().start, "[guards] max_result_bytes must be a number of bytes, more than 0");
+        }
+        let _ = (self.scan, self.hide_denied_tools);
+        Guards { pinning: self.pinning.unwrap_or(true) }
+    }
 }
 
 #[derive(Deserialize)]
@@ -256,6 +297,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         None => Action::Deny,
     };
     let follow_links = raw.defaults.as_ref().is_some_and(|d| d.follow_links);
+    let guards = raw.guards.as_ref().map_or_else(Guards::default, |g| g.compile(&mut c));
     let mut rules = Vec::new();
     for spanned in raw.rule {
         let start = spanned.span().start;
@@ -271,7 +313,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
     }
     Policy::new(rules, default_action)
-        .map(|policy| policy.with_links_followed(follow_links))
+        .map(|policy| policy.with_links_followed(follow_links).with_guards(guards))
         .map_err(|e| PolicyError::one(name, None, None, e.to_string()))
 }
 
