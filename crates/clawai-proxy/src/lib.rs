@@ -20,6 +20,7 @@ pub mod reload;
 pub mod stdio;
 
 pub use audit::AuditLog;
+pub use clawai_pins as pins;
 pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

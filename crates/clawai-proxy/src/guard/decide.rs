@@ -61,6 +61,12 @@ impl Guard {
         let call = Call::from_params(method, params)
             .with_server(self.server.as_deref())
             .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
+        // The pinning stage: a call to something that changed since it was approved.
+        if direction == Direction::ClientToServer
+            && let Some(refused) = self.pinning_refuses(method, id, call.name, size)
+        {
+            return refused;
+        }
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
