@@ -70,12 +70,13 @@ fn diff_lines<'a>(old: &'a [String], new: &'a [String]) -> Vec<Line<'a>> {
             out.push(Line::Same(&old[i]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || common[i][j + 1] >= common[i + 1][j]) {
-            out.push(Line::Added(&new[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || common[i + 1][j] >= common[i][j + 1]) {
+            // Removed lines first, as unified diffs show them.
             out.push(Line::Removed(&old[i]));
             i += 1;
+        } else {
+            out.push(Line::Added(&new[j]));
+            j += 1;
         }
     }
     out
@@ -160,8 +161,12 @@ mod tests {
         let text = render(Some(&pinned), Some(&live));
         assert!(text.contains("! annotations.destructiveHint: false -> true\n"), "{text}");
         assert!(text.contains("! annotations.openWorldHint: (absent) -> true\n"), "{text}");
-        assert!(text.contains("-  \"description\": \"Deletes a file\",\n"), "{text}");
-        assert!(text.contains("+  \"description\": \"Deletes a file\\u{200B}\",\n"), "{text}");
+        assert!(
+            text.contains(
+                "-  \"description\": \"Deletes a file\",\n+  \"description\": \"Deletes a file\\u{200B}\",\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("   \"name\": \"wipe\"\n"), "{text}");
     }
 

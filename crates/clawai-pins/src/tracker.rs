@@ -67,6 +67,12 @@ pub struct Tracker {
     inner: Mutex<Inner>,
 }
 
+impl std::fmt::Debug for Tracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracker").field("path", &self.path).field("identity", &self.identity).finish_non_exhaustive()
+    }
+}
+
 impl Tracker {
     /// The pins of `identity` in `dir` (created on first write). A store file that
     /// does not parse is an error naming it.

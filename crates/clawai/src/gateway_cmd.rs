@@ -125,9 +125,13 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         page_size: args.page_size,
     };
     let listen = match args.front.listen {
-        Some(_) => {
-            Some(args.front.options(FrontSettings { grace, max_message: args.max_message_size, server: None, ask })?)
-        }
+        Some(_) => Some(args.front.options(FrontSettings {
+            grace,
+            max_message: args.max_message_size,
+            server: None,
+            ask,
+            pins: None,
+        })?),
         None => None,
     };
     let rt = runtime()?;
