@@ -26,6 +26,10 @@ fn pinning(c: &mut Criterion) {
     let result = thousand_tools();
     pins.filter_list("tools/list", &result).expect("a list");
     c.bench_function("pin_1000_tools_list", |b| b.iter(|| pins.filter_list("tools/list", &result)));
+    // The share of that which is reading the JSON at all.
+    c.bench_function("parse_1000_tools_list", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&result).unwrap())
+    });
 }
 
 criterion_group!(benches, pinning);

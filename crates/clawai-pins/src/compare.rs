@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::canonical::{Kind, digest, item_name, view};
+use crate::canonical::{Kind, digest, item_name, view, view_digest};
 use crate::store::{Entry, PinFile, State, Version};
 
 /// How one listed item compared with the pins.
@@ -78,8 +78,9 @@ impl PinFile {
         let mut out = Vec::with_capacity(items.len());
         let known = self.items_mut(kind);
         for item in items {
-            let pinned_view = view(kind, item);
-            let hash = digest(&pinned_view);
+            let hash = view_digest(kind, item);
+            // The view is copied only when it is recorded.
+            let pinned_view = || view(kind, item);
             let Some(name) = item_name(kind, item) else {
                 out.push(Compared { name: String::new(), hash, seen: Seen::Unnamed });
                 continue;
@@ -88,7 +89,7 @@ impl PinFile {
                 None if first_listing => {
                     known.insert(
                         name.to_owned(),
-                        Entry { pinned: Some(version(hash.clone(), pinned_view)), ..Entry::default() },
+                        Entry { pinned: Some(version(hash.clone(), pinned_view())), ..Entry::default() },
                     );
                     changed = true;
                     Seen::FirstSight
@@ -96,7 +97,7 @@ impl PinFile {
                 None => {
                     known.insert(
                         name.to_owned(),
-                        Entry { live: Some(version(hash.clone(), pinned_view)), ..Entry::default() },
+                        Entry { live: Some(version(hash.clone(), pinned_view())), ..Entry::default() },
                     );
                     changed = true;
                     Seen::Added
@@ -109,7 +110,7 @@ impl PinFile {
                     } else {
                         changed |= std::mem::take(&mut entry.removed);
                         if entry.live.as_ref().is_none_or(|l| l.hash != hash) {
-                            entry.live = Some(version(hash.clone(), pinned_view));
+                            entry.live = Some(version(hash.clone(), pinned_view()));
                             changed = true;
                         }
                         if entry.pinned.is_some() { Seen::Changed } else { Seen::Added }
