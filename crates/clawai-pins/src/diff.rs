@@ -34,7 +34,8 @@ pub fn escape_invisible(text: &str) -> String {
 pub fn hidden_tag_text(text: &str) -> Option<String> {
     let hidden: String = text
         .chars()
-        .filter_map(|c| (0xE0020..=0xE007E).contains(&(c as u32)).then(|| char::from((c as u32 - 0xE0000) as u8)))
+        .filter(|&c| (0xE0020..=0xE007E).contains(&(c as u32)))
+        .map(|c| char::from((c as u32 - 0xE0000) as u8))
         .collect();
     (!hidden.is_empty()).then_some(hidden)
 }
