@@ -178,6 +178,32 @@ impl Tracker {
         Some(Filtered { result, compared, blocked, removed })
     }
 
+    /// A server's complete list of one kind (every page read), as a gateway that lists
+    /// its servers itself holds it: compared with the pins and recorded like
+    /// [`Tracker::filter_list`] (what it no longer has is marked removed), and what is
+    /// held taken out of `items`. With the server's instructions changed, `items` is
+    /// emptied. Returns every item compared, in the order given.
+    pub fn retain_approved(&self, kind: Kind, items: &mut Vec<Value>) -> Vec<Compared> {
+        self.refresh();
+        let mut inner = self.inner();
+        let (compared, mut changed) = inner.file.observe_items(kind, items);
+        let listed: BTreeSet<String> = compared.iter().map(|c| c.name.clone()).collect();
+        inner.walks.remove(&kind);
+        changed |= inner.file.finish_listing(kind, Some(&listed)).1;
+        let blocked = inner.file.blocked();
+        if changed {
+            self.save(&mut inner);
+        }
+        drop(inner);
+        if blocked {
+            items.clear();
+        } else {
+            let mut held = compared.iter().map(|c| c.seen.is_held());
+            items.retain(|_| !held.next().unwrap_or(true));
+        }
+        compared
+    }
+
     /// Compares the `instructions` of an `initialize` (or `server/discover`) result with
     /// the pinned ones. When they changed the server is blocked, and the result to pass
     /// on instead, without them, is returned (the model never reads instructions nobody
@@ -342,6 +368,22 @@ mod tests {
         std::fs::write(store::path_of(dir.path(), &identity), "not json").unwrap();
         let error = Tracker::open(dir.path(), identity).err().unwrap().to_string();
         assert!(error.contains("cannot be read") && error.contains(".json"), "{error}");
+    }
+
+    #[test]
+    fn a_gateway_s_complete_list_keeps_only_what_is_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = tracker(dir.path());
+        let mut first = vec![json!({"name": "a"}), json!({"name": "b"}), json!({"name": "c"})];
+        pins.retain_approved(Kind::Tool, &mut first);
+        assert_eq!(first.len(), 3, "first sight: everything pinned and kept");
+        let mut later =
+            vec![json!({"name": "a", "description": "changed"}), json!({"name": "b"}), json!({"name": "new"})];
+        let compared = pins.retain_approved(Kind::Tool, &mut later);
+        assert_eq!(later, [json!({"name": "b"})]);
+        assert_eq!(compared.iter().map(|c| c.seen).collect::<Vec<_>>(), [Seen::Changed, Seen::Same, Seen::Added]);
+        assert_eq!(pins.snapshot().state(Kind::Tool, "c"), Some(State::Removed));
+        assert_eq!(pins.refusal(Kind::Tool, "a"), Some(Refusal::Held));
     }
 
     #[test]
