@@ -24,7 +24,7 @@ pub use canonical::Kind;
 pub use compare::{Approval, Compared, Seen};
 pub use identity::{Identity, Source};
 pub use store::{Entry, PinFile, State, Version};
-pub use tracker::{Filtered, Refusal, Tracker};
+pub use tracker::{Filtered, Listener, Refusal, Tracker};
 
 use std::path::PathBuf;
 

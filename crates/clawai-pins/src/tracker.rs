@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -65,7 +67,18 @@ pub struct Tracker {
     path: PathBuf,
     identity: Identity,
     inner: Mutex<Inner>,
+    /// Who wants to know when a person's approval releases something (each session's
+    /// client is told to list again); dropped listeners are forgotten.
+    listeners: Mutex<Vec<Weak<Listener>>>,
+    /// True once the thread that looks at the file for approvals runs.
+    watching: AtomicBool,
 }
+
+/// Told which kinds a person's approval released (see [`Tracker::subscribe`]).
+pub type Listener = dyn Fn(&[Kind]) + Send + Sync;
+
+/// How often the store file is looked at for a person's approval.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for Tracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,7 +93,13 @@ impl Tracker {
         let path = store::path_of(dir, &identity);
         let stamp = stamp_of(&path);
         let file = store::load(&path)?.unwrap_or_else(|| PinFile::new(&identity));
-        Ok(Tracker { path, identity, inner: Mutex::new(Inner { file, stamp, walks: HashMap::new() }) })
+        Ok(Tracker {
+            path,
+            identity,
+            inner: Mutex::new(Inner { file, stamp, walks: HashMap::new() }),
+            listeners: Mutex::new(Vec::new()),
+            watching: AtomicBool::new(false),
+        })
     }
 
     /// The store file.
@@ -97,11 +116,50 @@ impl Tracker {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Calls `listener` with the kinds a person's approval released, whoever notices it
+    /// first (a call re-reading the file, or a thread that looks at it twice a second,
+    /// started by the first subscriber). Held weakly: dropping the listener unsubscribes.
+    pub fn subscribe(self: &Arc<Self>, listener: &Arc<Listener>) {
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(listener));
+        if self.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let tracker = Arc::downgrade(self);
+        let started = std::thread::Builder::new().name("clawai-pins-watch".into()).spawn(move || {
+            loop {
+                std::thread::sleep(WATCH_EVERY);
+                let Some(tracker) = tracker.upgrade() else { return };
+                tracker.refresh();
+            }
+        });
+        if let Err(e) = started {
+            tracing::warn!(
+                "cannot watch {} for approvals ({e}); clients learn of them when they list again",
+                self.path.display()
+            );
+        }
+    }
+
     /// Re-reads the store file if someone else wrote it since (a person approved or
     /// reset something). Returns the kinds of which something held before is no longer
-    /// held: their clients should list them again. A file that cannot be read now
-    /// leaves the pins as they were (logged).
+    /// held, after telling the subscribers: their clients should list them again. A
+    /// file that cannot be read now leaves the pins as they were (logged).
     pub fn refresh(&self) -> Vec<Kind> {
+        let released = self.reread();
+        if !released.is_empty() {
+            let listeners: Vec<Arc<Listener>> = {
+                let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+                listeners.retain(|l| l.strong_count() > 0);
+                listeners.iter().filter_map(Weak::upgrade).collect()
+            };
+            for listener in listeners {
+                listener(&released);
+            }
+        }
+        released
+    }
+
+    fn reread(&self) -> Vec<Kind> {
         let mut inner = self.inner();
         let now = stamp_of(&self.path);
         if now == inner.stamp {
@@ -323,6 +381,47 @@ mod tests {
         store::save(pins.path(), &file).unwrap();
         assert_eq!(pins.refusal(Kind::Tool, "a"), None, "re-read at call time");
         assert_eq!(pins.snapshot().state(Kind::Tool, "a"), Some(State::Pinned));
+    }
+
+    #[test]
+    fn every_subscriber_hears_of_an_approval_whoever_notices_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = Arc::new(tracker(dir.path()));
+        pins.filter_list("tools/list", &list(json!([{"name": "a"}])));
+        let changed = pins.filter_list("tools/list", &list(json!([{"name": "a", "title": "A"}]))).unwrap();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (one, two): (Arc<Listener>, Arc<Listener>) = {
+            let (h1, h2) = (Arc::clone(&heard), Arc::clone(&heard));
+            (
+                Arc::new(move |k: &[Kind]| h1.lock().unwrap().push(("one", k.to_vec()))),
+                Arc::new(move |k: &[Kind]| h2.lock().unwrap().push(("two", k.to_vec()))),
+            )
+        };
+        pins.subscribe(&one);
+        pins.subscribe(&two);
+        drop(two);
+        let mut file = store::load(pins.path()).unwrap().unwrap();
+        file.approve("a", &changed.compared[0].hash);
+        store::save(pins.path(), &file).unwrap();
+        // A call notices first: the subscribers are told all the same.
+        assert_eq!(pins.refusal(Kind::Tool, "a"), None);
+        assert_eq!(*heard.lock().unwrap(), [("one", vec![Kind::Tool])], "the dropped one is not called");
+    }
+
+    #[test]
+    fn the_watcher_notices_an_approval_without_any_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = Arc::new(tracker(dir.path()));
+        pins.filter_list("tools/list", &list(json!([{"name": "a"}])));
+        let changed = pins.filter_list("tools/list", &list(json!([{"name": "a", "title": "A"}]))).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = Mutex::new(tx);
+        let listener: Arc<Listener> = Arc::new(move |k: &[Kind]| tx.lock().unwrap().send(k.to_vec()).unwrap());
+        pins.subscribe(&listener);
+        let mut file = store::load(pins.path()).unwrap().unwrap();
+        file.approve("a", &changed.compared[0].hash);
+        store::save(pins.path(), &file).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), [Kind::Tool]);
     }
 
     #[test]

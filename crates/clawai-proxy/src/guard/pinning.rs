@@ -13,11 +13,9 @@
 //! The stage runs when the guard was given the server's pins ([`Guard::with_pins`])
 //! and the policy in force has `[guards] pinning` on (the default).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
 
-use clawai_pins::{Kind, Tracker};
+use clawai_pins::{Kind, Listener, Tracker};
 use clawai_protocol::reply;
 use serde_json::value::RawValue;
 
@@ -25,22 +23,18 @@ use super::approvals::{Later, Outlet};
 use super::{Guard, Verdict};
 use crate::audit::Direction;
 
-/// How often a running session looks at its pin file for a person's approval.
-const WATCH_EVERY: Duration = Duration::from_millis(500);
-
-/// The pins of the session's server, and where to tell the client that a list changed.
+/// The pins of the session's server, and how the session hears of an approval.
 pub(super) struct Pinning {
     tracker: Arc<Tracker>,
-    outlet: OnceLock<Arc<dyn Outlet>>,
-    watching: AtomicBool,
+    /// Tells this session's client to list again; the tracker holds it weakly.
+    listener: OnceLock<Arc<Listener>>,
 }
 
 impl Guard {
     /// The same guard, comparing what the server lists with `pins` (shared by every
     /// session with the same server identity: `clawai_pins::Tracker::open`).
     pub fn with_pins(mut self, pins: Arc<Tracker>) -> Guard {
-        self.pinning =
-            Some(Arc::new(Pinning { tracker: pins, outlet: OnceLock::new(), watching: AtomicBool::new(false) }));
+        self.pinning = Some(Arc::new(Pinning { tracker: pins, listener: OnceLock::new() }));
         self
     }
 
@@ -49,30 +43,19 @@ impl Guard {
         self.pinning.as_deref().filter(|_| self.policy.current().guards().pinning)
     }
 
-    /// A transport's outlet: from now on a person's approval is noticed between
-    /// messages too, and the client told to list again.
+    /// A transport's outlet: from now on, when a person approves something of this
+    /// server (noticed by a call or by the tracker's watcher), the client is told to
+    /// list again.
     pub(super) fn watch_pins(&self, outlet: Arc<dyn Outlet>) {
         let Some(pinning) = &self.pinning else { return };
-        let _ = pinning.outlet.set(outlet);
-        if pinning.watching.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let weak: Weak<Pinning> = Arc::downgrade(pinning);
-        let started = std::thread::Builder::new().name("clawai-pins-watch".into()).spawn(move || {
-            loop {
-                std::thread::sleep(WATCH_EVERY);
-                let Some(pinning) = weak.upgrade() else { return };
-                let released = pinning.tracker.refresh();
-                if let Some(outlet) = pinning.outlet.get() {
-                    for kind in released {
-                        let note = reply::notification(kind.list_changed(), &serde_json::json!({}));
-                        outlet.later(Later::ToClient(note));
-                    }
-                }
+        let listener: Arc<Listener> = Arc::new(move |kinds: &[Kind]| {
+            for kind in kinds {
+                let note = reply::notification(kind.list_changed(), &serde_json::json!({}));
+                outlet.later(Later::ToClient(note));
             }
         });
-        if let Err(e) = started {
-            tracing::warn!("cannot watch the pins for approvals ({e}); clients learn of them when they list again");
+        if pinning.listener.set(Arc::clone(&listener)).is_ok() {
+            pinning.tracker.subscribe(&listener);
         }
     }
 
