@@ -61,12 +61,6 @@ impl Guard {
         let call = Call::from_params(method, params)
             .with_server(self.server.as_deref())
             .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
-        // The pinning stage: a call to something that changed since it was approved.
-        if direction == Direction::ClientToServer
-            && let Some(refused) = self.pinning_refuses(method, id, call.name, size)
-        {
-            return refused;
-        }
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
@@ -85,6 +79,15 @@ impl Guard {
             _ => (call, None),
         };
         let decision = policy.decide(&call);
+        // The pinning stage, after the policy (a call it denies is denied in its words)
+        // and before anyone is asked: a call to something that changed since it was
+        // approved (or, when nobody will look at it, that was never listed).
+        if direction == Direction::ClientToServer
+            && decision.action != Action::Deny
+            && let Some(refused) = self.pinning_refuses(method, id, call.name, size, decision.action != Action::Prompt)
+        {
+            return refused;
+        }
         let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
             (Some(why), Some((index, rule))) => {
                 Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
