@@ -37,9 +37,6 @@ pub enum Refusal {
     Blocked,
     /// The item changed, or is new, since the server's items were approved.
     Held,
-    /// The server's items of this kind were pinned, and this one was never listed: a
-    /// name the server would answer to without ever having shown it.
-    Unlisted,
 }
 
 /// A file's identity and version, to tell whether someone else wrote it.
@@ -286,18 +283,17 @@ impl Tracker {
     }
 
     /// Whether a call to the item `name` of `kind` is refused: the server is blocked,
-    /// the item is held, or (once the kind was listed) it was never listed. The store file is re-read first, so an approval counts from
+    /// or the item is held. A name no list showed is left to the server to answer (as
+    /// an unknown name: conformance suites check how). The store file is re-read first, so an approval counts from
     /// the next call.
     pub fn refusal(&self, kind: Kind, name: &str) -> Option<Refusal> {
         let check = |file: &PinFile| {
             if file.blocked() {
                 Some(Refusal::Blocked)
+            } else if file.state(kind, name).is_some_and(|s| s.is_held()) {
+                Some(Refusal::Held)
             } else {
-                match file.state(kind, name) {
-                    Some(state) if state.is_held() => Some(Refusal::Held),
-                    None if file.was_listed(kind) => Some(Refusal::Unlisted),
-                    _ => None,
-                }
+                None
             }
         };
         check(&self.inner().file)?;
@@ -321,10 +317,6 @@ impl Tracker {
             Refusal::Held => format!(
                 "{what} `{name}` of server `{server}` changed since it was approved: run `clawai pins diff {server} {name}` \
                  to review it, then `clawai pins approve {server} {name} --hash HASH`"
-            ),
-            Refusal::Unlisted => format!(
-                "{what} `{name}` of server `{server}` is not among the {what}s it listed when they were approved: \
-                 list them again so that clawai records it, then review it with `clawai pins diff {server} {name}`"
             ),
         }
     }
@@ -371,8 +363,7 @@ mod tests {
         assert_eq!(pins.refusal(Kind::Tool, "a"), Some(Refusal::Held));
         assert_eq!(pins.refusal(Kind::Tool, "c"), Some(Refusal::Held));
         assert_eq!(pins.refusal(Kind::Tool, "b"), None);
-        assert_eq!(pins.refusal(Kind::Tool, "never_listed"), Some(Refusal::Unlisted));
-        assert_eq!(pins.refusal(Kind::Prompt, "never_listed"), None, "prompts were never listed");
+        assert_eq!(pins.refusal(Kind::Tool, "never_listed"), None, "left to the server");
         assert!(pins.refusal_text(Kind::Tool, "a", &Refusal::Held).contains("run `clawai pins diff s a`"));
         // Another tracker of the same server (another proxy) reads the same pins.
         let other = tracker(dir.path());

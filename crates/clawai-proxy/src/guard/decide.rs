@@ -81,10 +81,10 @@ impl Guard {
         let decision = policy.decide(&call);
         // The pinning stage, after the policy (a call it denies is denied in its words)
         // and before anyone is asked: a call to something that changed since it was
-        // approved (or, when nobody will look at it, that was never listed).
+        // approved.
         if direction == Direction::ClientToServer
             && decision.action != Action::Deny
-            && let Some(refused) = self.pinning_refuses(method, id, call.name, size, decision.action != Action::Prompt)
+            && let Some(refused) = self.pinning_refuses(method, id, call.name, size)
         {
             return refused;
         }

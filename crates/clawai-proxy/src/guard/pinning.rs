@@ -60,15 +60,13 @@ impl Guard {
     }
 
     /// A call (`tools/call`, `prompts/get`) to something held, refused with the command
-    /// that reviews it; `None` when it goes on. `unlisted_too`: also a call to a name
-    /// the server never listed (when no person will look at the call).
+    /// that reviews it; `None` when it goes on.
     pub(super) fn pinning_refuses(
         &self,
         method: &str,
         id: Option<&RawValue>,
         name: Option<&str>,
         size: usize,
-        unlisted_too: bool,
     ) -> Option<Verdict> {
         let kind = match method {
             "tools/call" => Kind::Tool,
@@ -76,8 +74,7 @@ impl Guard {
             _ => return None,
         };
         let (pins, name) = (self.pins()?, name?);
-        let refusal =
-            pins.tracker.refusal(kind, name).filter(|r| unlisted_too || *r != clawai_pins::Refusal::Unlisted)?;
+        let refusal = pins.tracker.refusal(kind, name)?;
         let why = pins.tracker.refusal_text(kind, name, &refusal);
         Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))
     }
@@ -222,9 +219,6 @@ mod tests {
             "{text}"
         );
         assert_eq!(call(&guard, 4, "read"), Verdict::Forward);
-        // A name the server never listed is refused too.
-        let Verdict::Reply(unlisted) = call(&guard, 5, "hidden") else { panic!("refused") };
-        assert!(String::from_utf8_lossy(&unlisted).contains("not among the tools it listed"));
     }
 
     #[test]
