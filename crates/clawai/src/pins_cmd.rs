@@ -98,8 +98,11 @@ fn rows(file: &PinFile) -> Vec<(&'static str, String, &Entry)> {
 }
 
 fn state_word(kind: &str, entry: &Entry) -> &'static str {
+    let none_given = entry.pinned.as_ref().is_some_and(|p| p.value.is_null());
     match (kind, entry.state()) {
         ("instructions", State::Changed) => "changed (server held)",
+        // A server that gave none is pinned so: instructions that appear later are a change.
+        ("instructions", State::Pinned) if none_given => "pinned (none given)",
         (_, state) => state.as_str(),
     }
 }
