@@ -27,6 +27,13 @@ def peers_installed():
             raise RuntimeError(f"{server} is missing: run ./scripts/setup-test-peers (CI does)")
 
 
+@pytest.fixture(autouse=True)
+def own_pins(tmp_path, monkeypatch):
+    """Each test's own pin store (proxies started with os.environ inherit it): what one
+    test's server lists is never compared with another's."""
+    monkeypatch.setenv("CLAWAI_PINS", str(tmp_path / "pins"))
+
+
 def write_policy(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
     policy = tmp_path / "policy.toml"
     policy.write_text(text)

@@ -60,6 +60,8 @@ pub struct ListenOptions {
     pub public_origin: Option<String>,
     /// How a call a `prompt` rule holds is asked about.
     pub ask: clawai_proxy::AskOptions,
+    /// The server's pins, shared by every session (`None`: no pinning stage).
+    pub pins: Option<std::sync::Arc<clawai_proxy::pins::Tracker>>,
 }
 
 /// What the endpoint relays to.
@@ -111,6 +113,10 @@ impl Front {
         let sessionless = match &upstream {
             Upstream::Command(_) | Upstream::InProcess(_) => sessionless,
             Upstream::Remote(_) => sessionless.for_remote_server(),
+        };
+        let sessionless = match &options.pins {
+            Some(pins) => sessionless.with_pins(Arc::clone(pins)),
+            None => sessionless,
         };
         Arc::new(Front {
             options,
@@ -211,6 +217,10 @@ impl Front {
         let guard = match &self.upstream {
             Upstream::Command(_) | Upstream::InProcess(_) => guard,
             Upstream::Remote(_) => guard.for_remote_server(),
+        };
+        let guard = match &self.options.pins {
+            Some(pins) => guard.with_pins(Arc::clone(pins)),
+            None => guard,
         };
         // Requests of the shared stateless session travel under ids of clawai's; the
         // trail shows the ones the clients sent.

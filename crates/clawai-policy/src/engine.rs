@@ -40,6 +40,21 @@ pub struct Policy {
     follow_links: bool,
     /// What a conversion from another format shaped or left out.
     notes: Vec<String>,
+    /// `[guards]`: the stages of the decision path beyond the rules.
+    guards: Guards,
+}
+
+/// `[guards]` of a policy: the stages of the decision path beyond the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guards {
+    /// Tool pinning (trust on first use): on unless `pinning = false`.
+    pub pinning: bool,
+}
+
+impl Default for Guards {
+    fn default() -> Self {
+        Guards { pinning: true }
+    }
 }
 
 /// Finds the rules whose tool name pattern matches a tool name without trying them one
@@ -271,6 +286,7 @@ impl Policy {
             default_reason,
             follow_links: false,
             notes: Vec::new(),
+            guards: Guards::default(),
         })
     }
 
@@ -285,6 +301,17 @@ impl Policy {
     /// check` and logged by the proxy at start.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// The same policy with these `[guards]`.
+    pub(crate) fn with_guards(mut self, guards: Guards) -> Self {
+        self.guards = guards;
+        self
+    }
+
+    /// The policy's `[guards]` (their defaults when it has none).
+    pub fn guards(&self) -> Guards {
+        self.guards
     }
 
     /// The same policy, following symbolic links or not (`[defaults] follow_links`).

@@ -10,13 +10,16 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::Policy;
+use crate::engine::{Guards, Policy};
 use crate::formats::{self, Converted};
 use crate::glob::Glob;
 use crate::operation::Operation;
 use crate::rule::{Action, Detector, Rule, Target, ToolNames};
 
 mod args;
+mod guards;
+
+use guards::RawGuards;
 
 /// One problem found in a policy, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +136,7 @@ pub fn convert(text: &str, format: Format, name: &str) -> Result<Converted, Poli
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     defaults: Option<RawDefaults>,
+    guards: Option<RawGuards>,
     #[serde(default)]
     rule: Vec<Spanned<RawRule>>,
 }
@@ -256,6 +260,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         None => Action::Deny,
     };
     let follow_links = raw.defaults.as_ref().is_some_and(|d| d.follow_links);
+    let guards = raw.guards.as_ref().map_or_else(Guards::default, |g| g.compile(&mut c));
     let mut rules = Vec::new();
     for spanned in raw.rule {
         let start = spanned.span().start;
@@ -271,7 +276,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
         return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
     }
     Policy::new(rules, default_action)
-        .map(|policy| policy.with_links_followed(follow_links))
+        .map(|policy| policy.with_links_followed(follow_links).with_guards(guards))
         .map_err(|e| PolicyError::one(name, None, None, e.to_string()))
 }
 

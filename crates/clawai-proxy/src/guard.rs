@@ -9,8 +9,9 @@
 //! A decided message goes through the stages of the decision path in order, each a
 //! module: the policy (`decide`: the first rule that matches, with what the server said
 //! of its tools, `listing`), the approvals (`approvals`: a call a rule asks about waits
-//! for a person, or a standing approval lets it through), and the audit trail (the event
-//! is recorded before anything leaves). A stage may hold a message; everything else
+//! for a person, or a standing approval lets it through), the pins (`pinning`: what the
+//! server lists is compared with what was approved), and the audit trail (the event is
+//! recorded before anything leaves). A stage may hold a message; everything else
 //! keeps flowing meanwhile.
 
 mod approvals;
@@ -18,6 +19,7 @@ mod batch;
 mod broker;
 mod decide;
 mod listing;
+mod pinning;
 mod refuse;
 mod response;
 mod shown_ids;
@@ -130,6 +132,8 @@ pub struct Guard {
     asking: approvals::Asking,
     /// Behind the gateway: how the client names what the server calls a name.
     listed_as: Option<ListedAs>,
+    /// The server's pins, when what it lists is compared with what was approved.
+    pinning: Option<std::sync::Arc<pinning::Pinning>>,
 }
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
@@ -153,6 +157,7 @@ impl Guard {
             follow_links: Some(crate::links::follow),
             asking: approvals::Asking::new(AskOptions::default()),
             listed_as: None,
+            pinning: None,
         }
     }
 

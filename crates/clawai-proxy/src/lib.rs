@@ -22,6 +22,7 @@ pub mod self_protection;
 pub mod stdio;
 
 pub use audit::AuditLog;
+pub use clawai_pins as pins;
 pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

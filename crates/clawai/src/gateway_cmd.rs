@@ -158,6 +158,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
             max_message: args.served.max_message_size,
             server: None,
             ask: args.served.ask_options(),
+            pins: None,
         })?),
         None => None,
     };

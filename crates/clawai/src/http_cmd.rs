@@ -24,12 +24,14 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     let guarded = Guarded::open(&args)?;
     let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
     let grace = Duration::from_secs_f64(args.grace);
+    let pins = args.pin_tracker(&handle)?;
     if args.front.listen.is_some() {
         let (addr, options) = args.front.options(FrontSettings {
             grace,
             max_message: args.max_message_size,
             server: args.server.clone(),
             ask: args.ask_options(),
+            pins,
         })?;
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
@@ -49,7 +51,11 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     }
     if let Some(remote) = remote {
         let ask = args.ask_options();
-        let guard = Arc::new(Guard::new(handle, audit, args.server).for_remote_server().with_ask_options(ask));
+        let mut guard = Guard::new(handle, audit, args.server).for_remote_server().with_ask_options(ask);
+        if let Some(pins) = pins {
+            guard = guard.with_pins(pins);
+        }
+        let guard = Arc::new(guard);
         let max = args.max_message_size;
         let rt = runtime()?;
         let code = rt.block_on(async move {
@@ -143,6 +149,8 @@ pub(crate) struct FrontSettings {
     pub(crate) max_message: usize,
     pub(crate) server: Option<String>,
     pub(crate) ask: clawai_proxy::AskOptions,
+    /// The server's pins, shared by every session.
+    pub(crate) pins: Option<Arc<clawai_proxy::pins::Tracker>>,
 }
 
 impl ListenArgs {
@@ -191,6 +199,7 @@ impl ListenArgs {
             server: settings.server,
             public_origin,
             ask: settings.ask,
+            pins: settings.pins,
         };
         Ok((addr, options))
     }

@@ -8,6 +8,7 @@ mod clients_cmd;
 pub mod gateway_cmd;
 pub mod http_cmd;
 mod paths;
+mod pins_cmd;
 mod policy_cmd;
 mod policy_in_use;
 mod policy_replay;
@@ -69,6 +70,10 @@ enum Command {
     Approve(approvals_cmd::ApproveArgs),
     /// Refuse a pending call.
     Deny(approvals_cmd::DenyArgs),
+    /// Review and approve tools, prompts and instructions that changed since a server
+    /// first listed them (a changed tool is held until approved).
+    #[command(subcommand)]
+    Pins(pins_cmd::PinsCommand),
 }
 
 /// How the process ends.
@@ -97,7 +102,7 @@ fn stop_quietly_when_the_reader_goes() {
 /// configuration) means the default, as an unset one does; clap would read it as the
 /// flag given without a value and stop with an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };
@@ -122,7 +127,10 @@ pub fn main(http: HttpTransport) -> ! {
         .with_max_level(level)
         .with_target(false)
         .init();
-    if matches!(cli.command, Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_)) {
+    if matches!(
+        cli.command,
+        Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_) | Command::Pins(_)
+    ) {
         stop_quietly_when_the_reader_goes();
     }
     let result = match cli.command {
@@ -140,6 +148,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Approvals(args) => approvals_cmd::list(args),
         Command::Approve(args) => approvals_cmd::approve(args),
         Command::Deny(args) => approvals_cmd::deny(args),
+        Command::Pins(cmd) => pins_cmd::run(cmd),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

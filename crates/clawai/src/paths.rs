@@ -51,3 +51,9 @@ pub fn shell_word(text: &str) -> String {
     let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
     if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', "'\\''")) }
 }
+
+/// The pin store: the flag (or `CLAWAI_PINS`, which clap folds into it; empty counts as
+/// unset), else `$XDG_STATE_HOME/clawai/pins/`.
+pub fn pins_dir(flag: Option<&PathBuf>) -> PathBuf {
+    flag.filter(|p| !p.as_os_str().is_empty()).cloned().unwrap_or_else(|| state_dir().join("pins"))
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use clawai_proxy::pins::{Identity, Tracker};
 use clawai_proxy::{AskOptions, AuditLog, FileStamp, Guard, PolicyHandle, StdioOptions};
 
 use crate::ExitCode;
@@ -37,6 +38,10 @@ pub struct ProxyArgs {
     /// they pass a `prompt` rule without asking (never a `deny`).
     #[arg(long, value_name = "FILE", env = "CLAWAI_APPROVALS")]
     pub(crate) approvals: Option<PathBuf>,
+    /// The pin store: what each server listed when first seen, and what changed since
+    /// (`clawai pins`) [default: $XDG_STATE_HOME/clawai/pins].
+    #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
+    pub(crate) pins: Option<PathBuf>,
     /// The largest message accepted in either direction, in bytes.
     #[arg(long, default_value_t = 64 * 1024 * 1024, value_name = "BYTES")]
     pub(crate) max_message_size: usize,
@@ -84,6 +89,34 @@ pub struct HttpRunners {
 }
 
 impl ProxyArgs {
+    /// The server's pins: its identity is its name (`--server`, else the program's or
+    /// the URL host's name) and its command line or URL. A pin file that cannot be read
+    /// stops the proxy while pinning is on (it is never pinned anew silently).
+    pub(crate) fn pin_tracker(&self, policy: &PolicyHandle) -> Result<Option<Arc<Tracker>>> {
+        let identity = match &self.upstream {
+            Some(url) => {
+                let host = reqwest_free_host(url);
+                Identity::url(self.server.clone().unwrap_or(host), url.clone())
+            }
+            None => {
+                let program = self.command.first().map(std::path::Path::new);
+                let name = program.and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned());
+                Identity::command(self.server.clone().or(name).unwrap_or_else(|| "server".into()), &self.command)
+            }
+        };
+        let dir = paths::pins_dir(self.pins.as_ref());
+        match Tracker::open(&dir, identity) {
+            Ok(tracker) => Ok(Some(Arc::new(tracker))),
+            Err(e) if policy.current().guards().pinning => {
+                Err(anyhow::Error::new(e).context("pinning is on, so the server was not started"))
+            }
+            Err(e) => {
+                tracing::warn!("{e}; pinning is off in the policy, so the server starts without it");
+                Ok(None)
+            }
+        }
+    }
+
     /// How a call a `prompt` rule holds is asked about.
     pub(crate) fn ask_options(&self) -> AskOptions {
         ask_options(self.ask_timeout, self.approvals.as_ref())
@@ -118,8 +151,12 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
         };
     }
     let guarded = Guarded::open(&args)?;
-    let guard =
-        Arc::new(Guard::new(guarded.policy, guarded.audit, args.server.clone()).with_ask_options(args.ask_options()));
+    let mut guard =
+        Guard::new(guarded.policy.clone(), guarded.audit, args.server.clone()).with_ask_options(args.ask_options());
+    if let Some(pins) = args.pin_tracker(&guarded.policy)? {
+        guard = guard.with_pins(pins);
+    }
+    let guard = Arc::new(guard);
     let options = StdioOptions {
         command: args.command,
         grace: Duration::from_secs_f64(args.grace),
@@ -127,6 +164,16 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     };
     let code = clawai_proxy::stdio::run(guard, &options)?;
     Ok(ExitCode::Code(code))
+}
+
+/// The host of a URL (`https://mcp.example.com/x` → `mcp.example.com`), read without a
+/// URL parser (the small binary has none): a name for pins, not a decision.
+fn reqwest_free_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if host.starts_with('[') { host } else { host.split(':').next().unwrap_or(host) };
+    if host.is_empty() { "server".to_owned() } else { host.to_owned() }
 }
 
 /// Replaces this process with `clawai-http` (same pid, same stdin/stdout, same args).

@@ -949,3 +949,29 @@ mod indexed_decisions {
         }
     }
 }
+
+#[test]
+fn guards_pinning_is_on_unless_turned_off() {
+    assert!(policy("[[rule]]\naction = \"allow\"\ntool = \"a\"\n").guards().pinning);
+    assert!(policy("[guards]\npinning = true\n").guards().pinning);
+    assert!(!policy("[guards]\npinning = false\n").guards().pinning);
+}
+
+#[test]
+fn guards_take_every_key_of_the_language_and_check_their_values() {
+    let all = "[guards]\npinning = true\nscan = true\nquarantine_on = \"critical\"\nresults = \"flag\"\n\
+               max_result_bytes = 1048576\nsecrets_in_arguments = \"deny\"\nhide_denied_tools = false\n";
+    assert!(policy(all).guards().pinning);
+    let typo = error("[guards]\npining = false\n").to_string();
+    assert!(typo.contains("pining") && typo.contains("test.toml:2"), "{typo}");
+    for (text, key) in [
+        ("quarantine_on = \"loud\"", "quarantine_on"),
+        ("results = \"hide\"", "results"),
+        ("secrets_in_arguments = \"maybe\"", "secrets_in_arguments"),
+        ("max_result_bytes = 0", "max_result_bytes"),
+    ] {
+        let e = error(&format!("[guards]\n{text}\n")).to_string();
+        assert!(e.contains(key) && e.contains("test.toml:2"), "{e}");
+    }
+    assert!(error("[guards]\npinning = \"no\"\n").to_string().contains("test.toml:2"));
+}

@@ -239,6 +239,7 @@ impl Guard {
     /// answers). Without an outlet a question to the client waits for its answer without
     /// a time-out, and the broker is not asked.
     pub fn set_outlet(&self, outlet: Arc<dyn Outlet>) {
+        self.watch_pins(Arc::clone(&outlet));
         self.asking.set_outlet(outlet);
     }
 

@@ -83,6 +83,15 @@ impl Guard {
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
         let decision = protected.unwrap_or_else(|| policy.decide(&call));
+        // The pinning stage, after the policy (a call it denies is denied in its words)
+        // and before anyone is asked: a call to something that changed since it was
+        // approved.
+        if direction == Direction::ClientToServer
+            && decision.action != Action::Deny
+            && let Some(refused) = self.pinning_refuses(method, id, call.name, size)
+        {
+            return refused;
+        }
         let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
             (Some(why), Some((index, rule))) => {
                 Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))

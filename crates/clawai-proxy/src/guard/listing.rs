@@ -240,6 +240,7 @@ impl Guard {
         match (result, error) {
             (Some(result), None) => {
                 self.listing.record(result);
+                self.pinning_observes("tools/list", result);
                 let cursor = member(result, b"nextCursor").and_then(|c| serde_json::from_slice::<Value>(c).ok());
                 if let Some(cursor) = cursor.filter(|c| !c.is_null()) {
                     let request = self.own_request(&mut fetch, Some(cursor), "next page");

@@ -62,7 +62,6 @@ impl<'a> ResultOf<'a> {
 
 impl Guard {
     #[allow(clippy::too_many_arguments)]
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn response(
         &self,
         direction: Direction,
@@ -105,6 +104,13 @@ impl Guard {
         {
             self.batches.negotiated(member(result, b"protocolVersion"));
         }
+        // The pinning stage: lists and instructions compared with what was approved.
+        let pinned = match (&flight, result, id) {
+            (Some((_, flight)), Some(result), Some(id)) if direction == Direction::ServerToClient && !is_error => {
+                self.pinning_filters(&flight.method, id, result)
+            }
+            _ => None,
+        };
         let (key, flight) = flight.unzip();
         // The response's id as it wrote it (the key saves a copy when that is the same).
         let record_id = match (key, id) {
@@ -140,7 +146,7 @@ impl Guard {
             }
             (_, Some(id)) if direction == Direction::ServerToClient => {
                 self.forget_approved(id);
-                Verdict::Forward
+                pinned.map_or(Verdict::Forward, Verdict::Replace)
             }
             _ => Verdict::Forward,
         }

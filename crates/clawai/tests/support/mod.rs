@@ -61,6 +61,8 @@ impl<'a> Setup<'a> {
             .arg("python3")
             .arg(scripted_server())
             .env("SCRIPTED_LOG", dir.path().join("server.log"))
+            // Each test's own pins: what one test's server lists is no other's.
+            .env("CLAWAI_PINS", dir.path().join("pins"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -1,0 +1,54 @@
+#![warn(missing_docs)]
+//! Tool pinning for clawai: trust on first use of what an MCP server lists.
+//!
+//! A policy decides calls by a tool's name and arguments, and trusts what the server
+//! says the tool is (its description, schema, annotations). A server can change that
+//! after a person looked (a "rug pull"). Pinning records, per server identity, a hash of
+//! each tool, prompt and resource template, and of the server's instructions, the first
+//! time they are listed; later lists are compared, and what changed or appeared is held
+//! (left out of lists, its calls refused) until a person reviews and approves it.
+//!
+//! Modules, from the bottom up: [`canonical`] (what is hashed, as RFC 8785 canonical
+//! JSON under SHA-256), [`identity`] (which server), [`store`] (the files), `compare`
+//! (lists against pins, approvals), [`diff`] (what a person reviews) and `tracker`
+//! (the pins of a running server, as the proxy and the gateway use them).
+
+pub mod canonical;
+mod compare;
+pub mod diff;
+pub mod identity;
+pub mod store;
+mod tracker;
+
+pub use canonical::Kind;
+pub use compare::{Approval, Compared, Seen};
+pub use identity::{Identity, Source};
+pub use store::{Entry, PinFile, State, Version};
+pub use tracker::{Filtered, Listener, Refusal, Tracker};
+
+use std::path::PathBuf;
+
+/// A pin store that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// The file or directory could not be read or written.
+    #[error("cannot use the pin store {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a pin store clawai can read. It is never replaced silently: a
+    /// server could otherwise have its changes pinned anew by breaking the file.
+    #[error(
+        "the pin store {} cannot be read ({why}); fix it, or remove it to pin that server anew (`clawai pins reset SERVER`)",
+        path.display()
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+}

@@ -1,0 +1,323 @@
+//! The pin store: one JSON file per server identity in a private directory, written
+//! atomically (a temporary file in the same directory, then a rename), mode 0600 in a
+//! 0700 directory. A file that does not parse is an error naming it: pins are never
+//! silently taken anew, or a server could reset its own review by breaking the file.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::PinError;
+use crate::canonical::Kind;
+use crate::identity::{Identity, Source};
+
+/// The store's format version, written in every file.
+pub const FORMAT: u32 = 1;
+
+/// One version of an item (or of the instructions): its hash, its pinned view, and
+/// when it was first seen so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Version {
+    /// SHA-256 of the canonical JSON of `value`.
+    pub hash: String,
+    /// The pinned view (an object of the pinned members; for instructions, the text or
+    /// `null`).
+    pub value: Value,
+    /// When this version was first seen (RFC 3339).
+    pub seen: String,
+}
+
+/// What the store knows of one item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The approved version (first seen, or approved by a person). `None` for an item
+    /// added after the first listing and not approved yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<Version>,
+    /// The version the server lists now, when it differs from the pinned one: held
+    /// until a person approves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<Version>,
+    /// The server's last complete list left it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
+}
+
+/// Where an item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Listed as approved.
+    Pinned,
+    /// Listed differently from the approved version: held.
+    Changed,
+    /// Listed after the first listing and never approved: held.
+    Added,
+    /// Approved, and no longer listed.
+    Removed,
+}
+
+impl State {
+    /// The word shown by `clawai pins list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Pinned => "pinned",
+            State::Changed => "changed",
+            State::Added => "added",
+            State::Removed => "removed",
+        }
+    }
+
+    /// True when calls are refused and the item is left out of lists.
+    pub fn is_held(self) -> bool {
+        matches!(self, State::Changed | State::Added)
+    }
+}
+
+impl Entry {
+    /// Where the item stands.
+    pub fn state(&self) -> State {
+        match (&self.pinned, &self.live) {
+            (Some(_), Some(_)) => State::Changed,
+            (None, _) => State::Added,
+            (Some(_), None) if self.removed => State::Removed,
+            (Some(_), None) => State::Pinned,
+        }
+    }
+
+    /// The hash a person reviews: the live version's when one waits, else the pinned one's.
+    pub fn current_hash(&self) -> Option<&str> {
+        self.live.as_ref().or(self.pinned.as_ref()).map(|v| v.hash.as_str())
+    }
+}
+
+/// Every pin of one server identity: the store file's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinFile {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The server's name.
+    pub server: String,
+    /// What starts or reaches it.
+    pub source: Source,
+    /// The server's `instructions` (from its `initialize` result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Entry>,
+    /// Tools by name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, Entry>,
+    /// Prompts by name.
+    #[serde(default)]
+    pub prompts: BTreeMap<String, Entry>,
+    /// Resource templates by name.
+    #[serde(default)]
+    pub resource_templates: BTreeMap<String, Entry>,
+    /// The kinds whose first complete listing was seen: from then on a new item is held
+    /// instead of pinned.
+    #[serde(default)]
+    pub listed: Vec<String>,
+}
+
+impl PinFile {
+    /// An empty store for `identity`.
+    pub fn new(identity: &Identity) -> PinFile {
+        PinFile {
+            format: FORMAT,
+            server: identity.server.clone(),
+            source: identity.source.clone(),
+            instructions: None,
+            tools: BTreeMap::new(),
+            prompts: BTreeMap::new(),
+            resource_templates: BTreeMap::new(),
+            listed: Vec::new(),
+        }
+    }
+
+    /// The items of one kind.
+    pub fn items(&self, kind: Kind) -> &BTreeMap<String, Entry> {
+        match kind {
+            Kind::Tool => &self.tools,
+            Kind::Prompt => &self.prompts,
+            Kind::ResourceTemplate => &self.resource_templates,
+        }
+    }
+
+    /// The items of one kind, to change.
+    pub fn items_mut(&mut self, kind: Kind) -> &mut BTreeMap<String, Entry> {
+        match kind {
+            Kind::Tool => &mut self.tools,
+            Kind::Prompt => &mut self.prompts,
+            Kind::ResourceTemplate => &mut self.resource_templates,
+        }
+    }
+
+    /// True once the first complete listing of `kind` was seen.
+    pub fn was_listed(&self, kind: Kind) -> bool {
+        self.listed.iter().any(|k| k == kind.as_str())
+    }
+
+    /// True when the server's instructions changed since they were approved: nothing
+    /// of it is listed and every call is refused.
+    pub fn blocked(&self) -> bool {
+        self.instructions.as_ref().is_some_and(|e| e.live.is_some())
+    }
+
+    /// True when something is held (a changed or added item, changed instructions).
+    pub fn holds_anything(&self) -> bool {
+        self.blocked() || Kind::ALL.iter().any(|&k| self.items(k).values().any(|e| e.state().is_held()))
+    }
+}
+
+/// `$XDG_STATE_HOME/clawai/pins` (`~/.local/state/clawai/pins`).
+pub fn default_dir() -> PathBuf {
+    let state = match std::env::var_os("XDG_STATE_HOME") {
+        Some(dir) if !dir.is_empty() && Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        _ => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join(".local/state"),
+    };
+    state.join("clawai").join("pins")
+}
+
+/// The file of `identity` in `dir`.
+pub fn path_of(dir: &Path, identity: &Identity) -> PathBuf {
+    dir.join(format!("{}.json", identity.file_stem()))
+}
+
+/// Reads a store file; `Ok(None)` when there is none yet.
+pub fn load(path: &Path) -> Result<Option<PinFile>, PinError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(PinError::Io { path: path.to_owned(), source: e }),
+    };
+    let file: PinFile =
+        serde_json::from_slice(&bytes).map_err(|e| PinError::Corrupt { path: path.to_owned(), why: e.to_string() })?;
+    if file.format != FORMAT {
+        return Err(PinError::Corrupt {
+            path: path.to_owned(),
+            why: format!("format {} is not the {FORMAT} this clawai reads", file.format),
+        });
+    }
+    Ok(Some(file))
+}
+
+/// Writes a store file atomically: a temporary file in the same directory (created
+/// 0700 if missing), mode 0600, synced, then renamed over the old one, so that a reader
+/// sees the old file or the new one, never half of one.
+pub fn save(path: &Path, file: &PinFile) -> Result<(), PinError> {
+    let io = |source: std::io::Error| PinError::Io { path: path.to_owned(), source };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !dir.exists() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(file).expect("pins encode");
+    bytes.push(b'\n');
+    // NamedTempFile is created 0600.
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    temp.write_all(&bytes).map_err(io)?;
+    temp.as_file().sync_all().map_err(io)?;
+    temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Every store file in `dir`, with its content, sorted by server name; a file that
+/// does not parse is an error naming it.
+pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>, PinError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(PinError::Io { path: dir.to_owned(), source: e }),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| PinError::Io { path: dir.to_owned(), source: e })?.path();
+        let hidden = path.file_name().and_then(|n| n.to_str()).is_none_or(|n| n.starts_with('.'));
+        if hidden || path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        if let Some(file) = load(&path)? {
+            out.push((path, file));
+        }
+    }
+    out.sort_by(|a, b| (&a.1.server, &a.0).cmp(&(&b.1.server, &b.0)));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity::command("files", &["npx".to_owned(), "server".to_owned()])
+    }
+
+    #[test]
+    fn a_saved_file_reads_back_and_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = dir.path().join("state/clawai/pins");
+        let path = path_of(&pins, &identity());
+        let mut file = PinFile::new(&identity());
+        file.tools.insert(
+            "t".into(),
+            Entry {
+                pinned: Some(Version { hash: "h".into(), value: Value::Null, seen: "now".into() }),
+                ..Entry::default()
+            },
+        );
+        save(&path, &file).unwrap();
+        assert_eq!(load(&path).unwrap(), Some(file));
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&pins).unwrap().permissions().mode() & 0o777, 0o700);
+        let left: Vec<_> = std::fs::read_dir(&pins).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 1, "no temporary file left behind: {left:?}");
+    }
+
+    #[test]
+    fn a_rewrite_replaces_the_file_by_rename_not_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_of(dir.path(), &identity());
+        save(&path, &PinFile::new(&identity())).unwrap();
+        let before = std::fs::metadata(&path).unwrap().ino();
+        // A reader that opened the old file keeps reading the old content whole.
+        let old = std::fs::File::open(&path).unwrap();
+        let mut file = PinFile::new(&identity());
+        file.listed.push("tool".into());
+        save(&path, &file).unwrap();
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), before, "a new file took the old one's name");
+        let old: PinFile = serde_json::from_reader(old).unwrap();
+        assert!(old.listed.is_empty());
+        assert_eq!(load(&path).unwrap().unwrap().listed, ["tool"]);
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_of(dir.path(), &identity());
+        std::fs::write(&path, "{\"format\": 1, \"server\": ").unwrap();
+        let error = load(&path).unwrap_err().to_string();
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        assert!(load_all(dir.path()).is_err());
+        assert_eq!(load(&dir.path().join("none.json")).unwrap(), None);
+    }
+
+    #[test]
+    fn the_default_directory_follows_xdg_state_home() {
+        // Read from the environment the tests run in: only the shape is checked.
+        let dir = default_dir();
+        assert!(dir.ends_with("clawai/pins"), "{}", dir.display());
+    }
+
+    #[test]
+    fn states_of_entries() {
+        let v = || Some(Version { hash: "h".into(), value: Value::Null, seen: String::new() });
+        assert_eq!(Entry { pinned: v(), ..Entry::default() }.state(), State::Pinned);
+        assert_eq!(Entry { pinned: v(), live: v(), removed: false }.state(), State::Changed);
+        assert_eq!(Entry { pinned: None, live: v(), removed: false }.state(), State::Added);
+        assert_eq!(Entry { pinned: v(), live: None, removed: true }.state(), State::Removed);
+    }
+}

@@ -1,0 +1,299 @@
+//! `clawai pins list|diff|approve|reset`: review and approve what servers list that
+//! changed since it was first seen (the pins the proxy keeps; see `clawai_pins`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use clawai_proxy::pins::{Approval, Entry, Kind, PinFile, State, diff, store};
+use serde_json::json;
+
+use crate::ExitCode;
+use crate::paths;
+
+/// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
+#[derive(Debug, Clone, Args)]
+pub struct PinsDirArg {
+    /// The pin store [default: $XDG_STATE_HOME/clawai/pins].
+    #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+}
+
+impl PinsDirArg {
+    /// The directory to use.
+    pub(crate) fn resolve(&self) -> PathBuf {
+        paths::pins_dir(self.dir.as_ref())
+    }
+}
+
+/// `clawai pins …`.
+#[derive(Debug, Subcommand)]
+pub enum PinsCommand {
+    /// Every pinned tool, prompt and resource template, and where it stands.
+    List {
+        /// Print a JSON list of {server, kind, name, state, hash, live_hash}.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        pins: PinsDirArg,
+    },
+    /// What changed: the approved and the live version of what a server holds back.
+    Diff {
+        /// The server's name.
+        server: String,
+        /// One tool, prompt or resource template (`instructions` for the server's
+        /// instructions); every held item when left out.
+        name: Option<String>,
+        #[command(flatten)]
+        pins: PinsDirArg,
+    },
+    /// Approve the live version that `clawai pins diff` showed.
+    Approve {
+        /// The server's name.
+        server: String,
+        /// The tool, prompt or resource template (`instructions` for the server's
+        /// instructions).
+        name: String,
+        /// The hash `clawai pins diff` showed for the live version: a version that
+        /// changed again after the review is not approved.
+        #[arg(long, value_name = "HASH")]
+        hash: String,
+        #[command(flatten)]
+        pins: PinsDirArg,
+    },
+    /// Forget the pins of a server (every server when none is named): its next listing
+    /// is pinned anew.
+    Reset {
+        /// The server's name.
+        server: Option<String>,
+        #[command(flatten)]
+        pins: PinsDirArg,
+    },
+}
+
+/// Runs a `clawai pins` command.
+pub fn run(cmd: PinsCommand) -> Result<ExitCode> {
+    match cmd {
+        PinsCommand::List { json, pins } => list(&pins.resolve(), json),
+        PinsCommand::Diff { server, name, pins } => show_diff(&pins.resolve(), &server, name.as_deref()),
+        PinsCommand::Approve { server, name, hash, pins } => approve(&pins.resolve(), &server, &name, &hash),
+        PinsCommand::Reset { server, pins } => reset(&pins.resolve(), server.as_deref()),
+    }
+}
+
+fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>> {
+    Ok(store::load_all(dir)?)
+}
+
+/// Every row `list` shows: (kind, name, entry) of one file, instructions first.
+fn rows(file: &PinFile) -> Vec<(&'static str, String, &Entry)> {
+    let mut out: Vec<(&'static str, String, &Entry)> = Vec::new();
+    if let Some(entry) = &file.instructions {
+        out.push(("instructions", "instructions".to_owned(), entry));
+    }
+    for kind in Kind::ALL {
+        out.extend(file.items(kind).iter().map(|(name, entry)| (kind.as_str(), name.clone(), entry)));
+    }
+    out
+}
+
+fn state_word(kind: &str, entry: &Entry) -> &'static str {
+    let none_given = entry.pinned.as_ref().is_some_and(|p| p.value.is_null());
+    match (kind, entry.state()) {
+        ("instructions", State::Changed) => "changed (server held)",
+        // A server that gave none is pinned so: instructions that appear later are a change.
+        ("instructions", State::Pinned) if none_given => "pinned (none given)",
+        (_, state) => state.as_str(),
+    }
+}
+
+fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
+    let files = load_all(dir)?;
+    if as_json {
+        let mut out = Vec::new();
+        for (_, file) in &files {
+            for (kind, name, entry) in rows(file) {
+                out.push(json!({
+                    "server": file.server,
+                    "kind": kind,
+                    "name": name,
+                    "state": state_word(kind, entry),
+                    "hash": entry.pinned.as_ref().map(|v| &v.hash),
+                    "live_hash": entry.live.as_ref().map(|v| &v.hash),
+                }));
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::Ok);
+    }
+    if files.is_empty() {
+        println!("nothing pinned yet in {} (servers are pinned the first time a proxy lists them)", dir.display());
+        return Ok(ExitCode::Ok);
+    }
+    println!("{:<20} {:<18} {:<28} {:<22} HASH", "SERVER", "KIND", "NAME", "STATE");
+    for (_, file) in &files {
+        for (kind, name, entry) in rows(file) {
+            let hash = entry.current_hash().map_or("-", |h| &h[..16.min(h.len())]);
+            let name = diff::escape_invisible(&name);
+            println!("{:<20} {:<18} {:<28} {:<22} {hash}", file.server, kind, name, state_word(kind, entry));
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// The files of the server named `server`, or a message saying which servers exist.
+fn files_of(dir: &Path, server: &str) -> Result<std::result::Result<Vec<(PathBuf, PinFile)>, String>> {
+    let files = load_all(dir)?;
+    let known: Vec<String> = files.iter().map(|(_, f)| f.server.clone()).collect();
+    let mine: Vec<_> = files.into_iter().filter(|(_, f)| f.server == server).collect();
+    if mine.is_empty() {
+        let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+        return Ok(Err(format!(
+            "no pins for a server named `{server}` in {} (pinned servers: {known}); `clawai pins list` shows them",
+            dir.display()
+        )));
+    }
+    Ok(Ok(mine))
+}
+
+fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
+    let files = match files_of(dir, server)? {
+        Ok(files) => files,
+        Err(message) => {
+            eprintln!("clawai: {message}");
+            return Ok(ExitCode::Failure);
+        }
+    };
+    let mut shown = 0;
+    for (path, file) in &files {
+        for (kind, item, entry) in rows(file) {
+            let wanted = match name {
+                Some(name) => item == name,
+                None => entry.state().is_held(),
+            };
+            if !wanted {
+                continue;
+            }
+            shown += 1;
+            let title = diff::escape_invisible(&item);
+            println!("{kind} `{title}` of server `{server}`: {} ({})", state_word(kind, entry), path.display());
+            if let Some(pinned) = &entry.pinned {
+                println!("  approved  {}  (first seen {})", pinned.hash, pinned.seen);
+            }
+            match &entry.live {
+                Some(live) => {
+                    println!("  live      {}  (seen {})", live.hash, live.seen);
+                    print!("{}", diff::render(entry.pinned.as_ref(), Some(live)));
+                    println!(
+                        "approve this version with: clawai pins approve {} {} --hash {}",
+                        paths::shell_word(server),
+                        paths::shell_word(&item),
+                        live.hash
+                    );
+                }
+                None => println!("  nothing waits for approval"),
+            }
+            println!();
+        }
+    }
+    if shown == 0 {
+        match name {
+            Some(name) => {
+                eprintln!(
+                    "clawai: server `{server}` has nothing pinned named `{name}`; `clawai pins list` shows what is"
+                );
+                return Ok(ExitCode::Failure);
+            }
+            None => println!("nothing of server `{server}` waits for approval"),
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn approve(dir: &Path, server: &str, name: &str, hash: &str) -> Result<ExitCode> {
+    let files = match files_of(dir, server)? {
+        Ok(files) => files,
+        Err(message) => {
+            eprintln!("clawai: {message}");
+            return Ok(ExitCode::Failure);
+        }
+    };
+    let mut stale = None;
+    let mut nothing_waits = false;
+    for (path, mut file) in files {
+        match file.approve(name, hash) {
+            Approval::Approved { kind } => {
+                store::save(&path, &file).with_context(|| format!("cannot write {}", path.display()))?;
+                let what = kind.map_or("the instructions", Kind::as_str);
+                println!(
+                    "approved {what} `{}` of server `{server}` at {hash}; running proxies pass it on from now on",
+                    diff::escape_invisible(name)
+                );
+                return Ok(ExitCode::Ok);
+            }
+            Approval::Stale { current } => stale = Some(current),
+            Approval::NothingWaits => nothing_waits = true,
+            Approval::Unknown => {}
+        }
+    }
+    let name = diff::escape_invisible(name);
+    let message = match (stale, nothing_waits) {
+        (Some(current), _) => format!(
+            "`{name}` of server `{server}` waits for approval under hash {current}, not {hash}: the version reviewed is \
+             not the one the server lists now (it changed again, or the hash was mistyped), so nothing was approved. \
+             Review it with `clawai pins diff {server} {name}` and approve the hash shown there"
+        ),
+        (None, true) => {
+            format!("nothing of `{name}` of server `{server}` waits for approval (`clawai pins list` shows its state)")
+        }
+        (None, false) => {
+            format!("server `{server}` has nothing pinned named `{name}`; `clawai pins list` shows what is")
+        }
+    };
+    eprintln!("clawai: {message}");
+    Ok(ExitCode::Failure)
+}
+
+fn reset(dir: &Path, server: Option<&str>) -> Result<ExitCode> {
+    // Read leniently: a file that does not parse is what a reset is for.
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("nothing pinned in {}", dir.display());
+            return Ok(ExitCode::Ok);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", dir.display()))),
+    };
+    let mut forgotten = 0;
+    for entry in entries {
+        let path = entry?.path();
+        let Some(stem) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) else {
+            continue;
+        };
+        if stem.starts_with('.') {
+            continue;
+        }
+        let (named, whose) = match store::load(&path) {
+            Ok(Some(file)) => (server.is_none_or(|s| s == file.server), file.server),
+            Ok(None) => continue,
+            // Unreadable: matched by the name its file was given.
+            Err(_) => {
+                let prefix = server.map(|s| clawai_proxy::pins::Identity::command(s, &[]).file_stem());
+                let prefix = prefix.as_deref().and_then(|p| p.rsplit_once('-')).map(|(safe, _)| format!("{safe}-"));
+                (prefix.is_none_or(|p| stem.starts_with(&p)), format!("(unreadable) {stem}"))
+            }
+        };
+        if named {
+            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            println!("forgot the pins of server `{whose}` ({}); its next listing is pinned anew", path.display());
+            forgotten += 1;
+        }
+    }
+    if forgotten == 0 {
+        match server {
+            Some(server) => println!("nothing pinned for a server named `{server}` in {}", dir.display()),
+            None => println!("nothing pinned in {}", dir.display()),
+        }
+    }
+    Ok(ExitCode::Ok)
+}
