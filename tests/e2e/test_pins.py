@@ -177,3 +177,34 @@ async def test_pinning_false_in_the_policy_lets_changes_through(tmp_path):
             assert "echo" in names(await client.list_tools())
             assert text(await client.call_tool("echo", {"text": "x"})) == "scripted: x"
     assert not pathlib.Path(os.environ["CLAWAI_PINS"]).exists()
+
+
+async def test_the_http_front_holds_a_rug_pulled_tool_too(tmp_path):
+    from test_conformance import free_port, stop
+    from test_http import wait_until_listening
+
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    port = free_port()
+    proc = subprocess.Popen([clawai_bin(), "proxy", "--listen", f"127.0.0.1:{port}", "--policy", str(policy),
+                             "--audit", str(tmp_path / "audit.jsonl"), "--server", "scripted",
+                             "--", sys.executable, str(SCRIPTED), "--mutable"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until_listening(port, proc)
+        with anyio.fail_after(30):
+            async with Client(f"http://localhost:{port}/mcp", mode="legacy", cache=None) as client:
+                assert "echo" in names(await client.list_tools())
+                await client.call_tool("mutate", {"tool": "echo", "part": "annotations"})
+                assert "echo" not in names(await client.list_tools())
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("echo", {"text": "x"})
+                assert "clawai pins diff scripted echo" in str(refused.value)
+                assert '"name": "scripted"' in text(await client.call_tool("whoami", {}))
+                diff = pins("diff", "scripted", "echo")
+                assert "! annotations.destructiveHint: (absent) -> true" in diff.stdout, diff.stdout
+                live = re.search(r"--hash ([0-9a-f]{64})", diff.stdout).group(1)
+                assert pins("approve", "scripted", "echo", "--hash", live).returncode == 0
+                assert "echo" in names(await client.list_tools())
+                assert text(await client.call_tool("echo", {"text": "x"})) == "scripted: x"
+    finally:
+        stop(proc)
