@@ -197,3 +197,25 @@ async def test_no_tool_call_changes_clawais_files_or_client_configs_whatever_the
     assert audit_file.exists()
     refused = [e for e in audit(env) if e.get("rule") == "self-protection"]
     assert len(refused) == 5 and all(e["decision"] == "deny" for e in refused)
+
+
+async def test_a_call_carrying_a_credential_is_asked_about_even_when_the_policy_allows(tmp_path):
+    env = home_env(tmp_path)
+    policy = pathlib.Path(env["XDG_CONFIG_HOME"]) / "clawai" / "policy.toml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text(ALLOW_EVERYTHING)
+    refuse = Person(types.ElicitResult(action="decline"))
+    import base64
+    hidden = base64.b64encode(b"token=ghp_abcdefghijklmnopqrstuvwxyz0123456789").decode()
+    with anyio.fail_after(30):
+        async with mcp_server(tmp_path, env, elicitation_callback=refuse) as c:
+            await listed(c, has_all(*BUILTINS))
+            for content in ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", hidden):
+                why = await error_text(c, "builtin__write_file", {"path": "leak.txt", "content": content})
+                assert "declined" in why, why
+            assert text_of(await c.call_tool("builtin__write_file", {"path": "plain.txt", "content": "hello"})) \
+                == "wrote 5 bytes to `plain.txt`"
+    assert len(refuse.questions) == 2 and all("secrets-in-arguments" in q.message for q in refuse.questions)
+    assert not (tmp_path / "project" / "leak.txt").exists()
+    asked = [e for e in audit(env) if e.get("rule") == "secrets-in-arguments"]
+    assert len(asked) == 2 and all("AKIA" not in json.dumps(e) and "ghp_" not in json.dumps(e) for e in asked)

@@ -49,11 +49,15 @@ pub struct Policy {
 pub struct Guards {
     /// Tool pinning (trust on first use): on unless `pinning = false`.
     pub pinning: bool,
+    /// What a call whose arguments carry a credential gets when the rules would let it
+    /// through (`secrets_in_arguments`, `prompt` unless said otherwise; `allow` turns the
+    /// guard off).
+    pub secrets_in_arguments: Action,
 }
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards { pinning: true }
+        Guards { pinning: true, secrets_in_arguments: Action::Prompt }
     }
 }
 

@@ -15,6 +15,7 @@
 //! keeps flowing meanwhile.
 
 mod approvals;
+mod arguments;
 mod batch;
 mod broker;
 mod decide;

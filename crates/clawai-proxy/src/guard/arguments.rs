@@ -1,0 +1,88 @@
+//! The arguments stage: a call whose arguments carry a credential (a private key, a
+//! cloud or API token, also base64-encoded) is decided as the policy's `[guards]
+//! secrets_in_arguments` says (`prompt` by default), when the rules would let it
+//! through: an agent must not quietly send your keys to a server. A stricter decision
+//! of the rules stands.
+
+use std::sync::LazyLock;
+
+use clawai_policy::{Action, Call, Decision, Format, Policy, load_str};
+
+use crate::credentials::credential_in;
+
+/// The id the stage's decisions carry (the audit trail, the question to a person).
+pub const RULE_ID: &str = "secrets-in-arguments";
+
+/// One policy per action the stage can take, each a single rule with the stage's id:
+/// the decision it gives carries a rule like any other.
+static STAGE: LazyLock<[Policy; 3]> = LazyLock::new(|| {
+    [Action::Deny, Action::Prompt, Action::Audit].map(|action| {
+        let text = format!(
+            "[[rule]]\nid = \"{RULE_ID}\"\naction = \"{}\"\nmethod = \"**\"\n\
+             description = \"The arguments carry a credential (a private key, a cloud or API token)\"\n",
+            action.as_str()
+        );
+        load_str(&text, Format::Toml, "clawai arguments guard").expect("the stage's rule loads")
+    })
+});
+
+/// The decision after the stage, and what credential made it, if it decided.
+pub(super) fn secrets_stage<'p>(
+    policy: &Policy,
+    call: &Call<'_>,
+    decision: Decision<'p>,
+) -> (Decision<'p>, Option<&'static str>) {
+    let wanted = policy.guards().secrets_in_arguments;
+    let stricter = |action: Action| match action {
+        Action::Deny => 3,
+        Action::Prompt => 2,
+        Action::Audit => 1,
+        Action::Allow => 0,
+    };
+    if !matches!(call.method, "tools/call" | "prompts/get") || stricter(wanted) <= stricter(decision.action) {
+        return (decision, None);
+    }
+    let Some(kind) = call.arguments.and_then(credential_in) else { return (decision, None) };
+    let stage = &STAGE[match wanted {
+        Action::Deny => 0,
+        Action::Prompt => 1,
+        _ => 2,
+    }];
+    (stage.decide(call), Some(kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawai_protocol::Json;
+    use serde_json::json;
+
+    fn decide(policy_text: &str, arguments: serde_json::Value) -> (Action, Option<String>, Option<&'static str>) {
+        let policy = load_str(policy_text, Format::Toml, "test").unwrap();
+        let params = json!({"name": "send", "arguments": arguments});
+        let params = Json::from(&params);
+        let call = Call::from_params("tools/call", Some(&params));
+        let (decision, kind) = secrets_stage(&policy, &call, policy.decide(&call));
+        (decision.action, decision.rule_id().map(str::to_owned), kind)
+    }
+
+    const ALLOW: &str = "[defaults]\naction = \"allow\"\n";
+
+    #[test]
+    fn a_credential_is_asked_about_by_default() {
+        let key = json!({"body": "aws key AKIAIOSFODNN7EXAMPLE"});
+        assert_eq!(decide(ALLOW, key), (Action::Prompt, Some(RULE_ID.into()), Some("an AWS access key")));
+        assert_eq!(decide(ALLOW, json!({"body": "hello"})), (Action::Allow, None, None));
+    }
+
+    #[test]
+    fn the_policy_chooses_the_action_and_a_stricter_rule_stands() {
+        let key = json!({"body": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"});
+        let deny = "[defaults]\naction = \"allow\"\n[guards]\nsecrets_in_arguments = \"deny\"\n";
+        assert_eq!(decide(deny, key.clone()).0, Action::Deny);
+        let off = "[defaults]\naction = \"allow\"\n[guards]\nsecrets_in_arguments = \"allow\"\n";
+        assert_eq!(decide(off, key.clone()), (Action::Allow, None, None));
+        let denied = "[[rule]]\nid = \"no-send\"\naction = \"deny\"\ntool = \"send\"\n";
+        assert_eq!(decide(denied, key), (Action::Deny, Some("no-send".into()), None));
+    }
+}
