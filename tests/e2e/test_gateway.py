@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
-from conftest import EVERYTHING, FILESYSTEM, clawai_bin, read_audit
+from conftest import ALLOW_ALL, EVERYTHING, FILESYSTEM, clawai_bin, read_audit
 from gateway_support import (BASE_TOOLS, LONG_TOOL_NAME, RawGateway, all_items, calls_received, client, error_text,
                              gateway_args, gateway_missing, has_all, listed, own_state, poll, prefixed, read_log,
                              run_gateway_to_failure, scripted, text_of, tool_names, write_config)
@@ -152,8 +152,10 @@ def test_ids_come_back_exactly_and_a_batch_is_refused(tmp_path):
 
 async def test_a_tool_whose_own_name_has_a_double_underscore_is_routed_on_the_first(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"s": scripted("s"), "s_foo": scripted("s_foo")})
+    # A tool added after the first listing would be held by pinning until approved.
+    unpinned = ALLOW_ALL + "\n[guards]\npinning = false\n"
     with anyio.fail_after(15):
-        async with client(tmp_path, config) as c:
+        async with client(tmp_path, config, policy=unpinned) as c:
             await listed(c, has_all("s__add_tool", "s_foo__echo"))
             text_of(await c.call_tool("s__add_tool", {"name": "foo__bar"}))
             await listed(c, has_all("s__foo__bar"))

@@ -208,3 +208,45 @@ async def test_the_http_front_holds_a_rug_pulled_tool_too(tmp_path):
                 assert text(await client.call_tool("echo", {"text": "x"})) == "scripted: x"
     finally:
         stop(proc)
+
+
+async def test_the_gateway_holds_a_rug_pulled_tool_and_releases_it_on_approval(tmp_path):
+    from gateway_support import client as gateway_client, scripted, write_config
+    config = write_config(tmp_path / "gateway.json", {"scripted": scripted("scripted", "--mutable")})
+    store = tmp_path / "gateway-pins"
+    changes = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(message)
+
+    def gateway_pins(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([clawai_bin(), "pins", *args], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "CLAWAI_PINS": str(store)})
+
+    with anyio.fail_after(30):
+        async with gateway_client(tmp_path, config, env={"CLAWAI_PINS": str(store)}, message_handler=on_message) as c:
+            await until_listed(c, "scripted__echo")
+            assert "changed echo" in text(await c.call_tool("scripted__mutate", {"tool": "echo"}))
+            await until(lambda: changes, "list_changed")
+            await until_listed(c, "scripted__echo", present=False)
+            with pytest.raises(MCPError) as refused:
+                await c.call_tool("scripted__echo", {"text": "after"})
+            assert "run `clawai pins diff scripted echo`" in str(refused.value), refused.value
+            assert '"name": "scripted"' in text(await c.call_tool("scripted__whoami", {}))
+
+            diff = gateway_pins("diff", "scripted", "echo")
+            assert diff.returncode == 0, diff
+            assert "\\u{200B} Before answering" in diff.stdout
+            live = re.search(r"--hash ([0-9a-f]{64})", diff.stdout).group(1)
+            seen = len(changes)
+            assert gateway_pins("approve", "scripted", "echo", "--hash", live).returncode == 0
+            await until(lambda: len(changes) > seen, "list_changed after the approval")
+            await until_listed(c, "scripted__echo")
+            assert text(await c.call_tool("scripted__echo", {"text": "approved"})) == "scripted: approved"
+
+
+async def until_listed(c, name: str, present: bool = True, seconds: float = 10):
+    with anyio.fail_after(seconds):
+        while (name in names(await c.list_tools())) != present:
+            await anyio.sleep(0.05)

@@ -31,6 +31,8 @@ pub struct GatewayOptions {
     pub max_message: usize,
     /// The most items on one page of a merged list.
     pub page_size: usize,
+    /// The pin store (`clawai pins`); `None`: what servers list is not pinned.
+    pub pins_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for GatewayOptions {
@@ -41,6 +43,7 @@ impl Default for GatewayOptions {
             grace: Duration::from_secs(2),
             max_message: 64 << 20,
             page_size: 500,
+            pins_dir: None,
         }
     }
 }

@@ -38,6 +38,11 @@ impl Pair {
                 _ => None,
             }));
         let guard = if upstream.entry.transport.is_remote() { guard.for_remote_server() } else { guard };
+        // Calls to what changed since it was approved are refused in the server's names.
+        let guard = match upstream.pins() {
+            Some(pins) => guard.with_pins(pins),
+            None => guard,
+        };
         let pair = Arc::new(Pair { upstream, guard: Arc::new(guard), tools_version: AtomicU64::new(u64::MAX) });
         pair.guard.set_outlet(Arc::new(PairOutlet {
             session: Arc::downgrade(session),

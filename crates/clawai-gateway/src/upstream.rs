@@ -7,6 +7,7 @@
 
 pub(crate) mod connect;
 mod messages;
+mod pins;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -131,6 +132,8 @@ pub struct Upstream {
     restart: tokio::sync::Notify,
     /// Counts the server's runs: a listing from an earlier run is not kept.
     run: AtomicU64,
+    /// What a person approved of what the server lists.
+    pins: pins::Pins,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -153,7 +156,9 @@ impl Upstream {
             .with_session(format!("gateway-{}", uuid::Uuid::new_v4().simple()));
         let guard = if remote { guard.for_remote_server() } else { guard };
         let (stop, _) = watch::channel(false);
+        let pins = pins::Pins::open(core.options.pins_dir.as_deref(), &name, &entry.transport);
         let upstream = Arc::new(Upstream {
+            pins,
             name,
             entry,
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
@@ -516,7 +521,10 @@ impl Upstream {
         let declared = self.capability(kind.capability()).is_some();
         let items = if declared {
             match self.list_all(kind).await {
-                Ok(items) => crate::catalog::render(kind, &self.name, items),
+                Ok(mut items) => {
+                    self.keep_approved(kind, &mut items);
+                    crate::catalog::render(kind, &self.name, items)
+                }
                 Err(why) => {
                     tracing::warn!("server `{}`: listing {} failed: {why}", self.name, kind.member());
                     return;

@@ -111,20 +111,37 @@ impl View {
         let scope = Scope { allowed_tools, skill };
         self.catalog.find(kind, listed).map(|(_, item)| item).filter(|item| shown(kind, item, &scope))
     }
+
+    /// Whether this session would see an item named `full_name` of a server that is
+    /// `internal_only` or not, were it in the catalog (one held by pinning is not).
+    pub fn would_show(
+        &self,
+        kind: ListKind,
+        full_name: &str,
+        internal_only: bool,
+        allowed_tools: Option<&Glob>,
+    ) -> bool {
+        let skill = self.skill.as_deref().and_then(|name| self.skills.get(name));
+        shown_as(kind, full_name, internal_only, &Scope { allowed_tools, skill })
+    }
 }
 
 /// Whether an item is in a session's lists.
 fn shown(kind: ListKind, item: &Item, scope: &Scope) -> bool {
+    // The full name: a glob written for `S__name` holds for its short form too, and
+    // never matches the short form's hash.
+    shown_as(kind, &item.listed.full_name, item.upstream.entry.internal_only, scope)
+}
+
+/// Whether an item named `full_name` (`S__name`) of a server that is `internal_only` or
+/// not would be in a session's lists.
+fn shown_as(kind: ListKind, full_name: &str, internal_only: bool, scope: &Scope) -> bool {
     match kind {
         ListKind::Tools => {
-            // The full name: a glob written for `S__name` holds for its short form too,
-            // and never matches the short form's hash.
-            let name = &item.listed.full_name;
-            let by_skill = scope.skill.and_then(|skill| skill.shows(name));
-            by_skill.unwrap_or(!item.upstream.entry.internal_only)
-                && scope.allowed_tools.is_none_or(|allowed| allowed.is_match(name))
+            let by_skill = scope.skill.and_then(|skill| skill.shows(full_name));
+            by_skill.unwrap_or(!internal_only) && scope.allowed_tools.is_none_or(|allowed| allowed.is_match(full_name))
         }
-        ListKind::Prompts | ListKind::Resources | ListKind::Templates => !item.upstream.entry.internal_only,
+        ListKind::Prompts | ListKind::Resources | ListKind::Templates => !internal_only,
     }
 }
 

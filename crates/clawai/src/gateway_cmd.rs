@@ -36,6 +36,10 @@ pub struct GatewayArgs {
     /// The most tools (prompts, resources) on one page of a list.
     #[arg(long, default_value_t = 500, value_name = "N")]
     page_size: usize,
+    /// The pin store: what each server listed when first seen, and what changed since
+    /// (`clawai pins`) [default: $XDG_STATE_HOME/clawai/pins].
+    #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
+    pins: Option<PathBuf>,
     #[command(flatten)]
     front: ListenArgs,
 }
@@ -151,6 +155,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         grace,
         max_message: args.served.max_message_size,
         page_size: args.page_size,
+        pins_dir: Some(crate::paths::pins_dir(args.pins.as_ref())),
     };
     let listen = match args.front.listen {
         Some(_) => Some(args.front.options(FrontSettings {

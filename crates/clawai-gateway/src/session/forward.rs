@@ -143,8 +143,30 @@ impl Session {
                 &format!("clawai gateway: server `{server}` was removed from the gateway's configuration"),
             );
         }
+        if let Some(why) = self.held_by_pinning(what, name) {
+            return rewrite::error(id, reply::DENIED, &why);
+        }
         let capitalised = if what == "tool" { "Unknown tool" } else { "Unknown prompt" };
         rewrite::error(id, reply::INVALID_PARAMS, &format!("{capitalised}: {name}"))
+    }
+
+    /// Why a name this session would see is not listed: what the server lists under it
+    /// changed since a person approved it (`clawai pins diff`). `None` for a name the
+    /// session could not see anyway, so that hiding still tells nothing.
+    fn held_by_pinning(&self, what: &str, name: &str) -> Option<String> {
+        let (server, original) = name.split_once(names::SEPARATOR)?;
+        let upstream = self.core.upstream(server)?;
+        let pins = upstream.pins()?;
+        let (kind, pinned) = match what {
+            "tool" => (ListKind::Tools, clawai_proxy::pins::Kind::Tool),
+            _ => (ListKind::Prompts, clawai_proxy::pins::Kind::Prompt),
+        };
+        let allowed = self.core.allowed_tools();
+        if !self.view().would_show(kind, name, upstream.entry.internal_only, allowed.as_deref()) {
+            return None;
+        }
+        let refusal = pins.refusal(pinned, original)?;
+        Some(pins.refusal_text(pinned, original, &refusal))
     }
 
     /// Records a request for a name this session cannot use (hidden or not there): the

@@ -86,7 +86,11 @@ const PROPOSED_VERSION: &str = "2025-11-25";
 
 impl Upstream {
     /// Starts the child, or opens the remote session.
-    pub(super) fn connect(&self) -> io::Result<(Writer, Source, Option<ChildServer>)> {
+    pub(super) fn connect(self: &Arc<Self>) -> io::Result<(Writer, Source, Option<ChildServer>)> {
+        if let Some(problem) = self.pins_problem() {
+            return Err(io::Error::other(problem));
+        }
+        self.listen_for_approvals();
         let max_message = self.core().map_or(64 << 20, |core| core.options.max_message);
         match &self.entry.transport {
             Transport::Builtin => Ok(in_process(Arc::new(clawai_builtin::server()), max_message)),
@@ -162,6 +166,7 @@ impl Upstream {
                 return;
             }
         };
+        let result = self.approved_initialize(result);
         *self.initialized.write().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
         self.notify("notifications/initialized", None).await;
         for kind in ListKind::ALL {
