@@ -91,7 +91,7 @@ pub enum Class {
     /// Text that tells the model to hide something from the user: "do not tell the
     /// user", "without informing the user", "secretly": critical.
     Concealment,
-    /// A path to credentials or secrets: `~/.ssh`, `id_rsa`, `.aws/credentials`, `.env`,
+    /// A path to credentials or secrets: `~/.ssh`, `id_rsa`, `.aws/credentials`,
     /// `/etc/passwd`, a `.env` file in a path (`./.env`; a bare `.env` is too common in
     /// developer tools), an MCP client's config…: warn.
     CredentialPath,
