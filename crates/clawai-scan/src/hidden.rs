@@ -62,32 +62,62 @@ pub(crate) fn classify(c: char) -> Option<Hidden> {
     }
 }
 
+/// Bytes that are not printable ASCII, `\n`, `\t` or `\r`.
+static ODD_BYTE: [bool; 256] = {
+    let mut odd = [true; 256];
+    let mut b = 0x20;
+    while b < 0x7F {
+        odd[b] = false;
+        b += 1;
+    }
+    odd[b'\n' as usize] = false;
+    odd[b'\t' as usize] = false;
+    odd[b'\r' as usize] = false;
+    odd
+};
+
 /// True when every byte is printable ASCII, `\n`, `\t` or `\r`: nothing can be hidden.
+/// This runs on every string a server lists, most of them plain ASCII: eight bytes are
+/// tested at once for a byte that is not ASCII, below 0x20 or DEL (with false alarms,
+/// never misses), and only a word that raises one is looked at byte by byte.
 pub(crate) fn plain_ascii(text: &str) -> bool {
-    text.bytes().all(|b| (0x20..0x7F).contains(&b) || b == b'\n' || b == b'\t' || b == b'\r')
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let odd = |b: &u8| ODD_BYTE[usize::from(*b)];
+    let (words, rest) = text.as_bytes().as_chunks::<8>();
+    for word in words {
+        let w = u64::from_le_bytes(*word);
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w;
+        let del = (w ^ (ONES * 0x7F)).wrapping_sub(ONES) & !(w ^ (ONES * 0x7F));
+        if (w | below_space | del) & HIGHS != 0 && word.iter().any(odd) {
+            return false;
+        }
+    }
+    !rest.iter().any(odd)
 }
 
 /// The runs of hidden characters in `text` that no emoji or script needs there.
 pub(crate) fn hidden_spans(text: &str) -> Vec<Span> {
-    if plain_ascii(text) {
-        return Vec::new();
-    }
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    if plain_ascii(text) { Vec::new() } else { spans_of(text) }
+}
+
+/// [`hidden_spans`] of a text known not to be plain ASCII.
+pub(crate) fn spans_of(text: &str) -> Vec<Span> {
     let mut has_rtl: Option<bool> = None;
     let mut spans = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let Some(kind) = classify(chars[i].1) else {
-            i += 1;
+    let mut chars = text.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    while let Some((start, c)) = chars.next() {
+        let Some(kind) = classify(c) else {
+            prev = Some(c);
             continue;
         };
-        let mut j = i + 1;
-        while j < chars.len() && classify(chars[j].1) == Some(kind) {
-            j += 1;
+        let mut run = vec![c];
+        while let Some(&(_, n)) = chars.peek().filter(|&&(_, n)| classify(n) == Some(kind)) {
+            run.push(n);
+            chars.next();
         }
-        let run: Vec<char> = chars[i..j].iter().map(|&(_, c)| c).collect();
-        let prev = i.checked_sub(1).map(|k| chars[k].1);
-        let next = chars.get(j).map(|&(_, c)| c);
+        let next = chars.peek().map(|&(_, n)| n);
         let allowed = match kind {
             Hidden::Tag => is_subdivision_flag(prev, &run),
             Hidden::VariationSelector => run.len() == 1 && selector_has_base(run[0], prev),
@@ -95,11 +125,11 @@ pub(crate) fn hidden_spans(text: &str) -> Vec<Span> {
             Hidden::BidiMark => *has_rtl.get_or_insert_with(|| text.chars().any(is_rtl_letter)),
             _ => false,
         };
+        prev = run.last().copied();
         if !allowed {
-            let end = chars.get(j).map_or(text.len(), |&(at, _)| at);
-            spans.push(Span { kind, start: chars[i].0, end, chars: run });
+            let end = chars.peek().map_or(text.len(), |&(at, _)| at);
+            spans.push(Span { kind, start, end, chars: run });
         }
-        i = j;
     }
     spans
 }

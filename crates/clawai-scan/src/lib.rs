@@ -30,9 +30,11 @@
 //! assert!(findings.iter().any(|f| f.severity == Severity::Critical && f.field == "/description"));
 //! ```
 
+mod encoded;
 mod finding;
 mod fold;
 mod hidden;
+mod others;
 mod phrases;
 mod text;
 mod walk;
@@ -44,8 +46,9 @@ use serde_json::Value;
 pub use finding::{Class, Finding, ItemKind, ParseSeverityError, Severity};
 pub use hidden::escape_invisible;
 
+use others::OtherNames;
 use phrases::Checks;
-use text::{OtherNames, Scope};
+use text::Scope;
 
 /// A scanner set up once for the tool names of the other servers a client sees (the
 /// gateway's other upstreams, or the other wrapped servers), then used for every item
@@ -94,15 +97,17 @@ impl Scanner {
         for item in own_items {
             walk::vocabulary(item, &mut own);
         }
-        others.remove_all(&own);
+        others.exclude(own);
         Scanner { others }
     }
 
     /// Every finding in one page (or all pages) of a listing: [`Scanner::scan_item`] for
     /// each item, by the scanner [`Scanner::excluding`] the listing's own names.
     pub fn scan_listing(&self, kind: ItemKind, items: &[Value]) -> Vec<Finding> {
-        let scanner = self.excluding(items);
-        items.iter().flat_map(|item| scanner.scan_item(kind, item)).collect()
+        // The same as scanning with `self.excluding(items)`, but the listing is looked
+        // through only when a description names another server's tool.
+        let scope = Scope { own_listing: items, ..self.scope(LISTING) };
+        items.iter().flat_map(|item| walk::scan_value(kind, item, scope)).collect()
     }
 
     /// Findings in free text, such as a tool's result: hidden characters,
@@ -110,9 +115,9 @@ impl Scanner {
     /// decodes to them (not credential paths or whitespace, which ordinary output has).
     /// Findings have kind [`ItemKind::Text`], an empty name and an empty field.
     pub fn scan_text(&self, text: &str) -> Vec<Finding> {
-        text::scan_string(text, self.scope(RESULT))
+        text::scan_texts(&[text], self.scope(RESULT))
             .into_iter()
-            .map(|found| Finding {
+            .map(|(_, found)| Finding {
                 kind: ItemKind::Text,
                 name: String::new(),
                 field: String::new(),
@@ -125,7 +130,7 @@ impl Scanner {
     }
 
     fn scope(&self, checks: Checks) -> Scope<'_> {
-        Scope { checks, others: &self.others, own_name: "", own_words: None }
+        Scope { checks, others: &self.others, own_name: "", own_item: None, own_listing: &[] }
     }
 }
 

@@ -1,8 +1,11 @@
 //! The normalised pass: instruction-like text in the folded reading of a string.
 //!
-//! One `RegexSet` pass tells which detectors match at all (most strings: none); only
-//! those are run again for the place of the match. Patterns ignore case and use ASCII
-//! word boundaries (the folded text is ASCII wherever an English phrase could be).
+//! One `RegexSet` pass over all the strings of an item tells which detectors match at
+//! all (most items: none); only those are run again for the places of the matches.
+//! The text is the folded reading, ASCII-lowercased (patterns are written in lowercase:
+//! case-insensitive Unicode patterns make the lazy DFA several times slower), and
+//! patterns use ASCII word boundaries (the folded text is ASCII wherever an English
+//! phrase could be).
 
 use std::sync::LazyLock;
 
@@ -19,21 +22,22 @@ struct Detector {
 }
 
 /// Tags addressed to a model. Only these names: `<example>` or `<b>` are ordinary markup.
-const TAG: &str = r"(?i)<\s*/?\s*(?:important|system|system[ _-]?(?:prompt|message|instructions?)|instructions?|(?:ai|model|assistant|agent|tool|hidden|secret)[ _-]?instructions?|admin|override|hidden|secret|critical|priority|sudo)\s*/?\s*>|<\|\s*(?:im_start|im_end|system|endoftext)\s*\|>|<<\s*/?\s*sys\s*>>|\[/?inst\]|\[system\]";
+const TAG: &str = r"<\s*/?\s*(?:important|system|system[ _-]?(?:prompt|message|instructions?)|instructions?|(?:ai|model|assistant|agent|tool|hidden|secret)[ _-]?instructions?|admin|override|hidden|secret|critical|priority|sudo)\s*/?\s*>|<\|\s*(?:im_start|im_end|system|endoftext)\s*\|>|<<\s*/?\s*sys\s*>>|\[/?inst\]|\[system\]";
 
-const OVERRIDE: &str = r"(?i)(?-u:\b)(?:(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of|my|these|those)\s+)*(?:previous|prior|above|earlier|preceding|former|original|system|safety|other)\s+(?:instructions?|rules|directions|directives|guidelines|prompts?|context|messages?|commands?|constraints|guardrails)|(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+told|(?:said|written|stated)\s+(?:above|before|earlier))|you\s+must\s+now|(?:new|updated|real)\s+system\s+(?:prompt|instructions?)|from\s+now\s+on,?\s+you\s+(?:must|will|shall|are)|you\s+are\s+now\s+(?:in\s+)?(?:developer|admin|god|jailbreak|dan|unrestricted)|(?:do\s+not|don't|never)\s+follow\s+(?:the\s+|your\s+|any\s+)?(?:previous|prior|system|original|other)\s+(?:instructions?|rules)|(?:overrides?|supersedes?|takes\s+precedence\s+over)\s+(?:all\s+)?(?:other|previous|prior|system|your)\s+(?:instructions?|rules|prompts?))(?-u:\b)|(?-u:\b)new\s+instructions?\s*:";
+const OVERRIDE: &str = r"(?-u:\b)(?:(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of|my|these|those)\s+)*(?:previous|prior|above|earlier|preceding|former|original|system|safety|other)\s+(?:instructions?|rules|directions|directives|guidelines|prompts?|context|messages?|commands?|constraints|guardrails)|(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+told|(?:said|written|stated)\s+(?:above|before|earlier))|you\s+must\s+now|(?:new|updated|real)\s+system\s+(?:prompt|instructions?)|from\s+now\s+on,?\s+you\s+(?:must|will|shall|are)|you\s+are\s+now\s+(?:in\s+)?(?:developer|admin|god|jailbreak|dan|unrestricted)|(?:do\s+not|don't|never)\s+follow\s+(?:the\s+|your\s+|any\s+)?(?:previous|prior|system|original|other)\s+(?:instructions?|rules)|(?:overrides?|supersedes?|takes\s+precedence\s+over)\s+(?:all\s+)?(?:other|previous|prior|system|your)\s+(?:instructions?|rules|prompts?))(?-u:\b)|(?-u:\b)new\s+instructions?\s*:";
 
-const CONCEAL: &str = r"(?i)(?-u:\b)(?:(?:do\s+not|don't|dont|never|must\s+not|should\s+not|shouldn't)\s+(?:tell|mention|inform|notify|alert|show|reveal|disclose|explain|say|let)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:the\s+)?users?(?-u:\b)|without\s+(?:telling|informing|notifying|alerting|letting)\s+(?:the\s+)?users?|(?:hide|conceal)\s+(?:this|it|these|that|them)\s+from\s+(?:the\s+)?users?|the\s+users?\s+(?:must|should|will|need)\s+(?:not|never)\s+(?:know|see|notice|find\s+out|be\s+told)|secretly|covertly)(?-u:\b)";
+const CONCEAL: &str = r"(?-u:\b)(?:(?:do\s+not|don't|dont|never|must\s+not|should\s+not|shouldn't)\s+(?:tell|mention|inform|notify|alert|show|reveal|disclose|explain|say|let)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:the\s+)?users?(?-u:\b)|without\s+(?:telling|informing|notifying|alerting|letting)\s+(?:the\s+)?users?|(?:hide|conceal)\s+(?:this|it|these|that|them)\s+from\s+(?:the\s+)?users?|the\s+users?\s+(?:must|should|will|need)\s+(?:not|never)\s+(?:know|see|notice|find\s+out|be\s+told)|secretly|covertly)(?-u:\b)";
 
-const CREDENTIAL: &str = r#"(?i)~/\.ssh(?-u:\b)|\.ssh/|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.aws/(?:credentials|config)(?-u:\b)|/etc/(?:passwd|shadow|sudoers)(?-u:\b)|/\.env(?:\.[a-z]+)?(?-u:\b)|\.netrc(?-u:\b)|\.pgpass(?-u:\b)|\.git-credentials(?-u:\b)|\.docker/config\.json|\.kube/config(?-u:\b)|\.npmrc(?-u:\b)|\.pypirc(?-u:\b)|\.gnupg(?-u:\b)|(?-u:\b)credentials\.json(?-u:\b)|\.cursor/mcp\.json|claude_desktop_config\.json|\.claude\.json|\.config/gcloud(?-u:\b)|\.azure/|(?-u:\b)wallet\.dat(?-u:\b)|\.bash_history"#;
+const CREDENTIAL: &str = r#"~/\.ssh(?-u:\b)|\.ssh/|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.aws/(?:credentials|config)(?-u:\b)|/etc/(?:passwd|shadow|sudoers)(?-u:\b)|/\.env(?:\.[a-z]+)?(?-u:\b)|\.netrc(?-u:\b)|\.pgpass(?-u:\b)|\.git-credentials(?-u:\b)|\.docker/config\.json|\.kube/config(?-u:\b)|\.npmrc(?-u:\b)|\.pypirc(?-u:\b)|\.gnupg(?-u:\b)|(?-u:\b)credentials\.json(?-u:\b)|\.cursor/mcp\.json|claude_desktop_config\.json|\.claude\.json|\.config/gcloud(?-u:\b)|\.azure/|(?-u:\b)wallet\.dat(?-u:\b)|\.bash_history"#;
 
-const HTML_COMMENT: &str = r"<!--\s*[^\s-][\s\S]*?(?:-->|$)";
+/// Stops at the NUL that separates an item's strings (see `text::SEPARATOR`).
+const HTML_COMMENT: &str = r"<!--\s*[^\s\x00-][^\x00]*?(?:-->|\x00|$)";
 
 /// Whitespace that pushes text out of view: far to the right on one line, or many
 /// blank lines down. (Indented template literals, common in real descriptions, have a
 /// line break and a few dozen spaces: not a finding.) The folded text has only ASCII
 /// spaces: NFKC turns the Unicode ones into U+0020.
-const WHITESPACE_RUN: &str = r"[ \t]{48,}\S|(?:[ \t]*\r?\n){10,}[ \t]*\S";
+const WHITESPACE_RUN: &str = r"[ \t]{48,}[^\s\x00]|(?:[ \t]*\r?\n){10,}[ \t]*[^\s\x00]";
 
 /// A base64 (or base64url) run long enough to carry a sentence.
 pub(crate) const BASE64: &str = r"[A-Za-z0-9+/_-]{40,}={0,2}";
@@ -84,13 +88,19 @@ const DETECTORS: &[Detector] = &[
 ];
 
 struct Compiled {
+    /// All detectors in one leftmost-first regex: the lazy DFA reads text for it faster
+    /// than for the set (no overlapping search) and stops at the first match, so text
+    /// with no match at all (most items) is read once, at the faster speed.
+    any: Regex,
     set: RegexSet,
     each: Vec<Regex>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<&str> = DETECTORS.iter().map(|d| d.pattern).collect();
+    let any: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
     Compiled {
+        any: Regex::new(&any.join("|")).expect("scan patterns compile"),
         set: RegexSet::new(&patterns).expect("scan patterns compile"),
         each: patterns.iter().map(|p| Regex::new(p).expect("scan pattern compiles")).collect(),
     }
@@ -104,41 +114,35 @@ pub(crate) struct Checks {
     pub whitespace: bool,
 }
 
-/// One match of one detector in the folded text.
-pub(crate) struct Hit<'t> {
+/// A detector that matched: what it finds, how bad, and its regex.
+pub(crate) struct Matched {
     pub class: Class,
     pub severity: Severity,
     pub detail: &'static str,
-    pub text: &'t str,
-    pub start: usize,
+    pub regex: &'static Regex,
 }
 
-/// Every detector that matches `folded`, with its first match (for base64: every run,
-/// since only some may decode to something).
-pub(crate) fn detect<'t>(folded: &'t str, checks: Checks) -> Vec<Hit<'t>> {
+/// The detectors that match somewhere in `lowered` and that `checks` asks for.
+pub(crate) fn matching(lowered: &str, checks: Checks) -> Vec<Matched> {
     let compiled = &*COMPILED;
-    let mut hits = Vec::new();
-    for index in compiled.set.matches(folded).iter() {
-        let detector = &DETECTORS[index];
-        let wanted = match detector.class {
+    if !compiled.any.is_match(lowered) {
+        return Vec::new();
+    }
+    compiled
+        .set
+        .matches(lowered)
+        .iter()
+        .map(|index| (&DETECTORS[index], &compiled.each[index]))
+        .filter(|(detector, _)| match detector.class {
             Class::CredentialPath => checks.credential_paths,
             Class::HiddenWhitespace => checks.whitespace,
             _ => true,
-        };
-        if !wanted {
-            continue;
-        }
-        let matches = compiled.each[index].find_iter(folded);
-        let limit = if detector.class == Class::EncodedPayload { 64 } else { 1 };
-        for m in matches.take(limit) {
-            hits.push(Hit {
-                class: detector.class,
-                severity: detector.severity,
-                detail: detector.detail,
-                text: m.as_str(),
-                start: m.start(),
-            });
-        }
-    }
-    hits
+        })
+        .map(|(detector, regex)| Matched {
+            class: detector.class,
+            severity: detector.severity,
+            detail: detector.detail,
+            regex,
+        })
+        .collect()
 }

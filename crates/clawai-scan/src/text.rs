@@ -1,16 +1,18 @@
-//! Scanning one string: the raw pass over its characters, then the detectors over its
-//! folded reading, base64 runs decoded and scanned again, and other servers' tool names.
+//! Scanning the strings of one item: the raw pass over each string's characters, then
+//! the detectors over the folded readings of all of them at once (one regex pass per
+//! item, not per string), base64 runs decoded and scanned again, and other servers'
+//! tool names.
 
-use std::collections::HashSet;
+use serde_json::Value;
+use std::borrow::Cow;
 
-use base64::Engine as _;
-use base64::alphabet;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-
+use crate::encoded::decode_base64;
 use crate::finding::{Class, Severity};
-use crate::fold::fold;
-use crate::hidden::{Hidden, Span, decode_selectors, decode_tags, escape_invisible, hidden_spans};
-use crate::phrases::{Checks, Hit, detect};
+use crate::fold::fold_owned;
+use crate::hidden::{Hidden, Span, decode_selectors, decode_tags, escape_invisible, plain_ascii, spans_of};
+use crate::others::OtherNames;
+use crate::phrases::{Checks, Matched, matching};
+use crate::walk::defines;
 
 /// A finding before it is placed in an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,136 +30,142 @@ const BEFORE: usize = 24;
 const AFTER: usize = 48;
 /// How deep base64 inside base64 is followed.
 const MAX_DEPTH: u8 = 2;
-/// The most of one base64 run that is decoded (results can carry megabytes of images).
-const MAX_DECODED_INPUT: usize = 64 * 1024;
+/// Between two strings in the joined text: no pattern reads across a NUL between line
+/// breaks, and no folded string has a NUL (control characters are removed).
+const SEPARATOR: &str = "\n\0\n";
 
-/// The lowercased tool names of other servers, for shadowing, without the plain
-/// single words ("search", "read") that ordinary prose uses.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct OtherNames(HashSet<String>);
-
-impl OtherNames {
-    pub(crate) fn new(names: &[&str]) -> Self {
-        OtherNames(names.iter().filter(|name| distinctive(name)).map(|name| name.to_ascii_lowercase()).collect())
-    }
-
-    /// Leaves out these (lowercased) names: a listing's own tools and words.
-    pub(crate) fn remove_all<'n>(&mut self, names: impl IntoIterator<Item = &'n String>) {
-        for name in names {
-            self.0.remove(name);
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// A name that cannot be an ordinary word: it has a separator, a digit or an inner
-/// capital (`read_file`, `web.search`, `searchWeb`), and three characters or more.
-fn distinctive(name: &str) -> bool {
-    name.len() >= 3
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-        && name.bytes().skip(1).any(|b| matches!(b, b'_' | b'.' | b'-') || b.is_ascii_digit() || b.is_ascii_uppercase())
-}
-
-/// What to look for in one string.
+/// What to look for.
 #[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
     pub checks: Checks,
     pub others: &'a OtherNames,
     /// The scanned item's own name: naming itself is not shadowing.
     pub own_name: &'a str,
-    /// The item's own identifiers (property names, enum values, lowercased): a server
-    /// whose action is called like another server's tool is not shadowing it.
-    pub own_words: Option<&'a HashSet<String>>,
+    /// The scanned item: the identifiers it defines (property names, enum values) are
+    /// its own words, not another server's tools, even when they are spelled alike.
+    pub own_item: Option<&'a Value>,
+    /// The rest of the scanned server's listing, whose names and identifiers are its
+    /// own words too (looked through only when another server's name turns up).
+    pub own_listing: &'a [Value],
 }
 
-/// Every finding in `text`, at most one per class.
-pub(crate) fn scan_string(text: &str, scope: Scope<'_>) -> Vec<Found> {
+/// Every finding in `texts`, as (index of the text, finding), at most one per class and
+/// text.
+pub(crate) fn scan_texts(texts: &[&str], scope: Scope<'_>) -> Vec<(usize, Found)> {
     let mut found = Vec::new();
-    scan_into(text, scope, 0, &mut found);
+    scan_into(texts, scope, 0, &mut found);
     found
 }
 
-fn scan_into(text: &str, scope: Scope<'_>, depth: u8, found: &mut Vec<Found>) {
-    raw_pass(text, &hidden_spans(text), found);
-    let folded = fold(text);
-    for hit in detect(&folded, scope.checks) {
-        if found.iter().any(|f| f.class == hit.class) {
-            continue;
-        }
-        if let Some(f) = describe(&folded, &hit, scope, depth) {
-            found.push(f);
+fn scan_into(texts: &[&str], scope: Scope<'_>, depth: u8, found: &mut Vec<(usize, Found)>) {
+    let folded: Vec<Cow<'_, str>> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, &text)| {
+            if plain_ascii(text) {
+                return Cow::Borrowed(text);
+            }
+            raw_pass(text, &spans_of(text), &mut |f| found.push((index, f)));
+            Cow::Owned(fold_owned(text))
+        })
+        .collect();
+    let mut lowered = String::with_capacity(folded.iter().map(|f| f.len() + SEPARATOR.len()).sum());
+    let mut starts = Vec::with_capacity(folded.len());
+    for text in &folded {
+        starts.push(lowered.len());
+        lowered.push_str(text);
+        lowered.push_str(SEPARATOR);
+    }
+    lowered.make_ascii_lowercase();
+    // The text a match starts in, and the match's range inside that text.
+    let locate = |start: usize, end: usize| {
+        let index = starts.partition_point(|&s| s <= start) - 1;
+        let len = folded[index].len();
+        let local = start - starts[index];
+        (local < len).then(|| (index, local, (end - starts[index]).min(len)))
+    };
+    for detector in matching(&lowered, scope.checks) {
+        for m in detector.regex.find_iter(&lowered) {
+            let Some((index, start, end)) = locate(m.start(), m.end()) else { continue };
+            if has(found, index, detector.class) {
+                continue;
+            }
+            if let Some(f) = describe(&folded[index], start, end, &detector, scope, depth) {
+                found.push((index, f));
+            }
         }
     }
-    if !scope.others.is_empty()
-        && let Some(name) = shadowed_name(&folded, scope)
-    {
-        found.push(Found {
-            class: Class::CrossServerToolName,
-            severity: Severity::Warn,
-            evidence: escape_invisible(&name),
-            detail: format!("names {name:?}, a tool of another server"),
-        });
+    if scope.others.is_empty() {
+        return;
+    }
+    let own = |name: &str| {
+        name.eq_ignore_ascii_case(scope.own_name)
+            || scope.own_item.is_some_and(|item| defines(item, name))
+            || scope.own_listing.iter().any(|item| {
+                item.get("name").and_then(Value::as_str).is_some_and(|own| own.eq_ignore_ascii_case(name))
+                    || defines(item, name)
+            })
+    };
+    for (start, end) in scope.others.find(&lowered, own) {
+        let Some((index, start, end)) = locate(start, end) else { continue };
+        if has(found, index, Class::CrossServerToolName) {
+            continue;
+        }
+        let name = &folded[index][start..end];
+        found.push((
+            index,
+            Found {
+                class: Class::CrossServerToolName,
+                severity: Severity::Warn,
+                evidence: escape_invisible(name),
+                detail: format!("names {name:?}, a tool of another server"),
+            },
+        ));
     }
 }
 
-fn describe(folded: &str, hit: &Hit<'_>, scope: Scope<'_>, depth: u8) -> Option<Found> {
-    let (evidence, detail) = match hit.class {
+fn has(found: &[(usize, Found)], index: usize, class: Class) -> bool {
+    found.iter().any(|(i, f)| *i == index && f.class == class)
+}
+
+/// The finding for one match in one folded text, if it is one (a base64 run is one
+/// only if what it decodes to has findings).
+fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: Scope<'_>, depth: u8) -> Option<Found> {
+    let matched = &folded[start..end];
+    let (severity, evidence, detail) = match detector.class {
         Class::EncodedPayload => {
             if depth >= MAX_DEPTH {
                 return None;
             }
-            let decoded = decode_base64(hit.text)?;
+            let decoded = decode_base64(matched)?;
             let mut inner = Vec::new();
-            scan_into(&decoded, scope, depth + 1, &mut inner);
-            let worst = inner.iter().map(|f| f.severity).max()?;
-            let classes: Vec<&str> = inner.iter().map(|f| f.class.as_str()).collect();
-            let detail = format!("{} ({})", hit.detail, classes.join(", "));
-            return Some(Found {
-                class: hit.class,
-                severity: worst.max(hit.severity),
-                evidence: cut(&escape_invisible(&decoded)),
-                detail,
-            });
+            scan_into(&[&decoded], scope, depth + 1, &mut inner);
+            let worst = inner.iter().map(|(_, f)| f.severity).max()?;
+            let classes: Vec<&str> = inner.iter().map(|(_, f)| f.class.as_str()).collect();
+            let detail = format!("{} ({})", detector.detail, classes.join(", "));
+            (worst.max(detector.severity), cut(&escape_invisible(&decoded)), detail)
         }
         Class::HiddenWhitespace => {
             // The match is the run of blanks and the first character after it.
-            let blanks = hit.text.len() - hit.text.chars().next_back().map_or(0, char::len_utf8);
-            let rest = &folded[hit.start + blanks..];
-            (cut(&escape_invisible(rest)), format!("{} ({blanks} whitespace characters)", hit.detail))
+            let blanks = matched.len() - matched.chars().next_back().map_or(0, char::len_utf8);
+            let rest = &folded[start + blanks..];
+            (
+                detector.severity,
+                cut(&escape_invisible(rest)),
+                format!("{} ({blanks} whitespace characters)", detector.detail),
+            )
         }
-        _ => (window(folded, hit.start, hit.start + hit.text.len()), hit.detail.to_owned()),
+        _ => (detector.severity, window(folded, start, end), detector.detail.to_owned()),
     };
-    Some(Found { class: hit.class, severity: hit.severity, evidence, detail })
-}
-
-/// The first token of `folded` that is another server's tool name.
-fn shadowed_name(folded: &str, scope: Scope<'_>) -> Option<String> {
-    let mut token = String::new();
-    for word in folded.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
-        let word = word.trim_matches(|c| matches!(c, '.' | '-'));
-        if word.len() < 3 {
-            continue;
-        }
-        token.clear();
-        token.extend(word.chars().map(|c| c.to_ascii_lowercase()));
-        if scope.others.0.contains(&token)
-            && !token.eq_ignore_ascii_case(scope.own_name)
-            && !scope.own_words.is_some_and(|own| own.contains(&token))
-        {
-            return Some(word.to_owned());
-        }
-    }
-    None
+    Some(Found { class: detector.class, severity, evidence, detail })
 }
 
 /// The raw pass: one finding per class of hidden character, with the worst severity.
-fn raw_pass(text: &str, spans: &[Span], found: &mut Vec<Found>) {
+fn raw_pass(text: &str, spans: &[Span], emit: &mut dyn FnMut(Found)) {
     if spans.is_empty() {
         return;
     }
+    let mut found: Vec<Found> = Vec::new();
     let mut add = |class: Class, severity: Severity, span: &Span, detail: String| match found
         .iter_mut()
         .find(|f| f.class == class)
@@ -192,10 +200,7 @@ fn raw_pass(text: &str, spans: &[Span], found: &mut Vec<Found>) {
                 let detail = format!("{invisible} zero-width or other invisible characters");
                 add(Class::ZeroWidth, severity, span, detail)
             }
-            Hidden::Control => {
-                let detail = "control characters".to_owned();
-                add(Class::ControlCharacter, Severity::Warn, span, detail)
-            }
+            Hidden::Control => add(Class::ControlCharacter, Severity::Warn, span, "control characters".to_owned()),
             Hidden::Ansi => {
                 let detail = "a terminal escape sequence, which can rewrite what a terminal shows".to_owned();
                 add(Class::ControlCharacter, Severity::Critical, span, detail)
@@ -214,6 +219,7 @@ fn raw_pass(text: &str, spans: &[Span], found: &mut Vec<Found>) {
             }
         }
     }
+    found.into_iter().for_each(emit);
 }
 
 /// `text[start..end]` with some context around it, escaped and cut.
@@ -237,27 +243,4 @@ fn cut(text: &str) -> String {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
     }
-}
-
-/// The text a base64 or base64url run decodes to, if it is text: valid UTF-8 with no
-/// control characters but line breaks, tabs and escapes. Binary (images, hashes, keys)
-/// is not text and is left alone.
-fn decode_base64(run: &str) -> Option<String> {
-    const CONFIG: GeneralPurposeConfig = GeneralPurposeConfig::new()
-        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
-        .with_decode_allow_trailing_bits(true);
-    const STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, CONFIG);
-    const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, CONFIG);
-    let body = run.trim_end_matches('=');
-    let mut take = body.len().min(MAX_DECODED_INPUT) / 4 * 4;
-    let rest = body.len().min(MAX_DECODED_INPUT) - take;
-    if rest >= 2 {
-        take += rest;
-    }
-    let body = &body[..take];
-    let engine = if body.contains(['-', '_']) { &URL_SAFE } else { &STANDARD };
-    let bytes = engine.decode(body).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let printable = text.chars().all(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r' | '\u{1B}'));
-    printable.then_some(text)
 }
