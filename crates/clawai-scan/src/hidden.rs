@@ -125,7 +125,9 @@ pub(crate) fn spans_of(text: &str) -> Vec<Span> {
             Hidden::BidiMark => *has_rtl.get_or_insert_with(|| text.chars().any(is_rtl_letter)),
             _ => false,
         };
-        prev = run.last().copied();
+        // What follows a flagged run sees what follows its escape ("}"): no letter or
+        // emoji, so escaping never turns a kept character into one to escape.
+        prev = if allowed { run.last().copied() } else { None };
         if !allowed {
             let end = chars.peek().map_or(text.len(), |&(at, _)| at);
             spans.push(Span { kind, start, end, chars: run });
@@ -164,11 +166,11 @@ fn selector_has_base(selector: char, prev: Option<char>) -> bool {
 /// soft hyphen inside a word.
 fn joiner_allowed(c: char, prev: Option<char>, next: Option<char>) -> bool {
     let (Some(prev), Some(next)) = (prev, next) else { return false };
-    let script_letter = |ch: char| !ch.is_ascii() && (ch.is_alphabetic() || is_mark(ch));
+    let script_letter = |ch: char| !ch.is_ascii() && classify(ch).is_none() && (ch.is_alphabetic() || is_mark(ch));
     match c {
         ZWJ => (emoji_part(prev) && next.is_emoji_char()) || (script_letter(prev) && script_letter(next)),
         ZWNJ => script_letter(prev) && script_letter(next),
-        SOFT_HYPHEN => prev.is_alphabetic() && next.is_alphabetic(),
+        SOFT_HYPHEN => prev.is_alphabetic() && next.is_alphabetic() && classify(next).is_none(),
         _ => false,
     }
 }
@@ -302,6 +304,15 @@ mod tests {
         assert_eq!(escape_invisible("ig\u{200B}nore"), "ig\\u{200B}nore");
         assert_eq!(escape_invisible("a\u{200D}b"), "a\\u{200D}b");
         assert_eq!(escape_invisible("line\rover"), "line\\rover");
+    }
+
+    #[test]
+    fn escaping_is_stable_when_a_joiner_leans_on_an_escaped_character() {
+        // The joiner once counted the stray selector before it as a mark of a script.
+        for text in ["t\u{FE0F}\u{200D}ש", "ש\u{200D}\u{FE0F}", "a\u{200B}\u{AD}b", "x\u{E0100}\u{200C}ش"] {
+            let once = escape_invisible(text);
+            assert_eq!(escape_invisible(&once), once, "{text:?}");
+        }
     }
 
     #[test]
