@@ -11,6 +11,7 @@ mod paths;
 mod policy_cmd;
 mod policy_in_use;
 pub mod proxy_cmd;
+pub mod scan_cmd;
 pub mod ui_cmd;
 
 pub use proxy_cmd::{HttpRunners, HttpTransport};
@@ -64,6 +65,9 @@ enum Command {
     Approve(approvals_cmd::ApproveArgs),
     /// Refuse a pending call.
     Deny(approvals_cmd::DenyArgs),
+    /// List a server's tools, prompts and resource templates and scan them for hidden
+    /// instructions: `clawai scan -- CMD ARGS…`, `--upstream URL` or `--config FILE`.
+    Scan(scan_cmd::ScanArgs),
 }
 
 /// How the process ends.
@@ -117,7 +121,10 @@ pub fn main(http: HttpTransport) -> ! {
         .with_max_level(level)
         .with_target(false)
         .init();
-    if matches!(cli.command, Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_)) {
+    if matches!(
+        cli.command,
+        Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_) | Command::Scan(_)
+    ) {
         stop_quietly_when_the_reader_goes();
     }
     let result = match cli.command {
@@ -134,6 +141,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Approvals(args) => approvals_cmd::list(args),
         Command::Approve(args) => approvals_cmd::approve(args),
         Command::Deny(args) => approvals_cmd::deny(args),
+        Command::Scan(args) => scan_cmd::run(args, http),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

@@ -79,6 +79,8 @@ pub struct HttpRunners {
     pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
     /// `clawai gateway`.
     pub gateway: fn(crate::gateway_cmd::GatewayArgs) -> Result<ExitCode>,
+    /// `clawai scan`.
+    pub scan: fn(crate::scan_cmd::ScanArgs) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {

@@ -6,5 +6,6 @@ fn main() {
         proxy: clawai::http_cmd::run_http,
         ui: clawai::ui_cmd::run_ui,
         gateway: clawai::gateway_cmd::run_gateway,
+        scan: clawai::scan_cmd::run_scan,
     }))
 }
