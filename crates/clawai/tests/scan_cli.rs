@@ -176,3 +176,41 @@ fn policy_out_writes_a_starter_policy_that_policy_check_accepts() {
     let again = scan(&["--policy-out", out.to_str().unwrap()], &server_line(None));
     assert_eq!(again.status.code(), Some(2));
 }
+
+#[test]
+fn a_remote_server_is_scanned_over_http() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let file = tools_file(dir.path(), poisoned());
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, support::ALLOW_ALL).unwrap();
+    let mut proxy = Command::new(clawai())
+        .args(["proxy", "--listen", "127.0.0.1:0", "--policy", policy.to_str().unwrap()])
+        .args(["--audit", dir.path().join("audit.jsonl").to_str().unwrap(), "--"])
+        .args(server_line(Some(&file)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(proxy.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the proxy stopped before serving");
+        if let Some(rest) = line.trim().strip_prefix("clawai: serving ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let output = scan(&["--json", "--upstream", &url], &[]);
+    proxy.kill().unwrap();
+    proxy.wait().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let found = findings(&output);
+    assert!(
+        found.iter().any(|f| f["server"] == "127.0.0.1" && f["name"] == "zz_mailer" && f["class"] == "concealment"),
+        "{found:#?}"
+    );
+    assert!(found.iter().any(|f| f["name"] == "notes" && f["class"] == "tag_characters"), "{found:#?}");
+}
