@@ -48,8 +48,8 @@ pub struct ScanArgs {
     /// Exit with status 1 when a finding is at least this severe: info, warn or critical.
     #[arg(long, default_value = "warn", value_name = "SEVERITY")]
     fail_on: Severity,
-    /// Write a starter policy from the listed tools to FILE (reads allowed, writes
-    /// asked about, deletions, commands and tools with findings denied).
+    /// Write a starter policy from the listed tools to FILE (reads allowed, writes and
+    /// destructive tools asked about, deletions, commands and tools with findings denied).
     #[arg(long, value_name = "FILE")]
     policy_out: Option<PathBuf>,
     /// Seconds a server gets to answer each request.

@@ -1,7 +1,6 @@
 //! The starter policy `clawai scan --policy-out` writes from the tools the servers
-//! listed: reads allowed, writes (and whatever the name does not tell) asked about,
-//! deletions, commands, tools marked destructive and tools with poisoning findings
-//! denied. Operations are read from tool names by the policy engine's own detector, so
+//! listed: reads allowed; writes, tools marked destructive and whatever the name does
+//! not tell asked about; deletions, commands and tools with poisoning findings denied. Operations are read from tool names by the policy engine's own detector, so
 //! the policy's `operation` rules and this file agree.
 
 use std::collections::HashSet;
@@ -29,12 +28,14 @@ fn verdict(tool: &Value, flagged: bool) -> Verdict {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
     let hint = |key: &str| tool.pointer(&format!("/annotations/{key}")).and_then(Value::as_bool);
     let operation = detect(name).operation;
-    if flagged || matches!(operation, Operation::Delete | Operation::Execute) || hint("destructiveHint") == Some(true) {
+    if flagged || matches!(operation, Operation::Delete | Operation::Execute) {
         return Verdict::Deny;
     }
+    // A tool the server marks destructive (a write that overwrites) is asked about, even
+    // when its name reads.
     let reads = matches!(operation, Operation::Read | Operation::List)
         || (operation == Operation::Unknown && hint("readOnlyHint") == Some(true));
-    if reads { Verdict::Allow } else { Verdict::Prompt }
+    if reads && hint("destructiveHint") != Some(true) { Verdict::Allow } else { Verdict::Prompt }
 }
 
 /// A TOML basic string.
@@ -61,9 +62,9 @@ fn literal(name: &str) -> bool {
 }
 
 const HEADER: &str = r#"# Starter policy written by `clawai scan` from the tools the servers listed.
-# Reads are allowed, writes ask a person, deletions, commands, tools the server marks
-# destructive and tools with poisoning findings are denied; a tool not listed here
-# (added later) is denied by default. Review it, then `clawai policy check` it.
+# Reads are allowed; writes and tools the server marks destructive ask a person;
+# deletions, commands and tools with poisoning findings are denied; a tool not listed
+# here (added later) is denied by default. Review it, then `clawai policy check` it.
 
 [defaults]
 action = "deny"
@@ -103,8 +104,13 @@ pub(crate) fn starter_policy(servers: &[ServerTools<'_>]) -> String {
     let mut out = String::from(HEADER);
     for server in servers {
         let mut groups: [(Verdict, &str, &str, Vec<&str>); 3] = [
-            (Verdict::Deny, "deny", "Deletes, runs commands, is marked destructive, or has poisoning findings", vec![]),
-            (Verdict::Prompt, "prompt", "Writes or changes something: a person approves each call", vec![]),
+            (Verdict::Deny, "deny", "Deletes, runs commands, or has poisoning findings", vec![]),
+            (
+                Verdict::Prompt,
+                "prompt",
+                "Writes, changes or may destroy something: a person approves each call",
+                vec![],
+            ),
             (Verdict::Allow, "allow", "Reads", vec![]),
         ];
         for tool in server.tools {
@@ -148,7 +154,8 @@ mod tests {
         assert_eq!(verdict(&tool("run_command", json!({})), false), Verdict::Deny);
         assert_eq!(verdict(&tool("echo", json!({})), false), Verdict::Prompt);
         assert_eq!(verdict(&tool("echo", json!({"readOnlyHint": true})), false), Verdict::Allow);
-        assert_eq!(verdict(&tool("get_thing", json!({"destructiveHint": true})), false), Verdict::Deny);
+        assert_eq!(verdict(&tool("get_thing", json!({"destructiveHint": true})), false), Verdict::Prompt);
+        assert_eq!(verdict(&tool("write_file", json!({"destructiveHint": true})), false), Verdict::Prompt);
         assert_eq!(verdict(&tool("read_file", json!({})), true), Verdict::Deny);
     }
 
