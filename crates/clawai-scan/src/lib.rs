@@ -59,11 +59,12 @@ pub struct Scanner {
 }
 
 /// Everything is checked in what a server lists.
-const LISTING: Checks = Checks { credential_paths: true, whitespace: true };
+const LISTING: Checks = Checks { credential_paths: true, whitespace: true, html_comments: true };
 
 /// Results are ordinary output: a directory listing names `.env`, a table has long
-/// runs of spaces. Only hidden characters and instruction-like text are looked for.
-const RESULT: Checks = Checks { credential_paths: false, whitespace: false };
+/// runs of spaces, an HTML file has comments. Only hidden characters and
+/// instruction-like text are looked for.
+const RESULT: Checks = Checks { credential_paths: false, whitespace: false, html_comments: false };
 
 impl Scanner {
     /// A scanner that reports these names, when a description mentions them, as
@@ -110,9 +111,9 @@ impl Scanner {
         items.iter().flat_map(|item| walk::scan_value(kind, item, scope)).collect()
     }
 
-    /// Findings in free text, such as a tool's result: hidden characters,
-    /// instruction tags, override phrases, concealment, HTML comments and base64 that
-    /// decodes to them (not credential paths or whitespace, which ordinary output has).
+    /// Findings in free text, such as a tool's result: hidden characters, instruction
+    /// tags, override phrases, concealment and base64 that decodes to them (not
+    /// credential paths, whitespace runs or HTML comments, which ordinary output has).
     /// Findings have kind [`ItemKind::Text`], an empty name and an empty field.
     pub fn scan_text(&self, text: &str) -> Vec<Finding> {
         text::scan_texts(&[text], self.scope(RESULT))

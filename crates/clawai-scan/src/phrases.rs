@@ -107,11 +107,13 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
 });
 
 /// Which checks apply: listings get all of them; results leave out the ones that
-/// ordinary output trips (paths in a directory listing, aligned columns).
+/// ordinary output trips (paths in a directory listing, aligned columns, the comments of
+/// an HTML file that was read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Checks {
     pub credential_paths: bool,
     pub whitespace: bool,
+    pub html_comments: bool,
 }
 
 /// A detector that matched: what it finds, how bad, and its regex.
@@ -136,6 +138,7 @@ pub(crate) fn matching(lowered: &str, checks: Checks) -> Vec<Matched> {
         .filter(|(detector, _)| match detector.class {
             Class::CredentialPath => checks.credential_paths,
             Class::HiddenWhitespace => checks.whitespace,
+            Class::HtmlComment => checks.html_comments,
             _ => true,
         })
         .map(|(detector, regex)| Matched {

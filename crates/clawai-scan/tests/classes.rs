@@ -286,6 +286,7 @@ fn results_are_scanned_for_hidden_and_instruction_like_text() {
     );
     assert!(has(&scan_text(&format!("ok{}", tags("hi"))), Class::TagCharacters, Severity::Critical));
     assert_eq!(scan_text(&format!("col1{}col2", " ".repeat(80))), vec![]);
+    assert_eq!(scan_text("<html><!-- page header --></html>"), vec![]);
 }
 
 #[test]
