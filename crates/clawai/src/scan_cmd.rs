@@ -309,8 +309,11 @@ fn report(scanned: &[Scanned], findings: &[(String, Finding)]) -> String {
         let mut last: Option<(ItemKind, &str)> = None;
         for finding in mine {
             if last != Some((finding.kind, finding.name.as_str())) {
-                let _ =
-                    writeln!(out, "  {} {}", finding.kind.as_str().replace('_', " "), escape_invisible(&finding.name));
+                let kind = finding.kind.as_str().replace('_', " ");
+                let _ = match finding.name.as_str() {
+                    "" => writeln!(out, "  {kind}"),
+                    name => writeln!(out, "  {kind} {}", escape_invisible(name)),
+                };
                 last = Some((finding.kind, finding.name.as_str()));
             }
             let field =
