@@ -54,7 +54,11 @@ impl OtherNames {
         lowered: &'t str,
         own: impl Fn(&str) -> bool + 't,
     ) -> impl Iterator<Item = (usize, usize)> + 't {
-        words(lowered).filter(move |&(start, end)| {
+        // Without camel-case names only words with a mark can match: found from their
+        // marks, which are far fewer than letters, instead of word by word.
+        let words: Box<dyn Iterator<Item = (usize, usize)> + 't> =
+            if self.camel.is_empty() { Box::new(marked_words(lowered)) } else { Box::new(words(lowered)) };
+        words.filter(move |&(start, end)| {
             let word = &lowered[start..end];
             let known = if word.bytes().any(is_mark) {
                 self.marked.contains(word)
@@ -106,8 +110,59 @@ fn words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     })
 }
 
+/// The words of [`words`] that have a mark, found from their marks.
+fn marked_words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        loop {
+            let mark = at + bytes[at..].iter().position(|&b| BYTES[usize::from(b)] == MARK)?;
+            let mut start = mark;
+            while start > at && BYTES[usize::from(bytes[start - 1])] != OTHER {
+                start -= 1;
+            }
+            let mut end = mark;
+            while end < bytes.len() && BYTES[usize::from(bytes[end])] != OTHER {
+                end += 1;
+            }
+            at = end;
+            while start < end && matches!(bytes[start], b'.' | b'-') {
+                start += 1;
+            }
+            while end > start && matches!(bytes[end - 1], b'.' | b'-') {
+                end -= 1;
+            }
+            if end - start >= 3 && bytes[start..end].iter().any(|&b| is_mark(b)) {
+                return Some((start, end));
+            }
+        }
+    })
+}
+
+const OTHER: u8 = 0;
+const LETTER: u8 = 1;
+const MARK: u8 = 2;
+
+/// What each byte is to a word: not part of one, a letter, or a mark.
+static BYTES: [u8; 256] = {
+    let mut class = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        class[b] = if byte.is_ascii_digit() || byte == b'_' || byte == b'.' || byte == b'-' {
+            MARK
+        } else if byte.is_ascii_alphabetic() {
+            LETTER
+        } else {
+            OTHER
+        };
+        b += 1;
+    }
+    class
+};
+
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+    BYTES[usize::from(b)] != OTHER
 }
 
 /// A name that cannot be an ordinary word: three characters or more of
@@ -128,8 +183,10 @@ mod tests {
 
     #[test]
     fn words_are_identifiers_without_sentence_punctuation() {
-        let text = "call send_email. then -x a.b.c web.search, ok";
+        let text = "call send_email. then -x a.b.c web.search, ok... v2 s3_put";
         let found: Vec<&str> = words(text).map(|(s, e)| &text[s..e]).collect();
-        assert_eq!(found, ["call", "send_email", "then", "a.b.c", "web.search"]);
+        assert_eq!(found, ["call", "send_email", "then", "a.b.c", "web.search", "s3_put"]);
+        let marked: Vec<&str> = marked_words(text).map(|(s, e)| &text[s..e]).collect();
+        assert_eq!(marked, ["send_email", "a.b.c", "web.search", "s3_put"]);
     }
 }
