@@ -14,6 +14,7 @@ mod policy_in_use;
 mod policy_replay;
 mod protected;
 pub mod proxy_cmd;
+pub mod scan_cmd;
 pub mod ui_cmd;
 
 pub use proxy_cmd::{HttpRunners, HttpTransport};
@@ -74,6 +75,9 @@ enum Command {
     /// first listed them (a changed tool is held until approved).
     #[command(subcommand)]
     Pins(pins_cmd::PinsCommand),
+    /// List a server's tools, prompts and resource templates and scan them for hidden
+    /// instructions: `clawai scan -- CMD ARGS…`, `--upstream URL` or `--config FILE`.
+    Scan(scan_cmd::ScanArgs),
 }
 
 /// How the process ends.
@@ -129,7 +133,12 @@ pub fn main(http: HttpTransport) -> ! {
         .init();
     if matches!(
         cli.command,
-        Command::Policy(_) | Command::Audit(_) | Command::Status(_) | Command::Approvals(_) | Command::Pins(_)
+        Command::Policy(_)
+            | Command::Audit(_)
+            | Command::Status(_)
+            | Command::Approvals(_)
+            | Command::Pins(_)
+            | Command::Scan(_)
     ) {
         stop_quietly_when_the_reader_goes();
     }
@@ -149,6 +158,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Approve(args) => approvals_cmd::approve(args),
         Command::Deny(args) => approvals_cmd::deny(args),
         Command::Pins(cmd) => pins_cmd::run(cmd),
+        Command::Scan(args) => scan_cmd::run(args, http),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

@@ -86,6 +86,8 @@ pub struct HttpRunners {
     pub gateway: fn(crate::gateway_cmd::GatewayArgs) -> Result<ExitCode>,
     /// `clawai mcp-server`.
     pub mcp_server: fn(crate::gateway_cmd::McpServerArgs) -> Result<ExitCode>,
+    /// `clawai scan`.
+    pub scan: fn(crate::scan_cmd::ScanArgs) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {

@@ -308,7 +308,9 @@ fn server_rules_see_the_server_name() {
 
 #[test]
 fn audit_events_are_written_before_forwarding_and_secrets_are_redacted() {
-    let mut p = Setup::new(ALLOW_ALL).arg("--server").arg("s1").start();
+    // The token in the arguments would be asked about (nobody here to ask): let it go.
+    let policy = format!("{ALLOW_ALL}\n[guards]\nsecrets_in_arguments = \"allow\"\n");
+    let mut p = Setup::new(&policy).arg("--server").arg("s1").start();
     p.initialize();
     let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
     let r = p.call(&json!({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"safe_read","arguments":{"password":"hunter2","note":format!("token {token}"),"path":"/tmp/x"}}}));

@@ -7,5 +7,6 @@ fn main() {
         ui: clawai::ui_cmd::run_ui,
         gateway: clawai::gateway_cmd::run_gateway,
         mcp_server: clawai::gateway_cmd::run_mcp_server,
+        scan: clawai::scan_cmd::run_scan,
     }))
 }

@@ -1,0 +1,87 @@
+//! The false-positive corpus: real listings of MCP servers (dumped by
+//! `tests/corpus/dump.py`) and multilingual samples.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use clawai_scan::ItemKind;
+use serde_json::Value;
+
+/// One server's dump.
+pub struct Listing {
+    pub server: String,
+    pub instructions: Option<String>,
+    pub items: Vec<(ItemKind, Value)>,
+}
+
+fn dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(name)
+}
+
+/// Every dumped server, in file name order.
+pub fn listings() -> Vec<Listing> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir("corpus"))
+        .expect("corpus folder")
+        .map(|entry| entry.expect("corpus entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let dump: Value = serde_json::from_slice(&std::fs::read(path).expect("read dump")).expect("dump is JSON");
+            let mut items = Vec::new();
+            for (member, kind) in [
+                ("tools", ItemKind::Tool),
+                ("prompts", ItemKind::Prompt),
+                ("resourceTemplates", ItemKind::ResourceTemplate),
+            ] {
+                for item in dump[member].as_array().expect("a list") {
+                    items.push((kind, item.clone()));
+                }
+            }
+            Listing {
+                server: dump["server"].as_str().expect("server name").to_owned(),
+                instructions: dump["instructions"].as_str().map(str::to_owned),
+                items,
+            }
+        })
+        .collect()
+}
+
+/// The multilingual and emoji samples, one per line.
+pub fn samples() -> Vec<String> {
+    std::fs::read_to_string(dir("samples").join("multilingual.txt"))
+        .expect("samples")
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every string of a JSON value, keys included.
+pub fn strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(text) => out.push(text.clone()),
+        Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+        Value::Object(map) => {
+            for (key, item) in map {
+                out.push(key.clone());
+                strings(item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every string of the corpus (listings, instructions, samples).
+pub fn corpus_strings() -> Vec<String> {
+    let mut out = samples();
+    for listing in listings() {
+        out.extend(listing.instructions);
+        for (_, item) in &listing.items {
+            strings(item, &mut out);
+        }
+    }
+    out
+}
