@@ -19,7 +19,7 @@ pub mod redact;
 pub mod reload;
 pub mod stdio;
 
-pub use audit::AuditLog;
+pub use audit::{AuditLog, AuditObserver};
 pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;
