@@ -29,9 +29,12 @@ mod tests {
 
     use super::*;
 
-    /// Keeps what it saw: kind, method, decision of each event.
+    /// Kind, method and decision of an event.
+    type Summary = (&'static str, Option<String>, Option<&'static str>);
+
+    /// Keeps what it saw.
     #[derive(Default)]
-    struct Seen(Mutex<Vec<(&'static str, Option<String>, Option<&'static str>)>>);
+    struct Seen(Mutex<Vec<Summary>>);
 
     impl AuditObserver for Seen {
         fn observe(&self, event: &Event<'_>) {
