@@ -44,7 +44,7 @@ pub const COMMAND: &str = "clawai.command";
 pub enum TelemetryError {
     /// The collector's URL is not one.
     #[error(
-        "--otlp {url}: {why}; give the collector's OTLP/HTTP base URL, such as http://127.0.0.1:4318 (spans go to /v1/traces, metrics to /v1/metrics)"
+        "the OpenTelemetry collector URL {url} (--otlp or OTEL_EXPORTER_OTLP_ENDPOINT): {why}; give the collector's OTLP/HTTP base URL, such as http://127.0.0.1:4318 (spans go to /v1/traces, metrics to /v1/metrics)"
     )]
     BadEndpoint {
         /// The URL as given.

@@ -75,6 +75,8 @@ struct ServedArgs {
     /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
     #[arg(long = "skills", value_name = "DIR")]
     skills: Vec<PathBuf>,
+    #[command(flatten)]
+    otlp: crate::telemetry_cmd::OtlpArgs,
 }
 
 /// The skill directories, in the order a name is taken from.
@@ -116,7 +118,7 @@ pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
     let mut config = GatewayConfig::default();
     config.servers.insert(clawai_gateway::BUILTIN_SERVER.to_owned(), ServerEntry::builtin(false));
     let options = GatewayOptions { page_size: 500, ..GatewayOptions::default() };
-    serve(&args.served, config, None, options, None)
+    serve(&args.served, "mcp-server", config, None, options, None)
 }
 
 /// Reads the configuration: a known client's file is read leniently (its other keys
@@ -161,7 +163,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    serve(&args.served, config, Some(&args.config), options, listen)
+    serve(&args.served, "gateway", config, Some(&args.config), options, listen)
 }
 
 impl ServedArgs {
@@ -171,10 +173,11 @@ impl ServedArgs {
 }
 
 /// Starts the gateway of `config` and serves it over stdio, or on `listen`, until the
-/// client goes or a signal comes; `config_file`: where `config` was read, watched for
-/// changes.
+/// client goes or a signal comes; `command`: `gateway` or `mcp-server`, as telemetry
+/// names it; `config_file`: where `config` was read, watched for changes.
 fn serve(
     served: &ServedArgs,
+    command: &str,
     config: GatewayConfig,
     config_file: Option<&Path>,
     mut options: GatewayOptions,
@@ -184,7 +187,10 @@ fn serve(
     if !(ask_timeout.is_finite() && ask_timeout > 0.0 && ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0, at most 86400 (a day)");
     }
-    let guarded = Guarded::open_with(&served.policy, served.audit.as_ref(), served.audit_max_bytes, served.no_reload)?;
+    let mut guarded =
+        Guarded::open_with(&served.policy, served.audit.as_ref(), served.audit_max_bytes, served.no_reload)?;
+    // Flushed when dropped, after the runtime below has stopped.
+    let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
     options.ask = served.ask_options();
     options.max_message = served.max_message_size;
     let rt = runtime()?;

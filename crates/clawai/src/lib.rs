@@ -12,6 +12,7 @@ mod policy_cmd;
 mod policy_in_use;
 mod policy_replay;
 pub mod proxy_cmd;
+mod telemetry_cmd;
 pub mod ui_cmd;
 
 pub use proxy_cmd::{HttpRunners, HttpTransport};
@@ -92,11 +93,11 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-/// An empty `CLAWAI_POLICY` or `CLAWAI_AUDIT` (`"env": {"CLAWAI_AUDIT": ""}` in a client
+/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT` or `OTEL_EXPORTER_OTLP_ENDPOINT` (`"env": {"CLAWAI_AUDIT": ""}` in a client
 /// configuration) means the default, as an unset one does; clap would read it as the
 /// flag given without a value and stop with an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };
