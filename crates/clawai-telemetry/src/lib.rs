@@ -85,6 +85,8 @@ pub struct Telemetry {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
     observer: Arc<observer::Exporter>,
+    /// The collector's URL as given, for the warnings.
+    endpoint: String,
 }
 
 impl Telemetry {
@@ -131,7 +133,7 @@ impl Telemetry {
             .with_resource(resource)
             .build();
         let observer = Arc::new(observer::Exporter::new(&traces, &metrics));
-        Ok(Telemetry { traces, metrics, observer })
+        Ok(Telemetry { traces, metrics, observer, endpoint: endpoint.to_owned() })
     }
 
     /// What the audit log shows its events to.
@@ -167,7 +169,8 @@ impl Drop for Telemetry {
             let left = deadline.saturating_duration_since(Instant::now());
             if finished.recv_timeout(left).is_err() {
                 tracing::warn!(
-                    "the OpenTelemetry collector did not take the last telemetry within {} s; exiting without it",
+                    "the OpenTelemetry collector at {} did not take the last telemetry within {} s; exiting without it",
+                    self.endpoint,
                     SHUTDOWN_LIMIT.as_secs()
                 );
                 return;
