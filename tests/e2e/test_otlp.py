@@ -299,6 +299,15 @@ def test_the_environment_names_the_collector_when_the_option_does_not(tmp_path, 
     assert "clawai.decision.duration" in collector.metrics()
 
 
+def test_an_empty_environment_variable_counts_as_unset(tmp_path):
+    policy = write_policy(tmp_path, '[[rule]]\nid = "all"\naction = "allow"\nmethod = "**"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = ""
+    _, _, stderr = raw_session(["proxy", "--policy", str(policy), "--audit", str(tmp_path / "audit.jsonl"), "--",
+                                sys.executable, str(SCRIPTED), "--name", "s"], env, 2)
+    assert b"OpenTelemetry" not in stderr and b"otlp" not in stderr, stderr
+
+
 def test_a_bad_collector_url_stops_the_start_with_what_to_give(tmp_path):
     policy = write_policy(tmp_path, '[[rule]]\nid = "all"\naction = "allow"\nmethod = "**"\n')
     out = subprocess.run([clawai_bin(), "proxy", "--policy", str(policy), "--audit", str(tmp_path / "a.jsonl"),
