@@ -21,7 +21,7 @@ pub mod reload;
 pub mod self_protection;
 pub mod stdio;
 
-pub use audit::AuditLog;
+pub use audit::{AuditLog, AuditObserver};
 pub use clawai_pins as pins;
 pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
 pub use reload::{FileStamp, PolicyHandle};

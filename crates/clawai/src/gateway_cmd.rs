@@ -79,6 +79,8 @@ struct ServedArgs {
     /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
     #[arg(long = "skills", value_name = "DIR")]
     skills: Vec<PathBuf>,
+    #[command(flatten)]
+    otlp: crate::telemetry_cmd::OtlpArgs,
 }
 
 /// The skill directories, in the order a name is taken from.
@@ -120,7 +122,7 @@ pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
     let mut config = GatewayConfig::default();
     config.servers.insert(clawai_gateway::BUILTIN_SERVER.to_owned(), ServerEntry::builtin(false));
     let options = GatewayOptions { page_size: 500, ..GatewayOptions::default() };
-    serve(&args.served, config, None, options, None)
+    serve(&args.served, "mcp-server", config, None, options, None)
 }
 
 /// Reads the configuration: a known client's file is read leniently (its other keys
@@ -167,7 +169,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    serve(&args.served, config, Some(&args.config), options, listen)
+    serve(&args.served, "gateway", config, Some(&args.config), options, listen)
 }
 
 impl ServedArgs {
@@ -177,10 +179,11 @@ impl ServedArgs {
 }
 
 /// Starts the gateway of `config` and serves it over stdio, or on `listen`, until the
-/// client goes or a signal comes; `config_file`: where `config` was read, watched for
-/// changes.
+/// client goes or a signal comes; `command`: `gateway` or `mcp-server`, as telemetry
+/// names it; `config_file`: where `config` was read, watched for changes.
 fn serve(
     served: &ServedArgs,
+    command: &str,
     config: GatewayConfig,
     config_file: Option<&Path>,
     mut options: GatewayOptions,
@@ -192,13 +195,15 @@ fn serve(
     }
     let mut protect_also: Vec<PathBuf> = served.approvals.iter().cloned().collect();
     protect_also.extend(config_file.map(Path::to_owned));
-    let guarded = Guarded::open_with(
+    let mut guarded = Guarded::open_with(
         &served.policy,
         served.audit.as_ref(),
         served.audit_max_bytes,
         served.no_reload,
         &protect_also,
     )?;
+    // Flushed when dropped, after the runtime below has stopped.
+    let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
     options.ask = served.ask_options();
     options.max_message = served.max_message_size;
     let rt = runtime()?;

@@ -1,5 +1,5 @@
-//! `clawai proxy --listen` and `--upstream`: the HTTP transports, run by the
-//! `clawai-http` binary (see [`crate::proxy_cmd::HttpTransport`]).
+//! `clawai proxy --listen` and `--upstream`, and the stdio proxy with `--otlp`: what
+//! the `clawai-http` binary runs (see [`crate::proxy_cmd::HttpTransport`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,8 @@ use clawai_proxy::Guard;
 use crate::ExitCode;
 use crate::proxy_cmd::{Guarded, ProxyArgs};
 
-/// Runs the HTTP transport the arguments ask for.
+/// Runs the HTTP transport the arguments ask for, or the stdio proxy exporting to an
+/// OpenTelemetry collector.
 pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     let remote = match &args.upstream {
         Some(url) => Some(
@@ -21,7 +22,12 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let guarded = Guarded::open(&args)?;
+    let mut guarded = Guarded::open(&args)?;
+    // Flushed when dropped, after the transport below has stopped.
+    let _telemetry = crate::telemetry_cmd::start(&args.otlp, "proxy", &mut guarded)?;
+    if args.front.listen.is_none() && remote.is_none() {
+        return crate::proxy_cmd::run_stdio(args, guarded);
+    }
     let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
     let grace = Duration::from_secs_f64(args.grace);
     let pins = args.pin_tracker(&handle)?;

@@ -15,6 +15,7 @@ mod policy_replay;
 mod protected;
 pub mod proxy_cmd;
 pub mod scan_cmd;
+mod telemetry_cmd;
 pub mod ui_cmd;
 
 pub use proxy_cmd::{HttpRunners, HttpTransport};
@@ -102,11 +103,12 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-/// An empty `CLAWAI_POLICY` or `CLAWAI_AUDIT` (`"env": {"CLAWAI_AUDIT": ""}` in a client
-/// configuration) means the default, as an unset one does; clap would read it as the
-/// flag given without a value and stop with an error about a flag nobody typed.
+/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT` or `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// (`"env": {"CLAWAI_AUDIT": ""}` in a client configuration) means the default, as an
+/// unset one does; clap would read it as the flag given without a value and stop with
+/// an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };

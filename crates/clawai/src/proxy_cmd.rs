@@ -58,15 +58,18 @@ pub struct ProxyArgs {
     pub(crate) headers: Vec<String>,
     #[command(flatten)]
     pub(crate) front: crate::http_cmd::ListenArgs,
+    #[command(flatten)]
+    pub(crate) otlp: crate::telemetry_cmd::OtlpArgs,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
 }
 
-/// How `clawai proxy` runs the HTTP transports (`--listen`, `--upstream`). They live in
-/// a second binary, `clawai-http`, so that the stdio proxy (what clients launch for every
-/// server) stays small: the HTTP stack (tokio, hyper, rustls) would add about 4 MB to its
-/// binary, 2 MiB to its memory and half a millisecond to its start.
+/// How `clawai proxy` runs the HTTP transports (`--listen`, `--upstream`) and the
+/// OpenTelemetry export (`--otlp`). They live in a second binary, `clawai-http`, so that
+/// the stdio proxy (what clients launch for every server) stays small: the HTTP stack
+/// (tokio, hyper, rustls) would add about 4 MB to its binary, 2 MiB to its memory and
+/// half a millisecond to its start.
 #[derive(Clone, Copy)]
 pub enum HttpTransport {
     /// Replace this process with the `clawai-http` binary beside it (same arguments).
@@ -78,7 +81,7 @@ pub enum HttpTransport {
 /// What the `clawai-http` binary runs in process: the commands that need the HTTP stack.
 #[derive(Clone, Copy)]
 pub struct HttpRunners {
-    /// `clawai proxy --listen` / `--upstream`.
+    /// `clawai proxy --listen` / `--upstream` / `--otlp`.
     pub proxy: fn(ProxyArgs) -> Result<ExitCode>,
     /// `clawai ui`.
     pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
@@ -146,13 +149,19 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
     }
-    if args.front.listen.is_some() || args.upstream.is_some() {
+    if args.front.listen.is_some() || args.upstream.is_some() || args.otlp.wanted() {
         return match http {
             HttpTransport::Helper => exec_http_helper(),
             HttpTransport::InProcess(runners) => (runners.proxy)(args),
         };
     }
     let guarded = Guarded::open(&args)?;
+    run_stdio(args, guarded)
+}
+
+/// The stdio proxy, with the guards given: `clawai proxy -- CMD` (and, in `clawai-http`,
+/// the same with `--otlp`).
+pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
     let mut guard =
         Guard::new(guarded.policy.clone(), guarded.audit, args.server.clone()).with_ask_options(args.ask_options());
     if let Some(pins) = args.pin_tracker(&guarded.policy)? {
@@ -185,7 +194,7 @@ pub(crate) fn exec_http_helper() -> Result<ExitCode> {
     let helper = here.with_file_name("clawai-http");
     if !helper.exists() {
         bail!(
-            "--listen, --upstream and `clawai ui` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
+            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server` and `clawai ui` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
             here.display()
         );
     }

@@ -34,6 +34,8 @@ pub struct AuditLog {
     pub(super) shared: Arc<Shared>,
     /// False for [`AuditLog::disabled`]: nothing is encoded.
     enabled: bool,
+    /// Sees every event recorded ([`AuditLog::with_observer`]); `None` costs one branch.
+    pub(super) observer: Option<Arc<dyn super::AuditObserver>>,
 }
 
 /// Every decision recorded in any log gets the next number, so that a transport can ask
@@ -132,7 +134,7 @@ impl AuditLog {
         };
         let shared = Arc::new(Shared::new(output));
         spawn_flusher(Arc::downgrade(&shared))?;
-        Ok(AuditLog { shared, enabled: true })
+        Ok(AuditLog { shared, enabled: true, observer: None })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
@@ -147,7 +149,7 @@ impl AuditLog {
             reserved: None,
             retired: Vec::new(),
         };
-        AuditLog { shared: Arc::new(Shared::new(output)), enabled: false }
+        AuditLog { shared: Arc::new(Shared::new(output)), enabled: false, observer: None }
     }
 
     /// Records a decision or a refusal. Transports write it before the message leaves
@@ -195,6 +197,9 @@ impl AuditLog {
         while events.peek().is_some() {
             self.append_with(false, |line, encoder| {
                 for event in events.by_ref() {
+                    if let Some(observer) = &self.observer {
+                        observer.observe(&event);
+                    }
                     event.write_json(line, encoder);
                     line.push(b'\n');
                     if line.len() >= BATCH_BYTES {
@@ -206,6 +211,9 @@ impl AuditLog {
     }
 
     fn append(&self, event: &Event, decision: bool) {
+        if let Some(observer) = &self.observer {
+            observer.observe(event);
+        }
         self.append_with(decision, |line, encoder| {
             event.write_json(line, encoder);
             line.push(b'\n');

@@ -16,15 +16,18 @@
 //! is freed by the flusher thread, not on the path of the call that filled the trail.
 //!
 //! Modules: [`event`] (what an event says and its JSON), `log` (the file: buffering,
-//! flushing, rotation) and [`stamp`] (one clock read per message).
+//! flushing, rotation), `observer` (what else sees each event: [`AuditObserver`]) and
+//! [`stamp`] (one clock read per message).
 
 pub mod event;
 mod log;
+mod observer;
 pub mod stamp;
 
 pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
 pub use log::{AuditLog, FLUSH_EVERY};
+pub use observer::AuditObserver;
 pub use stamp::{Stamp, stamp};
 
 #[cfg(test)]
