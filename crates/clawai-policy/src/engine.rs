@@ -53,11 +53,37 @@ pub struct Guards {
     /// through (`secrets_in_arguments`, `prompt` unless said otherwise; `allow` turns the
     /// guard off).
     pub secrets_in_arguments: Action,
+    /// What happens to the results that reach the client (`results`, `redact` unless
+    /// said otherwise).
+    pub results: ResultsGuard,
+    /// The largest result passed to the client, in bytes (`max_result_bytes`); `None`:
+    /// no bound but the transport's message limit.
+    pub max_result_bytes: Option<u64>,
+}
+
+/// `[guards] results`: what the results guard does with a tool's (resource's, prompt's)
+/// result on its way to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultsGuard {
+    /// Secrets are redacted; hidden characters and instruction-like text are recorded in
+    /// the audit trail.
+    Redact,
+    /// Nothing is changed; secrets, hidden characters and instruction-like text are
+    /// recorded in the audit trail.
+    Flag,
+    /// Secrets are redacted, and a result with hidden characters or instruction-like
+    /// text becomes an error.
+    Deny,
 }
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards { pinning: true, secrets_in_arguments: Action::Prompt }
+        Guards {
+            pinning: true,
+            secrets_in_arguments: Action::Prompt,
+            results: ResultsGuard::Redact,
+            max_result_bytes: None,
+        }
     }
 }
 

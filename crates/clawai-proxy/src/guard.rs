@@ -23,6 +23,7 @@ mod listing;
 mod pinning;
 mod refuse;
 mod response;
+mod results;
 mod shown_ids;
 
 use refuse::reads_as_decided;

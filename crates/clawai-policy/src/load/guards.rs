@@ -4,7 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::Collector;
-use crate::engine::Guards;
+use crate::engine::{Guards, ResultsGuard};
 
 /// `[guards]`: every key the language has, so that a typo is refused; the values of
 /// the guards not built yet are checked and kept for when they are.
@@ -48,6 +48,13 @@ impl RawGuards {
             .as_ref()
             .and_then(|value| value.get_ref().parse().ok())
             .unwrap_or(defaults.secrets_in_arguments);
-        Guards { pinning: self.pinning.unwrap_or(defaults.pinning), secrets_in_arguments }
+        let results = match self.results.as_ref().map(|value| value.get_ref().as_str()) {
+            Some("flag") => ResultsGuard::Flag,
+            Some("deny") => ResultsGuard::Deny,
+            _ => defaults.results,
+        };
+        let max_result_bytes =
+            self.max_result_bytes.as_ref().and_then(|bytes| u64::try_from(*bytes.get_ref()).ok()).filter(|b| *b > 0);
+        Guards { pinning: self.pinning.unwrap_or(defaults.pinning), secrets_in_arguments, results, max_result_bytes }
     }
 }

@@ -105,10 +105,13 @@ impl Guard {
             self.batches.negotiated(member(result, b"protocolVersion"));
         }
         // The pinning stage: lists and instructions compared with what was approved.
+        // Then the results stage: secrets redacted, hidden text recorded, size bounded.
+        // (a tool's failed result is a result too: its secrets are redacted all the same).
         let pinned = match (&flight, result, id) {
-            (Some((_, flight)), Some(result), Some(id)) if direction == Direction::ServerToClient && !is_error => {
-                self.pinning_filters(&flight.method, id, result)
-            }
+            (Some((_, flight)), Some(result), Some(id)) if direction == Direction::ServerToClient => (!is_error)
+                .then(|| self.pinning_filters(&flight.method, id, result))
+                .flatten()
+                .or_else(|| self.results_filter(&flight.method, id, result)),
             _ => None,
         };
         let (key, flight) = flight.unzip();
