@@ -118,3 +118,30 @@ async def test_a_result_over_max_result_bytes_is_refused(tmp_path):
             with pytest.raises(MCPError) as refused:
                 await client.call_tool("echo", {"text": "x" * 500})
             assert "max_result_bytes" in str(refused.value) and refused.value.code == -32004
+
+
+DENY_DELETE = """
+[[rule]]
+id = "no-delete"
+action = "deny"
+tool = "delete_everything"
+
+[[rule]]
+id = "rest"
+action = "allow"
+method = "**"
+"""
+
+
+async def test_hide_denied_tools_leaves_always_denied_tools_out_of_the_list(tmp_path):
+    with anyio.fail_after(30):
+        async with stdio(tmp_path, DENY_DELETE) as client:
+            assert "delete_everything" in {t.name for t in (await client.list_tools()).tools}, "off by default"
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    with anyio.fail_after(30):
+        async with stdio(hidden, DENY_DELETE + "\n[guards]\nhide_denied_tools = true\n") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "delete_everything" not in names and {"echo", "whoami"} <= names
+            result = await client.call_tool("delete_everything", {})
+            assert result.is_error and "no-delete" in text(result)

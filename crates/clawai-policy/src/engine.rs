@@ -59,6 +59,9 @@ pub struct Guards {
     /// The largest result passed to the client, in bytes (`max_result_bytes`); `None`:
     /// no bound but the transport's message limit.
     pub max_result_bytes: Option<u64>,
+    /// Leave out of `tools/list` the tools the policy denies whatever their arguments
+    /// (`hide_denied_tools`, off unless said).
+    pub hide_denied_tools: bool,
 }
 
 /// `[guards] results`: what the results guard does with a tool's (resource's, prompt's)
@@ -83,6 +86,7 @@ impl Default for Guards {
             secrets_in_arguments: Action::Prompt,
             results: ResultsGuard::Redact,
             max_result_bytes: None,
+            hide_denied_tools: false,
         }
     }
 }

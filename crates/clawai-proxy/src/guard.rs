@@ -19,6 +19,7 @@ mod arguments;
 mod batch;
 mod broker;
 mod decide;
+mod hiding;
 mod listing;
 mod pinning;
 mod refuse;

@@ -41,7 +41,7 @@ impl RawGuards {
         {
             c.error(bytes.span().start, "[guards] max_result_bytes must be a number of bytes, more than 0");
         }
-        let _ = (self.scan, self.hide_denied_tools);
+        let _ = self.scan;
         let defaults = Guards::default();
         let secrets_in_arguments = self
             .secrets_in_arguments
@@ -55,6 +55,12 @@ impl RawGuards {
         };
         let max_result_bytes =
             self.max_result_bytes.as_ref().and_then(|bytes| u64::try_from(*bytes.get_ref()).ok()).filter(|b| *b > 0);
-        Guards { pinning: self.pinning.unwrap_or(defaults.pinning), secrets_in_arguments, results, max_result_bytes }
+        Guards {
+            pinning: self.pinning.unwrap_or(defaults.pinning),
+            secrets_in_arguments,
+            results,
+            max_result_bytes,
+            hide_denied_tools: self.hide_denied_tools.unwrap_or(defaults.hide_denied_tools),
+        }
     }
 }

@@ -114,6 +114,15 @@ impl Guard {
                 .or_else(|| self.results_filter(&flight.method, id, result)),
             _ => None,
         };
+        // The listing stage, on what pinning left: tools the policy always denies.
+        let pinned = match (&flight, result, id) {
+            (Some((_, flight)), Some(result), Some(id))
+                if direction == Direction::ServerToClient && !is_error && flight.method == "tools/list" =>
+            {
+                self.hide_denied(id, pinned.as_deref(), result).or(pinned)
+            }
+            _ => pinned,
+        };
         let (key, flight) = flight.unzip();
         // The response's id as it wrote it (the key saves a copy when that is the same).
         let record_id = match (key, id) {
