@@ -219,6 +219,7 @@ async function main() {
   const chainText = await chain.textContent();
   check('the chain line says the trail has no hash chain yet', /^not verified: the trail has no hash chain yet \(\d+ line\(s\)\)$/.test(chainText), chainText);
   write(event('fs', 'read_file', 'allow', { writer: '0123456789abcdef', seq: 0, prev: '0'.repeat(64) }));
+  await waitRows(9);
   await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'not_checked', null, { timeout: 10000 })
     .catch(() => {});
   const chainLater = await chain.textContent();
@@ -234,11 +235,10 @@ async function main() {
 
   // 6. An event's text is shown as text: a tool named like an HTML tag, markup in an argument.
   const xssTool = '<img src=x onerror="window.__pwned=1">';
-  const rowsBefore = await rows.count();
-  write(event('fs', xssTool, 'deny', { arguments: { note: '<script>window.__pwned=2</script><b>bold</b>' } }));
-  // The newest row, found by the count: were its tool markup, it would have no such text.
-  await waitRows(rowsBefore + 1);
-  const xssRow = rows.first();
+  write(event('fs', xssTool, 'deny', { rule: 'markup-rule', arguments: { note: '<script>window.__pwned=2</script><b>bold</b>' } }));
+  // Found by its rule: were its tool put in as markup, the row would not have its text.
+  const xssRow = rows.filter({ hasText: 'markup-rule' });
+  await xssRow.waitFor({ timeout: 15000 });
   const cell = await xssRow.locator('td.tool').textContent();
   const option = await page.$$eval('#filter-tool option', (options) => options.map((o) => o.textContent));
   await xssRow.click();
