@@ -221,7 +221,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const PLAIN: &str = "{\"server\":\"fs\",\"tool\":\"read_file\",\"decision\":\"allow\"}\n";
-    const CHAINED: &str = "{\"server\":\"fs\",\"decision\":\"allow\",\"writer\":\"0123456789abcdef\",\"seq\":0,\"prev\":\"00\"}\n";
+    const CHAINED: &str =
+        "{\"server\":\"fs\",\"decision\":\"allow\",\"writer\":\"0123456789abcdef\",\"seq\":0,\"prev\":\"00\"}\n";
 
     #[test]
     fn a_trail_without_chain_members_has_no_chain_yet() {
@@ -267,7 +268,8 @@ mod tests {
             ChainState::verified(3, 2).summary,
             "verified up to event 3; 2 older line(s) without a hash chain are not verified"
         );
-        let problem = ChainProblem { file: "a.jsonl".into(), line: 7, what: "edited".into(), detail: "its hash".into() };
+        let problem =
+            ChainProblem { file: "a.jsonl".into(), line: 7, what: "edited".into(), detail: "its hash".into() };
         let broken = ChainState::broken(6, 0, problem.clone());
         assert_eq!(broken.state, ChainStatus::Broken);
         assert_eq!(broken.first_problem, Some(problem));

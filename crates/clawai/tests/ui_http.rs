@@ -90,7 +90,8 @@ fn an_address_beyond_loopback_needs_public() {
 fn the_chain_state_needs_the_token_and_says_the_trail_has_no_chain_yet() {
     let dir = tempfile::tempdir().unwrap();
     let trail = dir.path().join("trail.jsonl");
-    std::fs::write(&trail, "{\"server\":\"fs\",\"decision\":\"allow\"}\n{\"server\":\"fs\",\"decision\":\"deny\"}\n").unwrap();
+    std::fs::write(&trail, "{\"server\":\"fs\",\"decision\":\"allow\"}\n{\"server\":\"fs\",\"decision\":\"deny\"}\n")
+        .unwrap();
     let ui = Ui::start_in(dir, &[("CLAWAI_AUDIT", trail.to_str().unwrap())]);
     let port = ui.port();
     let (status, _) =
