@@ -3,9 +3,11 @@
 //! Proxies holding a `prompt` call ask the broker over a Unix socket (see
 //! `clawai_approvals` for the protocol and the client); a person answers in the page
 //! (pending approvals, the live audit trail, counts per server) or with `clawai approve`.
+//! The page also shows the state of the trail's hash chain, as a [`ChainCheck`] finds it.
 
 mod audit;
 mod broker;
+mod chain;
 mod notify;
 mod secret;
 mod socket;
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use broker::GRANT_WINDOW;
+pub use chain::{ChainCheck, ChainFields, ChainProblem, ChainState, ChainStatus, trail_files};
 
 /// How `clawai ui` runs.
 #[derive(Debug, Clone)]
@@ -37,6 +40,9 @@ pub struct UiOptions {
     /// How long after a timeout an approval still grants the retry, and how long the
     /// grant lasts.
     pub grant_window: Duration,
+    /// What checks the trail's hash chain for the page ([`ChainFields`] by default: it
+    /// only tells whether the trail has a chain).
+    pub chain: Arc<dyn ChainCheck>,
 }
 
 impl UiOptions {
@@ -55,6 +61,7 @@ impl UiOptions {
             url_file: clawai_approvals::url_file(),
             approvals: clawai_approvals::approvals_file(),
             grant_window,
+            chain: Arc::new(ChainFields),
         }
     }
 }
@@ -135,7 +142,8 @@ pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Resu
         let port = local.port();
         vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
     });
-    let web = Arc::new(web::Web { broker: broker.clone(), feed, token, hosts });
+    let chain = chain::ChainWatch::new(options.chain.clone(), options.audit.clone());
+    let web = Arc::new(web::Web { broker: broker.clone(), feed, chain, token, hosts });
 
     let sockets = tokio::spawn(socket::serve(unix, broker.clone()));
     let sweeper = {

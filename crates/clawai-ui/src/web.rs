@@ -1,4 +1,5 @@
-//! The web page and its API: pending approvals, answers, and the live stream.
+//! The web page and its API: pending approvals, answers, the live stream, and the state
+//! of the audit trail's hash chain.
 //!
 //! Only this machine's browser, opening the URL `clawai ui` printed, may use it:
 //! `Host` must name the loopback address and port (a page elsewhere that re-points its
@@ -20,11 +21,19 @@ use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 
 use crate::audit::AuditFeed;
 use crate::broker::{Broker, Decision};
+use crate::chain::ChainWatch;
 use crate::secret::same_secret;
 
 const PAGE: &str = include_str!("page/index.html");
-const SCRIPT: &str = include_str!("page/app.js");
 const STYLE: &str = include_str!("page/app.css");
+/// The page's scripts, loaded in this order (see index.html): helpers, the approvals,
+/// the audit view, and the one that connects the stream.
+const SCRIPTS: [(&str, &str); 4] = [
+    ("/common.js", include_str!("page/common.js")),
+    ("/approvals.js", include_str!("page/approvals.js")),
+    ("/audit.js", include_str!("page/audit.js")),
+    ("/app.js", include_str!("page/app.js")),
+];
 
 /// The page's own scripts and styles only, no framing, no inline code: data the page
 /// shows can never become markup or script.
@@ -36,6 +45,8 @@ pub struct Web {
     pub broker: Arc<Broker>,
     /// The audit events.
     pub feed: Arc<AuditFeed>,
+    /// The state of the trail's hash chain.
+    pub chain: ChainWatch,
     /// The secret in the printed URL.
     pub token: String,
     /// `Host` values accepted (`127.0.0.1:PORT`, ...); `None` accepts any (`--public`).
@@ -117,8 +128,11 @@ async fn handle(State(web): State<Arc<Web>>, method: Method, uri: Uri, headers: 
     if !path.starts_with("/api/") {
         return match (&method, path) {
             (&Method::GET, "/") => asset("text/html; charset=utf-8", PAGE),
-            (&Method::GET, "/app.js") => asset("text/javascript; charset=utf-8", SCRIPT),
             (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", STYLE),
+            (&Method::GET, _) => match SCRIPTS.iter().find(|(name, _)| *name == path) {
+                Some((_, script)) => asset("text/javascript; charset=utf-8", script),
+                None => plain(StatusCode::NOT_FOUND, "not found"),
+            },
             _ => plain(StatusCode::NOT_FOUND, "not found"),
         };
     }
@@ -131,6 +145,7 @@ async fn handle(State(web): State<Arc<Web>>, method: Method, uri: Uri, headers: 
     match (&method, path) {
         (&Method::GET, "/api/pending") => json(StatusCode::OK, serde_json::json!(web.broker.list())),
         (&Method::GET, "/api/stream") => stream(&web),
+        (&Method::GET, "/api/audit/chain") => json(StatusCode::OK, serde_json::json!(web.chain.state().await)),
         (&Method::POST, "/api/approve" | "/api/deny") => answer(&web, path == "/api/deny", &headers, &body),
         _ => plain(StatusCode::NOT_FOUND, "no such API"),
     }

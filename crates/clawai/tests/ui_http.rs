@@ -85,3 +85,37 @@ fn an_address_beyond_loopback_needs_public() {
     let message = String::from_utf8_lossy(&output.stderr);
     assert!(message.contains("--public"), "{message}");
 }
+
+#[test]
+fn the_chain_state_needs_the_token_and_says_the_trail_has_no_chain_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("trail.jsonl");
+    std::fs::write(&trail, "{\"server\":\"fs\",\"decision\":\"allow\"}\n{\"server\":\"fs\",\"decision\":\"deny\"}\n")
+        .unwrap();
+    let ui = Ui::start_in(dir, &[("CLAWAI_AUDIT", trail.to_str().unwrap())]);
+    let port = ui.port();
+    let (status, _) =
+        http(port, &format!("GET /api/audit/chain HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"));
+    assert_eq!(status, 401, "the chain's state without the token");
+    let (status, _) = http(
+        port,
+        &format!(
+            "GET /api/audit/chain?token={} HTTP/1.1\r\nHost: evil.example:{port}\r\nConnection: close\r\n\r\n",
+            ui.token()
+        ),
+    );
+    assert_eq!(status, 403, "the chain's state for another Host");
+    let (status, body) = http(
+        port,
+        &format!(
+            "GET /api/audit/chain HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            ui.token()
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    let state: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(state["state"], "no_chain", "{state}");
+    assert_eq!(state["checked"], 0, "{state}");
+    assert_eq!(state["first_problem"], serde_json::Value::Null, "{state}");
+    assert_eq!(state["summary"], "not verified: the trail has no hash chain yet (2 line(s))", "{state}");
+}

@@ -1,0 +1,284 @@
+// The audit view of clawai ui in a real headless Chromium: events written to the trail
+// stream in; the server, tool, decision and text filters narrow what is shown and what
+// arrives; a click shows the whole event; the counts per server and decision match; the
+// line about the hash chain is shown; an event's text (a tool named like an HTML tag) is
+// shown as text, never as markup. Then events of a real `clawai proxy` in front of the
+// scripted server stream in too.
+//
+//   node tests/ui/audit.test.mjs        (CLAWAI_BIN=path/to/clawai, default target/debug/clawai;
+//                                        CLAWAI_UI_SCREENSHOT=page.png saves what the page showed)
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const clawai = process.env.CLAWAI_BIN || resolve(here, '../../target/debug/clawai');
+const results = { passed: 0, failed: 0 };
+const cleanups = [];
+
+function check(name, ok, detail = '') {
+  if (ok) {
+    results.passed += 1;
+    console.log(`ok   ${name}`);
+  } else {
+    results.failed += 1;
+    console.log(`FAIL ${name} ${detail}`);
+  }
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function homeEnv(home) {
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_RUNTIME_DIR: join(home, 'run'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CONFIG_HOME: join(home, 'config'),
+  };
+  for (const name of ['CLAWAI_BROKER_SOCKET', 'CLAWAI_APPROVALS', 'CLAWAI_AUDIT', 'CLAWAI_POLICY', 'CLAWAI_GRANT_WINDOW_MS']) {
+    delete env[name];
+  }
+  return env;
+}
+
+function startUi(home, audit) {
+  const ui = spawn(clawai, ['ui', '--listen', '127.0.0.1:0', '--audit', audit], {
+    env: homeEnv(home),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  cleanups.push(() => ui.kill('SIGTERM'));
+  return withTimeout(new Promise((resolveUrl, reject) => {
+    let out = '';
+    ui.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolveUrl(out.split('\n')[0].trim());
+    });
+    ui.on('exit', (code) => reject(new Error(`clawai ui exited (${code}) before printing its URL`)));
+  }), 20000, 'clawai ui printing its URL');
+}
+
+// A real `clawai proxy` in front of the scripted server that denies delete_file and
+// allows the rest; resolves once `calls` (tool names) were answered.
+async function runProxy(home, audit, calls) {
+  const policy = join(home, 'policy.toml');
+  writeFileSync(policy, [
+    '[[rule]]', 'id = "no-deletes"', 'action = "deny"', 'tool = "delete_file"', '',
+    '[[rule]]', 'action = "allow"', 'method = "**"', '',
+  ].join('\n'));
+  const proxy = spawn(clawai, ['proxy', '--policy', policy, '--audit', audit, '--server', 'scripted', '--',
+    'python3', resolve(here, '../e2e/servers/scripted_server.py')], { env: homeEnv(home), stdio: ['pipe', 'pipe', 'inherit'] });
+  cleanups.unshift(() => proxy.kill('SIGTERM'));
+  const answered = new Set();
+  let buffer = '';
+  const done = new Promise((resolveDone) => {
+    proxy.stdout.setEncoding('utf8');
+    proxy.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let at;
+      while ((at = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, at).trim();
+        buffer = buffer.slice(at + 1);
+        if (!line) continue;
+        const message = JSON.parse(line);
+        if (message.id !== undefined) answered.add(message.id);
+        if (calls.every((_, i) => answered.has(`call-${i}`))) resolveDone();
+      }
+    });
+  });
+  const send = (object) => proxy.stdin.write(JSON.stringify(object) + '\n');
+  send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'audit-test', version: '1' } } });
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  calls.forEach((name, i) => send({ jsonrpc: '2.0', id: `call-${i}`, method: 'tools/call', params: { name, arguments: name === 'echo' ? { text: 'hello' } : { path: `/tmp/${name}` } } }));
+  await withTimeout(done, 30000, 'the proxy answering the calls');
+  proxy.stdin.end();
+}
+
+let clock = Date.parse('2026-11-25T10:00:00Z');
+function event(server, tool, decision, extra = {}) {
+  clock += 1000;
+  return {
+    time: new Date(clock).toISOString().replace('Z', '123Z'), session: 's1', server, direction: 'client', kind: 'request',
+    method: 'tools/call', id: clock % 1000, tool, arguments: {}, decision, rule: `rule-${decision}`, reason: 'r', ...extra,
+  };
+}
+
+async function main() {
+  const home = mkdtempSync(join(tmpdir(), 'clawai-ui-audit-'));
+  cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+  mkdirSync(join(home, 'state'), { recursive: true });
+  const audit = join(home, 'state', 'audit.jsonl');
+  const written = [];
+  const write = (...events) => {
+    written.push(...events);
+    appendFileSync(audit, events.map((e) => JSON.stringify(e) + '\n').join(''));
+  };
+  write(event('fs', 'read_file', 'allow'), event('git', 'git_push', 'deny'));
+  const url = await startUi(home, audit);
+  const token = new URL(url).searchParams.get('token');
+
+  const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-audit-chromium-'));
+  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+  });
+  cleanups.unshift(() => context.close());
+  const page = context.pages()[0] ?? await context.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  await page.goto(url);
+  await page.locator('#status', { hasText: 'live' }).waitFor({ timeout: 15000 });
+
+  const rows = page.locator('#audit-table tbody tr');
+  const visibleTools = () => page.$$eval('#audit-table tbody tr:not([hidden]) td.tool', (cells) => cells.map((c) => c.textContent));
+  const waitRows = (n) => page.waitForFunction((n) => document.querySelectorAll('#audit-table tbody tr').length === n, n, { timeout: 15000 });
+
+  // 1. The live stream: the trail's events, then new ones as they are written.
+  await waitRows(2);
+  write(event('fs', 'write_file', 'prompt', { arguments: { path: '/home/u/Secret-Plan.txt', content: 'x' } }),
+    event('web', 'fetch', 'audit'));
+  await waitRows(4);
+  check('events written to the trail appear live', isDeepStrictEqual((await visibleTools()).sort(),
+    ['fetch', 'git_push', 'read_file', 'write_file']), JSON.stringify(await visibleTools()));
+
+  // 2. Each filter narrows the rows shown, and applies to events that arrive after it.
+  await page.selectOption('#filter-server', 'fs');
+  check('the server filter narrows the list', isDeepStrictEqual((await visibleTools()).sort(), ['read_file', 'write_file']),
+    JSON.stringify(await visibleTools()));
+  write(event('git', 'git_status', 'allow'), event('fs', 'list_dir', 'allow'));
+  await waitRows(6);
+  check('the server filter applies to events that arrive', isDeepStrictEqual((await visibleTools()).sort(), ['list_dir', 'read_file', 'write_file']),
+    JSON.stringify(await visibleTools()));
+  const shownLine = await page.locator('#audit-shown').textContent();
+  check('the page says how many events the filters show', shownLine === '3 of 6 event(s) shown', shownLine);
+  await page.selectOption('#filter-server', '');
+  await page.selectOption('#filter-tool', 'git_push');
+  check('the tool filter narrows the list', isDeepStrictEqual(await visibleTools(), ['git_push']), JSON.stringify(await visibleTools()));
+  await page.selectOption('#filter-tool', '');
+  await page.selectOption('#filter-decision', 'deny');
+  check('the decision filter narrows the list', isDeepStrictEqual(await visibleTools(), ['git_push']), JSON.stringify(await visibleTools()));
+  await page.selectOption('#filter-decision', 'refused');
+  write(event('fs', 'exec', 'refused'));
+  await waitRows(7);
+  check('a decision not seen yet can be chosen, and applies to what arrives', isDeepStrictEqual(await visibleTools(), ['exec']),
+    JSON.stringify(await visibleTools()));
+  await page.selectOption('#filter-decision', '');
+  await page.fill('#filter-text', 'secret-plan');
+  check('the text filter matches any field, here an argument value', isDeepStrictEqual(await visibleTools(), ['write_file']),
+    JSON.stringify(await visibleTools()));
+  await page.fill('#filter-text', 'rule-audit');
+  check('the text filter matches the rule', isDeepStrictEqual(await visibleTools(), ['fetch']), JSON.stringify(await visibleTools()));
+  await page.fill('#filter-text', '');
+  check('clearing the filters shows every event', (await visibleTools()).length === 7, JSON.stringify(await visibleTools()));
+
+  // 3. The detail pane shows the whole event.
+  await rows.filter({ hasText: 'write_file' }).click();
+  await page.locator('#audit-detail').waitFor({ state: 'visible', timeout: 5000 });
+  const detail = await page.locator('#audit-detail-json').textContent();
+  let shown = null;
+  try { shown = JSON.parse(detail); } catch { /* checked below */ }
+  check('a click shows the whole event, as pretty JSON', isDeepStrictEqual(shown, written[2]) && detail.includes('\n  "arguments": {'),
+    detail);
+
+  // 4. The counts per server and decision match what was written, and follow new events.
+  const countsOnPage = () => page.$$eval('#counts-table tbody tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.dataset.server,
+    Object.fromEntries([...tr.querySelectorAll('td[data-decision]')].map((td) => [td.dataset.decision, Number(td.textContent)]))])));
+  const expectedCounts = () => {
+    const columns = new Set(written.map((e) => e.decision));
+    const table = {};
+    for (const e of written) {
+      table[e.server] ??= Object.fromEntries([...columns].map((d) => [d, 0]));
+      table[e.server][e.decision] += 1;
+    }
+    return table;
+  };
+  check('the counts per server and decision match', isDeepStrictEqual(await countsOnPage(), expectedCounts()),
+    `${JSON.stringify(await countsOnPage())} != ${JSON.stringify(expectedCounts())}`);
+  write(event('web', 'fetch', 'deny'));
+  await waitRows(8);
+  check('the counts update live', isDeepStrictEqual(await countsOnPage(), expectedCounts()),
+    `${JSON.stringify(await countsOnPage())} != ${JSON.stringify(expectedCounts())}`);
+
+  // 5. The chain's state: this trail has none yet; once lines carry a chain, the page
+  // says it cannot check it rather than call it verified.
+  const chain = page.locator('#chain-state');
+  await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'no_chain', null, { timeout: 10000 });
+  const chainText = await chain.textContent();
+  check('the chain line says the trail has no hash chain yet', /^not verified: the trail has no hash chain yet \(\d+ line\(s\)\)$/.test(chainText), chainText);
+  write(event('fs', 'read_file', 'allow', { writer: '0123456789abcdef', seq: 0, prev: '0'.repeat(64) }));
+  await waitRows(9);
+  await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'not_checked', null, { timeout: 10000 })
+    .catch(() => {});
+  const chainLater = await chain.textContent();
+  check('the chain line follows the trail: a chained line is never called verified here',
+    chainLater.startsWith('not verified: the trail carries a hash chain'), chainLater);
+  const api = await page.evaluate(async (token) => {
+    const without = await fetch('/api/audit/chain');
+    const withToken = await fetch('/api/audit/chain', { headers: { Authorization: 'Bearer ' + token } });
+    return { without: without.status, body: await withToken.json() };
+  }, token);
+  check('GET /api/audit/chain needs the token and returns state, checked and first_problem',
+    api.without === 401 && api.body.state === 'not_checked' && api.body.checked === 0 && api.body.first_problem === null, JSON.stringify(api));
+
+  // 6. An event's text is shown as text: a tool named like an HTML tag, markup in an argument.
+  const xssTool = '<img src=x onerror="window.__pwned=1">';
+  write(event('fs', xssTool, 'deny', { rule: 'markup-rule', arguments: { note: '<script>window.__pwned=2</script><b>bold</b>' } }));
+  // Found by its rule: were its tool put in as markup, the row would not have its text.
+  const xssRow = rows.filter({ hasText: 'markup-rule' });
+  await xssRow.waitFor({ timeout: 15000 });
+  const cell = await xssRow.locator('td.tool').textContent();
+  const option = await page.$$eval('#filter-tool option', (options) => options.map((o) => o.textContent));
+  await xssRow.click();
+  await page.waitForFunction(() => document.getElementById('audit-detail-json').textContent.includes('__pwned=2'), null, { timeout: 5000 })
+    .catch(() => {});
+  const xssDetail = await page.locator('#audit-detail-json').textContent();
+  const injected = await page.evaluate(() => ({
+    elements: document.querySelectorAll('main img, main script, main b').length,
+    pwned: window.__pwned ?? null,
+  }));
+  check('a tool named like an HTML tag is shown as text, in the row, the filter and the detail',
+    cell === xssTool && option.includes(xssTool) && xssDetail.includes(JSON.stringify(xssTool).slice(1, -1))
+      && xssDetail.includes('<script>window.__pwned=2</script><b>bold</b>') && injected.elements === 0 && injected.pwned === null,
+    JSON.stringify({ cell, injected, xssDetail: xssDetail.slice(0, 300) }));
+
+  // 7. Events of a real proxy in front of the scripted server stream in, and count.
+  await runProxy(home, audit, ['echo', 'delete_file']);
+  await rows.filter({ hasText: 'delete_file' }).first().waitFor({ timeout: 15000 });
+  await page.selectOption('#filter-server', 'scripted');
+  const realTools = await page.$$eval('#audit-table tbody tr:not([hidden])', (trs) =>
+    trs.map((tr) => `${tr.dataset.tool}:${tr.dataset.decision}`).filter((t) => t.startsWith('echo:') || t.startsWith('delete_file:')));
+  const realCounts = (await countsOnPage()).scripted ?? {};
+  check("a real proxy's decisions stream in and are counted",
+    realTools.includes('delete_file:deny') && realTools.includes('echo:allow') && realCounts.deny >= 1 && realCounts.allow >= 1,
+    JSON.stringify({ realTools, realCounts }));
+
+  if (process.env.CLAWAI_UI_SCREENSHOT) await page.screenshot({ path: process.env.CLAWAI_UI_SCREENSHOT, fullPage: true });
+  check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
+}
+
+let crashed = null;
+try {
+  await withTimeout(main(), 120000, 'the whole test');
+} catch (error) {
+  crashed = error;
+  console.log(`FAIL ${error.stack || error}`);
+  results.failed += 1;
+}
+for (const cleanup of cleanups) {
+  try { await cleanup(); } catch { /* already gone */ }
+}
+console.log(`${results.passed} passed, ${results.failed} failed`);
+process.exit(results.failed === 0 && !crashed ? 0 : 1);
