@@ -18,14 +18,18 @@
 //! Modules: [`event`] (what an event says and its JSON), `log` (the file: buffering,
 //! flushing, rotation) and [`stamp`] (one clock read per message).
 
+pub mod chain;
 pub mod event;
 mod log;
 pub mod stamp;
+pub mod verify;
 
 pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
 pub use log::{AuditLog, FLUSH_EVERY};
 pub use stamp::{Stamp, stamp};
 
+#[cfg(test)]
+mod chain_tests;
 #[cfg(test)]
 mod tests;
