@@ -129,6 +129,32 @@ fn the_chain_goes_on_across_rotations() {
     assert_eq!(verify(&newest).problem.map(|p| p.tamper), Some(Tamper::Deleted), "unless older files may exist");
 }
 
+/// Two processes on one trail: when one rotates it, the other moves to the new file
+/// (its flusher looks every 200 ms) instead of writing on into the renamed one, which
+/// later rotations would delete under it; both chains still check out.
+#[test]
+fn a_writer_follows_a_rotation_made_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let rotating = AuditLog::open(&path, 1500, 5).unwrap();
+    let other = AuditLog::open(&path, u64::MAX - 1, 5).unwrap();
+    other.record_decision(&event("101"));
+    other.flush();
+    for i in 0..6 {
+        rotating.record_decision(&event(&i.to_string()));
+        rotating.flush();
+    }
+    assert!(dir.path().join("audit.jsonl.1").exists(), "the first writer rotated the trail");
+    other.shared.follow_other_writers();
+    other.record_decision(&event("102"));
+    other.flush();
+    let newest = fs::read_to_string(&path).unwrap();
+    assert!(newest.contains("\"id\":102,"), "the second writer writes to the new file: {newest}");
+    let verdict = verify(&read_trail(&path));
+    assert_eq!(verdict.problem, None);
+    assert_eq!(verdict.checked, 8);
+}
+
 /// A change to a trail and where the check must find it.
 struct Case {
     name: &'static str,

@@ -15,8 +15,14 @@
 //! device such as `/dev/null`, a FIFO) is never rotated. The file a rotation pushes out
 //! is freed by the flusher thread, not on the path of the call that filled the trail.
 //!
+//! Every line is chained to its writer's line before it by SHA-256 ([`chain`]), so that
+//! [`verify`] can name a line edited, deleted, inserted, reordered or cut after the fact.
+//! Other processes writing the same trail may rotate it: the flusher notices and moves
+//! this process's next lines to the new file.
+//!
 //! Modules: [`event`] (what an event says and its JSON), `log` (the file: buffering,
-//! flushing, rotation) and [`stamp`] (one clock read per message).
+//! flushing, rotation), [`chain`] (the hash chain added as lines are written),
+//! [`verify`] (checking a trail's chains) and [`stamp`] (one clock read per message).
 
 pub mod chain;
 pub mod event;

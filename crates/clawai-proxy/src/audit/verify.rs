@@ -108,6 +108,9 @@ pub struct Verdict {
     pub unchained: usize,
     /// The first and last of those lines.
     pub unchained_span: Option<(Place, Place)>,
+    /// The heads asked about ([`Verifier::finish_with_heads`]) that are not the hash
+    /// of any line checked.
+    pub heads_missing: Vec<String>,
 }
 
 /// Reads the files of a trail in order (oldest first) and checks its chains.
@@ -205,7 +208,14 @@ impl Verifier {
     /// in older files not given (rotated away), so a writer may begin past its first
     /// line.
     pub fn finish(self, older_files_missing: bool) -> Verdict {
-        Walk::new(&self, older_files_missing).run()
+        self.finish_with_heads(older_files_missing, &[])
+    }
+
+    /// [`Verifier::finish`], and also whether each of `heads` (hex SHA-256 of lines
+    /// noted earlier, as a check prints them) is still the hash of a line that checks
+    /// out: the one thing that vouches for a writer's newest lines.
+    pub fn finish_with_heads(self, older_files_missing: bool, heads: &[String]) -> Verdict {
+        Walk::new(&self, older_files_missing).run(heads)
     }
 
     fn place(&self, index: usize) -> Place {
@@ -265,7 +275,7 @@ impl<'v> Walk<'v> {
         }
     }
 
-    fn run(mut self) -> Verdict {
+    fn run(mut self, heads: &[String]) -> Verdict {
         let mut checked = 0;
         let mut unchained = 0;
         let mut unchained_span = None;
@@ -304,7 +314,15 @@ impl<'v> Walk<'v> {
         }
         let summaries = std::mem::take(&mut self.summaries);
         let writers = self.order.iter().map(|&w| summaries[w as usize].clone()).collect();
-        Verdict { problem, checked, writers, unchained, unchained_span }
+        let heads_missing = heads
+            .iter()
+            .filter(|head| {
+                let key = <[u8; 64]>::try_from(head.to_ascii_lowercase().as_bytes()).ok();
+                key.is_none_or(|key| !self.by_hash.contains_key(&key))
+            })
+            .cloned()
+            .collect();
+        Verdict { problem, checked, writers, unchained, unchained_span, heads_missing }
     }
 
     fn problem(&self, index: usize, tamper: Tamper, detail: String) -> Problem {
@@ -375,15 +393,17 @@ impl<'v> Walk<'v> {
                     Some(there) => self.problem(
                         index,
                         Tamper::Reordered,
-                        format!("event #{seq} of writer {name} comes before its event #{expected} ({})", self.place_text(there)),
+                        format!(
+                            "event #{seq} of writer {name} comes before its event #{expected} ({})",
+                            self.place_text(there)
+                        ),
                     ),
                     None => self.problem(
                         index,
                         Tamper::Deleted,
                         format!(
-                            "{} line(s) of writer {name} are missing before it (events #{expected}–#{}; its line before is {})",
-                            seq - expected,
-                            seq - 1,
+                            "{} of writer {name} missing before it (its line before is {})",
+                            events(expected, seq - 1),
                             self.place_text(last.index)
                         ),
                     ),
@@ -437,7 +457,7 @@ impl<'v> Walk<'v> {
                 None => self.problem(
                     index,
                     Tamper::Deleted,
-                    format!("the first {seq} line(s) of writer {name} are missing (events #0–#{})", seq - 1),
+                    format!("{} of writer {name} missing before it, its first", events(0, seq - 1)),
                 ),
             });
         }
@@ -448,5 +468,14 @@ impl<'v> Walk<'v> {
 
     fn place_text(&self, index: usize) -> String {
         self.v.place(index).to_string()
+    }
+}
+
+/// `event #3 is` or `events #3–#5 are` (3 lines).
+fn events(first: u64, last: u64) -> String {
+    if first == last {
+        format!("event #{first} is")
+    } else {
+        format!("events #{first}–#{last} are ({} lines)", last - first + 1)
     }
 }
