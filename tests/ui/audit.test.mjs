@@ -212,26 +212,34 @@ async function main() {
   check('the counts update live', isDeepStrictEqual(await countsOnPage(), expectedCounts()),
     `${JSON.stringify(await countsOnPage())} != ${JSON.stringify(expectedCounts())}`);
 
-  // 5. The chain's state: this trail has none yet; once lines carry a chain, the page
-  // says it cannot check it rather than call it verified.
+  // 5. The chain's state: this trail has none yet; once a line carries a chain, the page
+  // says how far it checks out (clawai audit verify's verifier), and a broken link names
+  // the line.
   const chain = page.locator('#chain-state');
   await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'no_chain', null, { timeout: 10000 });
   const chainText = await chain.textContent();
   check('the chain line says the trail has no hash chain yet', /^not verified: the trail has no hash chain yet \(\d+ line\(s\)\)$/.test(chainText), chainText);
   write(event('fs', 'read_file', 'allow', { writer: '0123456789abcdef', seq: 0, prev: '0'.repeat(64) }));
   await waitRows(9);
-  await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'not_checked', null, { timeout: 10000 })
+  await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'verified', null, { timeout: 10000 })
     .catch(() => {});
   const chainLater = await chain.textContent();
-  check('the chain line follows the trail: a chained line is never called verified here',
-    chainLater.startsWith('not verified: the trail carries a hash chain'), chainLater);
+  check('the chain line follows the trail: a whole chain is verified up to its last event',
+    chainLater.startsWith('verified up to event 1;'), chainLater);
   const api = await page.evaluate(async (token) => {
     const without = await fetch('/api/audit/chain');
     const withToken = await fetch('/api/audit/chain', { headers: { Authorization: 'Bearer ' + token } });
     return { without: without.status, body: await withToken.json() };
   }, token);
   check('GET /api/audit/chain needs the token and returns state, checked and first_problem',
-    api.without === 401 && api.body.state === 'not_checked' && api.body.checked === 0 && api.body.first_problem === null, JSON.stringify(api));
+    api.without === 401 && api.body.state === 'verified' && api.body.checked === 1 && api.body.first_problem === null, JSON.stringify(api));
+  // The writer's next line names a previous line that is not the one before it.
+  write(event('fs', 'read_file', 'allow', { writer: '0123456789abcdef', seq: 1, prev: 'f'.repeat(64) }));
+  await waitRows(10);
+  await page.waitForFunction(() => document.getElementById('chain-state').dataset.state === 'broken', null, { timeout: 10000 })
+    .catch(() => {});
+  const chainBroken = await chain.textContent();
+  check('a broken link is named by its line', /^not verified: line 10 of .*audit\.jsonl: /.test(chainBroken), chainBroken);
 
   // 6. An event's text is shown as text: a tool named like an HTML tag, markup in an argument.
   const xssTool = '<img src=x onerror="window.__pwned=1">';

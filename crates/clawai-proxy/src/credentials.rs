@@ -14,12 +14,46 @@ use regex::{Regex, RegexSet};
 
 use crate::redact::CREDENTIAL_SHAPES;
 
-/// The shapes, and a password in a URL (`https://user:PASSWORD@host`).
+/// A password in a URL (`https://user:PASSWORD@host`); the password is its group.
+const URL_PASSWORD: &str = r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:(?P<password>[^/\s@]+)@";
+
+/// The shapes, and a password in a URL.
 static SHAPES: LazyLock<RegexSet> = LazyLock::new(|| {
-    let url_password = r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@";
-    RegexSet::new(CREDENTIAL_SHAPES.iter().map(|(_, pattern)| *pattern).chain([url_password]))
+    RegexSet::new(CREDENTIAL_SHAPES.iter().map(|(_, pattern)| *pattern).chain([URL_PASSWORD]))
         .expect("the credential shapes compile")
 });
+
+/// The same, as one pattern, to replace them.
+static ANY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
+    let all: Vec<&str> = CREDENTIAL_SHAPES.iter().map(|(_, pattern)| *pattern).chain([URL_PASSWORD]).collect();
+    Regex::new(&all.join("|")).expect("the credential shapes compile")
+});
+
+/// `text` with every credential shape replaced by `[REDACTED]` (of a URL, only the
+/// password), or `None` when it has none. Unlike the audit trail's redaction, a value
+/// merely next to a secret-sounding name (`token: …`) is left: in what a tool returns
+/// (source code, JSON, logs) that is more often not a secret than one.
+pub fn redact_credentials(text: &str) -> Option<String> {
+    if text.len() < 12 || !ANY_SHAPE.is_match(text) {
+        return None;
+    }
+    Some(
+        ANY_SHAPE
+            .replace_all(text, |found: &regex::Captures<'_>| match found.name("password") {
+                Some(password) => {
+                    let whole = found.get(0).expect("a match has its group 0");
+                    format!(
+                        "{}{}{}",
+                        &text[whole.start()..password.start()],
+                        crate::redact::REDACTED,
+                        &text[password.end()..whole.end()]
+                    )
+                }
+                None => crate::redact::REDACTED.to_owned(),
+            })
+            .into_owned(),
+    )
+}
 
 /// A run of base64 long enough to hold a token (standard or URL-safe alphabet).
 static BASE64_RUN: LazyLock<Regex> =
@@ -95,6 +129,13 @@ mod tests {
         assert_eq!(found(json!({"data": URL_SAFE.encode(format!("{token}??>>"))})), Some("a GitHub token"));
         let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----";
         assert_eq!(found(json!(format!("upload {}", STANDARD.encode(key)))), Some("a private key"));
+    }
+
+    #[test]
+    fn shapes_are_redacted_and_names_alone_are_not() {
+        let text = "aws AKIAIOSFODNN7EXAMPLE, db https://bob:hunter2@db.example/x";
+        assert_eq!(redact_credentials(text).unwrap(), "aws [REDACTED], db https://bob:[REDACTED]@db.example/x");
+        assert_eq!(redact_credentials(r#"{"progressToken":"p", "password": input()}"#), None);
     }
 
     #[test]

@@ -63,7 +63,7 @@ const SHORTEST_SECRET: usize = 5;
 const SECRET_PARTS: [&str; 2] = ["url_password", "assigned"];
 
 /// True when `text` contains something shaped like a credential.
-pub fn has_secret_value(text: &str) -> bool {
+fn has_secret_value(text: &str) -> bool {
     text.len() >= SHORTEST_SECRET && may_hold_secret(text.as_bytes()) && SECRET_VALUE.is_match(text)
 }
 

@@ -1,8 +1,7 @@
-//! `clawai audit tail|query`: read the audit trail.
+//! `clawai audit tail|query|verify`: read the audit trail, and check its hash chains.
 
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -17,8 +16,12 @@ use crate::paths;
 pub enum AuditCommand {
     /// The last events, one line each; `--follow` keeps printing new ones.
     Tail(TailArgs),
-    /// The events that match every filter given (rotated files included, oldest first).
+    /// The events that match every filter given (rotated files included, oldest first);
+    /// `--follow` keeps printing new ones that match.
     Query(QueryArgs),
+    /// Check that the trail is whole: every line where its writer put it, unchanged,
+    /// none missing, across rotated files. Names the first line that is not and exits 1.
+    Verify(crate::audit_verify::VerifyArgs),
 }
 
 /// Which audit file.
@@ -42,10 +45,11 @@ pub struct TailArgs {
     /// How many events.
     #[arg(short = 'n', long, default_value_t = 20)]
     lines: usize,
-    /// Keep printing events as they are written (Ctrl-C stops).
+    /// Keep printing events as they are written, across rotations (Ctrl-C stops).
     #[arg(short, long)]
     follow: bool,
-    /// Print the events as JSON Lines, unchanged.
+    /// Print the events as JSON Lines, unchanged (with --follow: one line per event as
+    /// it is written, for jq, vector, fluent-bit).
     #[arg(long)]
     json: bool,
 }
@@ -74,7 +78,12 @@ pub struct QueryArgs {
     /// ago (45s, 30m, 1h, 2d, 1w).
     #[arg(long, value_parser = parse_since, value_name = "TIME")]
     since: Option<jiff::Timestamp>,
-    /// Print the events as JSON Lines, unchanged.
+    /// After the events found, keep printing new ones that match, across rotations
+    /// (Ctrl-C stops).
+    #[arg(short, long)]
+    follow: bool,
+    /// Print the events as JSON Lines, unchanged (with --follow: one line per event as
+    /// it is written, for jq, vector, fluent-bit).
     #[arg(long)]
     json: bool,
 }
@@ -125,15 +134,6 @@ fn was_approved(event: &Value) -> bool {
     event.get("approved") == Some(&Value::Bool(true))
 }
 
-/// The files of the trail at `path`, oldest first: the rotated ones (`FILE.9` … `FILE.1`
-/// that exist), then `path` itself.
-pub(crate) fn trail_files(path: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> =
-        (1..=9).rev().map(|n| PathBuf::from(format!("{}.{n}", path.display()))).filter(|p| p.exists()).collect();
-    files.push(path.to_owned());
-    files
-}
-
 /// `--since`: an RFC 3339 time, or a span back from now (`45s`, `30m`, `1h`, `2d`, `1w`).
 pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     if let Ok(time) = text.parse::<jiff::Timestamp>() {
@@ -161,6 +161,7 @@ pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Tail(args) => tail(args),
         AuditCommand::Query(args) => query(args),
+        AuditCommand::Verify(args) => crate::audit_verify::verify(args),
     }
 }
 
@@ -236,15 +237,19 @@ fn cut(text: &str, max: usize) -> String {
     }
 }
 
-fn print(line: &str, json: bool) {
+/// Prints one event, as a readable line or as the JSON line it is, and flushes it: a
+/// program reading a followed trail gets each event when it is written.
+fn print(line: &str, json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     if json {
-        println!("{line}");
+        writeln!(out, "{line}")?;
     } else {
         match serde_json::from_str::<Value>(line) {
-            Ok(event) => println!("{}", render(&event)),
-            Err(_) => println!("(unreadable line) {line}"),
+            Ok(event) => writeln!(out, "{}", render(&event))?,
+            Err(_) => writeln!(out, "(unreadable line) {line}")?,
         }
     }
+    out.flush()
 }
 
 fn open(path: &Path) -> Result<std::fs::File> {
@@ -259,72 +264,94 @@ fn open(path: &Path) -> Result<std::fs::File> {
 fn tail(args: TailArgs) -> Result<ExitCode> {
     let path = args.file.resolve();
     let mut file = open(&path)?;
-    let lines: Vec<String> =
-        BufReader::new(&file).lines().map_while(Result::ok).filter(|l| !l.trim().is_empty()).collect();
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    // Only whole lines: a line being written is printed when it is complete.
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    let text = String::from_utf8_lossy(&bytes[..complete]);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     for line in &lines[lines.len().saturating_sub(args.lines)..] {
-        print(line, args.json);
+        print(line, args.json)?;
     }
-    if !args.follow {
-        return Ok(ExitCode::Ok);
+    if args.follow {
+        crate::audit_follow::follow(&path, file, complete as u64, |line| print(line, args.json))?;
     }
-    let mut position = file.seek(SeekFrom::End(0))?;
-    let mut partial = String::new();
-    loop {
-        std::thread::sleep(Duration::from_millis(200));
-        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        if len < position {
-            // Rotated: start again at the top of the new file.
-            file = open(&path)?;
-            position = 0;
-        }
-        file.seek(SeekFrom::Start(position))?;
-        let mut reader = BufReader::new(&file);
-        let mut chunk = String::new();
-        while reader.read_line(&mut chunk)? > 0 {
-            position += chunk.len() as u64;
-            partial.push_str(&chunk);
-            chunk.clear();
-            if partial.ends_with('\n') {
-                print(partial.trim_end(), args.json);
-                partial.clear();
-            }
-        }
+    Ok(ExitCode::Ok)
+}
+
+/// The filters of `clawai audit query`.
+struct Filter {
+    decision: Option<DecisionFilter>,
+    rule: Option<String>,
+    tool: Option<Glob>,
+    server: Option<Glob>,
+    method: Option<Glob>,
+    since: Option<jiff::Timestamp>,
+}
+
+impl Filter {
+    fn new(args: &QueryArgs) -> Result<Filter> {
+        let glob = |g: &Option<String>, what: &str| -> Result<Option<Glob>> {
+            g.as_deref().map(|p| Glob::new(p).with_context(|| format!("--{what}"))).transpose()
+        };
+        Ok(Filter {
+            decision: args.decision,
+            rule: args.rule.clone(),
+            tool: glob(&args.tool, "tool")?,
+            server: glob(&args.server, "server")?,
+            method: glob(&args.method, "method")?,
+            since: args.since,
+        })
+    }
+
+    /// Whether the line is an event that every filter given keeps.
+    fn keeps(&self, line: &str) -> bool {
+        let Ok(event) = serde_json::from_str::<Value>(line) else { return false };
+        let field = |k: &str| event.get(k).and_then(Value::as_str);
+        self.decision.is_none_or(|d| d.matches(&event))
+            && self.rule.as_deref().is_none_or(|r| field("rule") == Some(r))
+            && self.tool.as_ref().is_none_or(|g| field("tool").is_some_and(|t| g.is_match(t)))
+            && self.server.as_ref().is_none_or(|g| field("server").is_some_and(|t| g.is_match(t)))
+            && self.method.as_ref().is_none_or(|g| field("method").is_some_and(|t| g.is_match(t)))
+            && self
+                .since
+                .is_none_or(|s| field("time").and_then(|t| t.parse::<jiff::Timestamp>().ok()).is_some_and(|t| t >= s))
     }
 }
 
 fn query(args: QueryArgs) -> Result<ExitCode> {
     let path = args.file.resolve();
-    let glob = |g: &Option<String>, what: &str| -> Result<Option<Glob>> {
-        g.as_deref().map(|p| Glob::new(p).with_context(|| format!("--{what}"))).transpose()
-    };
-    let (tool, server, method) =
-        (glob(&args.tool, "tool")?, glob(&args.server, "server")?, glob(&args.method, "method")?);
-    let since = args.since;
-    let files = trail_files(&path);
+    let filter = Filter::new(&args)?;
+    // Rotated files first (oldest first), then the current one.
+    let files = crate::audit_verify::trail_files(&path);
     let mut found = 0;
-    for file in &files {
-        for line in BufReader::new(open(file)?).lines().map_while(Result::ok) {
-            let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
-            let field = |k: &str| event.get(k).and_then(Value::as_str);
-            let keep = args.decision.is_none_or(|d| d.matches(&event))
-                && args.rule.as_deref().is_none_or(|r| field("rule") == Some(r))
-                && tool.as_ref().is_none_or(|g| field("tool").is_some_and(|t| g.is_match(t)))
-                && server.as_ref().is_none_or(|g| field("server").is_some_and(|t| g.is_match(t)))
-                && method.as_ref().is_none_or(|g| field("method").is_some_and(|t| g.is_match(t)))
-                && since.is_none_or(|s| {
-                    field("time").and_then(|t| t.parse::<jiff::Timestamp>().ok()).is_some_and(|t| t >= s)
-                });
-            if keep {
+    let mut end = 0;
+    let mut current = None;
+    for (n, name) in files.iter().enumerate() {
+        let mut file = open(name)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+        for line in BufReader::new(&bytes[..complete]).lines().map_while(Result::ok) {
+            if filter.keeps(&line) {
                 found += 1;
-                print(&line, args.json);
+                print(&line, args.json)?;
             }
         }
+        if n == files.len() - 1 {
+            (end, current) = (complete as u64, Some(file));
+        }
     }
-    if found == 0 && !args.json {
+    if found == 0 && !args.json && !args.follow {
         eprintln!(
             "no event matches (searched {})",
             files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
         );
+    }
+    if let (true, Some(file)) = (args.follow, current) {
+        crate::audit_follow::follow(&path, file, end, |line| {
+            if filter.keeps(line) { print(line, args.json) } else { Ok(()) }
+        })?;
     }
     Ok(ExitCode::Ok)
 }

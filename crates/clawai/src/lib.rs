@@ -4,6 +4,8 @@
 
 mod approvals_cmd;
 mod audit_cmd;
+mod audit_follow;
+mod audit_verify;
 mod clients_cmd;
 pub mod gateway_cmd;
 pub mod http_cmd;

@@ -21,7 +21,8 @@ use clawai_protocol::Json;
 use serde_json::{Value, json};
 
 use crate::ExitCode;
-use crate::audit_cmd::{FileArg, parse_since, trail_files};
+use crate::audit_cmd::{FileArg, parse_since};
+use crate::audit_verify::trail_files;
 
 /// The text the audit trail writes in place of a secret.
 const REDACTED: &str = "[REDACTED]";

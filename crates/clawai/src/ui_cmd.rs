@@ -35,7 +35,8 @@ pub fn run(args: UiArgs, http: HttpTransport) -> Result<ExitCode> {
 /// The broker and page, in process (the `clawai-http` binary's runner).
 pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
     let listen = crate::http_cmd::listen_addr(&args.listen)?;
-    let options = clawai_ui::UiOptions::new(listen, args.public, args.audit);
+    let mut options = clawai_ui::UiOptions::new(listen, args.public, args.audit);
+    options.chain = std::sync::Arc::new(AuditVerify);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -58,4 +59,34 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
     // The audit follower is a plain thread; nothing else needs waiting for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(ExitCode::Ok)
+}
+
+/// The page's chain line, from `clawai audit verify`'s verifier.
+struct AuditVerify;
+
+impl clawai_ui::ChainCheck for AuditVerify {
+    fn check(&self, trail: &std::path::Path) -> clawai_ui::ChainState {
+        use clawai_ui::{ChainProblem, ChainState};
+        let files = crate::audit_verify::trail_files(trail);
+        let mut verifier = clawai_proxy::audit::verify::Verifier::new();
+        for file in &files {
+            let added = std::fs::File::open(file)
+                .and_then(|f| verifier.add_file(&file.display().to_string(), std::io::BufReader::new(f)));
+            match added {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return ChainState::unreadable(file, &e),
+                Ok(()) => {}
+            }
+        }
+        let verdict = verifier.finish(crate::audit_verify::older_files_missing(&files[0]));
+        match verdict.problem {
+            Some(p) => ChainState::broken(
+                verdict.checked,
+                verdict.unchained,
+                ChainProblem { file: p.at.file, line: p.at.line, what: p.tamper.as_str().into(), detail: p.detail },
+            ),
+            None if verdict.checked == 0 => ChainState::no_chain(verdict.unchained),
+            None => ChainState::verified(verdict.checked, verdict.unchained),
+        }
+    }
 }

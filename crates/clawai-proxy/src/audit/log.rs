@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use super::chain::Chain;
 use super::event::{Encoder, Event};
 
 /// Longest time a buffered event waits before it is written.
@@ -79,6 +80,10 @@ pub(super) struct Output {
     /// The buffer being written; swapped with [`Waiting::events`] so that both keep
     /// their allocations.
     spare: Vec<u8>,
+    /// This process's chain of lines ([`super::chain`]).
+    pub(super) chain: Chain,
+    /// `spare` with the chain's members added: what is written.
+    sealed: Vec<u8>,
     /// Disk space is reserved for the file up to this offset (see [`RESERVE_AHEAD`]);
     /// `None` once reserving failed or for a trail that is not a regular file.
     reserved: Option<u64>,
@@ -129,6 +134,8 @@ impl AuditLog {
             max_bytes,
             keep,
             spare: Vec::new(),
+            chain: Chain::new(),
+            sealed: Vec::new(),
             reserved,
             retired: Vec::new(),
         };
@@ -146,6 +153,8 @@ impl AuditLog {
             max_bytes: u64::MAX,
             keep: 0,
             spare: Vec::new(),
+            chain: Chain::new(),
+            sealed: Vec::new(),
             reserved: None,
             retired: Vec::new(),
         };
@@ -257,6 +266,11 @@ impl AuditLog {
         }
     }
 
+    /// The id this log's lines carry as `writer` (see [`super::chain`]).
+    pub fn writer_id(&self) -> String {
+        self.shared.output.lock().unwrap_or_else(|p| p.into_inner()).chain.writer().to_owned()
+    }
+
     /// Writes every buffered event now.
     pub fn flush(&self) {
         self.shared.write_waiting();
@@ -275,6 +289,7 @@ fn spawn_flusher(shared: Weak<Shared>) -> io::Result<()> {
             std::thread::sleep(FLUSH_EVERY);
             let Some(shared) = shared.upgrade() else { return };
             shared.write_waiting();
+            shared.follow_other_writers();
             shared.close_retired();
         }
     })?;
@@ -314,6 +329,18 @@ impl Shared {
         self.written.fetch_max(through, Ordering::Release);
     }
 
+    /// Keeps up with the other processes writing the same trail: when one of them
+    /// rotated it, this one's next lines go to the new file instead of the renamed one
+    /// (which a later rotation would delete under it); and the size that decides this
+    /// process's next rotation counts their lines too. Two `stat`s, on the flusher's
+    /// thread, not on the path of a call.
+    pub(super) fn follow_other_writers(&self) {
+        let mut output = self.output.lock().unwrap_or_else(|p| p.into_inner());
+        if output.rotates() && !output.follow_moved_trail() {
+            output.refresh_size();
+        }
+    }
+
     /// Closes the files rotations displaced (see [`Output::retired`]), outside the
     /// output lock: freeing them takes a while, and nobody waits for it.
     pub(super) fn close_retired(&self) {
@@ -324,17 +351,80 @@ impl Shared {
 
 impl Output {
     fn write_out(&mut self) {
-        if self.written + self.spare.len() as u64 > self.max_bytes
+        let before = self.chain.clone();
+        self.sealed.clear();
+        self.chain.seal(&self.spare, &mut self.sealed);
+        let length = self.sealed.len() as u64;
+        // Another process may have rotated the trail already (its lines count only
+        // since this one last looked): follow it rather than rotate its new file away.
+        if self.written + length > self.max_bytes
             && self.written > 0
+            && !self.follow_moved_trail()
             && let Err(e) = self.rotate()
         {
             tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
         }
-        self.reserve_for(self.spare.len() as u64);
-        match self.file.as_mut().map(|f| f.write_all(&self.spare)) {
-            Some(Ok(())) => self.written += self.spare.len() as u64,
-            Some(Err(e)) => tracing::error!("audit trail {} could not be written: {e}", self.path.display()),
+        self.reserve_for(length);
+        match self.file.as_mut().map(|f| f.write_all(&self.sealed)) {
+            Some(Ok(())) => self.written += length,
+            Some(Err(e)) => {
+                // Lines not written are not in the chain: the next ones follow the last
+                // line on disk (a partial write shows as a cut line).
+                self.chain = before;
+                tracing::error!("audit trail {} could not be written: {e}", self.path.display());
+            }
             None => {}
+        }
+        if self.sealed.capacity() > BUFFER_LIMIT * 2 {
+            self.sealed = Vec::new();
+        }
+    }
+
+    /// Whether this trail rotates (a regular file).
+    fn rotates(&self) -> bool {
+        self.max_bytes != u64::MAX && self.file.is_some()
+    }
+
+    /// When the file at the trail's path is no longer the one this process writes
+    /// (another process rotated it), opens the one there now. True when it did.
+    fn follow_moved_trail(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let Some(file) = self.file.as_ref() else { return false };
+            let same = match (file.metadata(), fs::metadata(&self.path)) {
+                (Ok(ours), Ok(there)) => ours.dev() == there.dev() && ours.ino() == there.ino(),
+                (_, Err(e)) if e.kind() == io::ErrorKind::NotFound => false,
+                _ => true,
+            };
+            if same {
+                return false;
+            }
+            match open_append(&self.path) {
+                Ok(new) => {
+                    self.written = new.metadata().map_or(0, |m| m.len());
+                    self.reserved = Some(self.written);
+                    let old = self.file.replace(new);
+                    if self.retired.len() >= MAX_RETIRED {
+                        self.retired.clear();
+                    }
+                    self.retired.extend(old);
+                    true
+                }
+                Err(e) => {
+                    tracing::error!("audit trail {} could not be reopened: {e}", self.path.display());
+                    false
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        false
+    }
+
+    /// Counts the lines other processes appended since this one last looked.
+    fn refresh_size(&mut self) {
+        if let Some(len) = self.file.as_ref().and_then(|f| f.metadata().ok()).map(|m| m.len()) {
+            self.written = self.written.max(len);
         }
     }
 

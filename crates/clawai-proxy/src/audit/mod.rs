@@ -15,14 +15,22 @@
 //! device such as `/dev/null`, a FIFO) is never rotated. The file a rotation pushes out
 //! is freed by the flusher thread, not on the path of the call that filled the trail.
 //!
+//! Every line is chained to its writer's line before it by SHA-256 ([`chain`]), so that
+//! [`verify`] can name a line edited, deleted, inserted, reordered or cut after the fact.
+//! Other processes writing the same trail may rotate it: the flusher notices and moves
+//! this process's next lines to the new file.
+//!
 //! Modules: [`event`] (what an event says and its JSON), `log` (the file: buffering,
-//! flushing, rotation), `observer` (what else sees each event: [`AuditObserver`]) and
-//! [`stamp`] (one clock read per message).
+//! flushing, rotation), `observer` (what else sees each event: [`AuditObserver`]),
+//! [`chain`] (the hash chain added as lines are written), [`verify`] (checking a trail's
+//! chains) and [`stamp`] (one clock read per message).
 
+pub mod chain;
 pub mod event;
 mod log;
 mod observer;
 pub mod stamp;
+pub mod verify;
 
 pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
@@ -30,5 +38,7 @@ pub use log::{AuditLog, FLUSH_EVERY};
 pub use observer::AuditObserver;
 pub use stamp::{Stamp, stamp};
 
+#[cfg(test)]
+mod chain_tests;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,10 @@
 //! The results stage: what a server returns (`tools/call`, `resources/read`,
 //! `prompts/get`, `tasks/result` results) on its way to the client.
 //!
-//! * Secrets (the shapes and named secrets the audit trail redacts) are replaced by
-//!   `[REDACTED]`, unless `[guards] results = "flag"`: a server must not hand your keys to
-//!   the model.
+//! * Credentials (the shapes the audit trail redacts: private keys, cloud and API tokens,
+//!   passwords in URLs) are replaced by `[REDACTED]`, unless `[guards] results = "flag"`:
+//!   a server must not hand your keys to the model. A value merely next to a secret-sounding
+//!   name is left (source code and JSON are full of `token: …` that are not secrets).
 //! * Hidden characters and instruction-like text (the poisoning scan's checks for text:
 //!   tag characters, bidi controls, "ignore previous instructions", `<IMPORTANT>`, …) are
 //!   recorded in the audit trail; with `results = "deny"` such a result becomes an error.
@@ -22,7 +23,7 @@ use serde_json::value::RawValue;
 
 use super::Guard;
 use crate::audit::Direction;
-use crate::redact::{has_secret_value, redact_str};
+use crate::credentials::redact_credentials;
 
 /// The methods whose results the stage reads.
 const GUARDED: [&str; 4] = ["tools/call", "resources/read", "prompts/get", "tasks/result"];
@@ -113,10 +114,12 @@ impl Guard {
 /// `<` (instruction tags) and none of the instruction words.
 fn may_need_reading(text: &str) -> bool {
     const WORDS: [&str; 6] = ["ignore", "disregard", "instruction", "do not", "don't", "secret"];
-    !text.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'\\' && b != b'<') || has_secret_value(text) || {
-        let lower = text.to_ascii_lowercase();
-        WORDS.iter().any(|word| lower.contains(word))
-    }
+    !text.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'\\' && b != b'<')
+        || redact_credentials(text).is_some()
+        || {
+            let lower = text.to_ascii_lowercase();
+            WORDS.iter().any(|word| lower.contains(word))
+        }
 }
 
 /// Reads a result: its strings scanned, its secrets redacted (not with `Flag`).
@@ -128,7 +131,7 @@ fn inspect(text: &str, mode: ResultsGuard) -> Option<Outcome> {
     let findings = SCANNER.scan_text(&joined);
     let mut redacted = 0;
     if mode == ResultsGuard::Flag {
-        redacted = strings.iter().filter(|s| has_secret_value(s)).count();
+        redacted = strings.iter().filter(|s| redact_credentials(s).is_some()).count();
     } else {
         redact_in(&mut value, &mut redacted);
     }
@@ -146,9 +149,8 @@ fn collect(value: &Value, strings: &mut Vec<String>) {
 
 fn redact_in(value: &mut Value, count: &mut usize) {
     match value {
-        Value::String(text) if has_secret_value(text) => {
-            let redacted = redact_str(text);
-            if redacted != *text {
+        Value::String(text) => {
+            if let Some(redacted) = redact_credentials(text) {
                 *count += 1;
                 *text = redacted;
             }
@@ -187,11 +189,12 @@ mod tests {
     #[test]
     fn secrets_are_redacted_and_counted() {
         let text = json!({"content": [{"type": "text", "text": "aws AKIAIOSFODNN7EXAMPLE and ghp_abcdefghijklmnopqrstuvwxyz0123456789"}],
-                          "structuredContent": {"password": "x", "note": "token: sk-ant-abcdefghijklmnopqrstu"}})
+                          "structuredContent": {"password": "x", "note": "token: sk-ant-abcdefghijklmnopqrstu", "progressToken": "p"}})
         .to_string();
         let outcome = inspect(&text, ResultsGuard::Redact).unwrap();
         let result = outcome.result.unwrap().to_string();
         assert!(!result.contains("AKIA") && !result.contains("ghp_") && !result.contains("sk-ant"), "{result}");
+        assert!(result.contains(r#""progressToken":"p""#), "a name alone is no secret: {result}");
         assert_eq!(outcome.redacted, 2);
         let flagged = inspect(&text, ResultsGuard::Flag).unwrap();
         assert!(flagged.result.is_none() && flagged.redacted == 2);
