@@ -53,11 +53,48 @@ pub struct Guards {
     /// through (`secrets_in_arguments`, `prompt` unless said otherwise; `allow` turns the
     /// guard off).
     pub secrets_in_arguments: Action,
+    /// The poisoning scan of what servers list (new and changed tools, prompts,
+    /// resource templates, instructions): on unless `scan = false`.
+    pub scan: bool,
+    /// The lowest scan severity that quarantines an item (`quarantine_on`, `warn`
+    /// unless said otherwise).
+    pub quarantine_on: ScanSeverity,
 }
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards { pinning: true, secrets_in_arguments: Action::Prompt }
+        Guards {
+            pinning: true,
+            secrets_in_arguments: Action::Prompt,
+            scan: true,
+            quarantine_on: ScanSeverity::Warn,
+        }
+    }
+}
+
+/// A severity of the poisoning scan, as `[guards] quarantine_on` names it (ordered:
+/// `Info < Warn < Critical`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScanSeverity {
+    /// `info`: anything unusual, such as one stray zero-width character.
+    Info,
+    /// `warn`: what a description has no need for (hidden text, instruction tags).
+    Warn,
+    /// `critical`: attack patterns only.
+    Critical,
+}
+
+impl std::str::FromStr for ScanSeverity {
+    type Err = ();
+
+    /// `info`, `warn` or `critical`.
+    fn from_str(text: &str) -> Result<Self, ()> {
+        match text {
+            "info" => Ok(ScanSeverity::Info),
+            "warn" => Ok(ScanSeverity::Warn),
+            "critical" => Ok(ScanSeverity::Critical),
+            _ => Err(()),
+        }
     }
 }
 

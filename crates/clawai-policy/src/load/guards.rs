@@ -41,13 +41,23 @@ impl RawGuards {
         {
             c.error(bytes.span().start, "[guards] max_result_bytes must be a number of bytes, more than 0");
         }
-        let _ = (self.scan, self.hide_denied_tools);
+        let _ = self.hide_denied_tools;
         let defaults = Guards::default();
         let secrets_in_arguments = self
             .secrets_in_arguments
             .as_ref()
             .and_then(|value| value.get_ref().parse().ok())
             .unwrap_or(defaults.secrets_in_arguments);
-        Guards { pinning: self.pinning.unwrap_or(defaults.pinning), secrets_in_arguments }
+        let quarantine_on = self
+            .quarantine_on
+            .as_ref()
+            .and_then(|value| value.get_ref().parse().ok())
+            .unwrap_or(defaults.quarantine_on);
+        Guards {
+            pinning: self.pinning.unwrap_or(defaults.pinning),
+            secrets_in_arguments,
+            scan: self.scan.unwrap_or(defaults.scan),
+            quarantine_on,
+        }
     }
 }
