@@ -318,13 +318,18 @@ async def test_a_poisoned_tool_is_quarantined_on_first_sight_until_approved(tmp_
     assert any("`add` (quarantined: override_phrase, critical)" in e.get("reason", "") for e in held), held
 
 
-async def test_scan_false_in_the_policy_lets_a_poisoned_tool_through(tmp_path):
-    policy = write_policy(tmp_path, "[guards]\nscan = false\n" + ALLOW_ALL)
+async def test_scan_false_in_the_policy_releases_a_tool_only_the_scan_held(tmp_path):
+    policy = write_policy(tmp_path, ALLOW_ALL)
     params = proxied(tmp_path, policy, "--tools-file", str(tools_file(tmp_path, TAGGED_TOOL)))
     with anyio.fail_after(30):
         async with Client(params, mode="legacy", cache=None) as client:
-            assert "add" in names(await client.list_tools())
+            assert "add" not in names(await client.list_tools())
+            # The policy is read again at every listing: with the scan off, what only the
+            # scan held on first sight is pinned as trust on first use would have.
+            policy.write_text("[guards]\nscan = false\n" + ALLOW_ALL)
+            await until_listed(client, "add")
             assert text(await client.call_tool("add", {})) == "add called"
+    assert re.search(r"scripted\s+tool\s+add\s+pinned", pins("list").stdout)
 
 
 async def test_the_gateway_quarantines_a_tool_hiding_tag_characters_until_approved(tmp_path):

@@ -128,6 +128,9 @@ fn scan_off_lets_a_poisoned_tool_through() {
     // Pinned unchanged: never scanned afterwards, even with the scan back on.
     assert_eq!(listed(&pins, json!([poisoned()]), SCAN), ["add"]);
     assert_eq!(pins.snapshot().tools["add"].pinned.as_ref().unwrap().findings, None);
+    // The same tool with the scan on, for another server: held.
+    let other = tempfile::tempdir().unwrap();
+    assert!(listed(&tracker(other.path()), json!([poisoned()]), SCAN).is_empty());
 }
 
 #[test]
