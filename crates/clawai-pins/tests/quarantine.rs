@@ -242,3 +242,64 @@ fn the_review_shows_the_findings_escaped() {
     assert!(review.contains("--- pinned (none: the scan held it when it was first seen)"), "{review}");
     assert!(!review.chars().any(|c| ('\u{E0000}'..='\u{E007F}').contains(&c)), "nothing invisible: {review}");
 }
+
+/// The listings of real MCP servers (the scan's false-positive corpus), as
+/// (server, {tools, prompts, resourceTemplates, instructions}).
+fn corpus() -> Vec<(String, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clawai-scan/tests/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let dump: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+            (dump["server"].as_str().unwrap().to_owned(), dump)
+        })
+        .collect()
+}
+
+/// Every list of `dump` through `pins` as a proxy passes it; returns what was held.
+fn pass_everything(pins: &Tracker, dump: &Value, scan: ScanSettings) -> Vec<String> {
+    let mut held = Vec::new();
+    let init = serde_json::to_vec(&json!({"protocolVersion": "2025-06-18", "instructions": dump["instructions"]})).unwrap();
+    if pins.filter_instructions(&init, scan).is_some() {
+        held.push("instructions".to_owned());
+    }
+    for (method, member) in
+        [("tools/list", "tools"), ("prompts/list", "prompts"), ("resources/templates/list", "resourceTemplates")]
+    {
+        let result = serde_json::to_vec(&json!({ member: dump[member] })).unwrap();
+        let filtered = pins.filter_list(method, &result, scan).unwrap();
+        held.extend(filtered.compared.iter().filter(|c| c.seen.is_held()).map(|c| format!("{method} {}", c.name)));
+    }
+    held
+}
+
+#[test]
+fn real_servers_pinned_side_by_side_are_not_quarantined() {
+    let corpus = corpus();
+    assert!(corpus.len() >= 15, "{} servers", corpus.len());
+    // Every server's pins in one store, so that each sees the others' tool names.
+    let all = tempfile::tempdir().unwrap();
+    for (server, dump) in &corpus {
+        let pins = Tracker::open(all.path(), Identity::command(server, &[server.clone()])).unwrap();
+        pass_everything(&pins, dump, ScanSettings::OFF);
+    }
+    for (server, dump) in &corpus {
+        let store = tempfile::tempdir().unwrap();
+        let identity = Identity::command(server, &[server.clone()]);
+        let own = store::path_of(store.path(), &identity);
+        for file in std::fs::read_dir(all.path()).unwrap() {
+            let file = file.unwrap().path();
+            if file.file_name() != own.file_name() {
+                std::fs::copy(&file, store.path().join(file.file_name().unwrap())).unwrap();
+            }
+        }
+        let pins = Tracker::open(store.path(), identity).unwrap();
+        assert_eq!(pass_everything(&pins, dump, SCAN), Vec::<String>::new(), "{server}");
+    }
+}
