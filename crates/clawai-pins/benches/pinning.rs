@@ -2,7 +2,7 @@
 //! pinned already, the steady state of a proxy) and filtered; and the first listing of
 //! a server, where every tool is new: pinned and scanned for poisoning.
 
-use clawai_pins::{Identity, ScanSettings, Tracker};
+use clawai_pins::{Identity, Kind, PinFile, ScanSettings, Screen, Tracker};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -58,6 +58,24 @@ fn pinning(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    // The first listing in memory (no pin file written): compared, hashed, scanned.
+    let tools: Vec<serde_json::Value> =
+        serde_json::from_slice::<serde_json::Value>(&result).unwrap()["tools"].as_array().unwrap().clone();
+    let identity = Identity::command("bench", &["server".to_owned()]);
+    for (label, settings) in
+        [("observe_and_scan_1000_new_tools", scan), ("observe_1000_new_tools_unscanned", ScanSettings::OFF)]
+    {
+        c.bench_function(label, |b| {
+            b.iter_batched(
+                || PinFile::new(&identity),
+                |mut file| {
+                    file.observe_items(Kind::Tool, &tools, &Screen::alone(settings));
+                    file
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
     // The share of that which is reading the JSON at all.
     c.bench_function("parse_1000_tools_list", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&result).unwrap())

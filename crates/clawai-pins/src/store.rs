@@ -291,7 +291,13 @@ mod tests {
         file.tools.insert(
             "t".into(),
             Entry {
-                pinned: Some(Version { hash: "h".into(), value: Value::Null, seen: "now".into(), findings: None, quarantined: false }),
+                pinned: Some(Version {
+                    hash: "h".into(),
+                    value: Value::Null,
+                    seen: "now".into(),
+                    findings: None,
+                    quarantined: false,
+                }),
                 ..Entry::default()
             },
         );
@@ -341,7 +347,15 @@ mod tests {
 
     #[test]
     fn states_of_entries() {
-        let v = || Some(Version { hash: "h".into(), value: Value::Null, seen: String::new(), findings: None, quarantined: false });
+        let v = || {
+            Some(Version {
+                hash: "h".into(),
+                value: Value::Null,
+                seen: String::new(),
+                findings: None,
+                quarantined: false,
+            })
+        };
         assert_eq!(Entry { pinned: v(), ..Entry::default() }.state(), State::Pinned);
         assert_eq!(Entry { pinned: v(), live: v(), ..Entry::default() }.state(), State::Changed);
         assert_eq!(Entry { pinned: None, live: v(), ..Entry::default() }.state(), State::Added);

@@ -313,7 +313,9 @@ impl Tracker {
     pub fn refusal(&self, kind: Kind, name: &str) -> Option<Refusal> {
         let check = |file: &PinFile| {
             if file.blocked() {
-                return Some(Refusal::Blocked { finding: file.instructions.as_ref().and_then(Entry::quarantined_by).cloned() });
+                return Some(Refusal::Blocked {
+                    finding: file.instructions.as_ref().and_then(Entry::quarantined_by).cloned(),
+                });
             }
             let entry = file.items(kind).get(name).filter(|entry| entry.state().is_held())?;
             Some(match entry.quarantined_by() {
@@ -365,7 +367,7 @@ impl Tracker {
     /// a listing that changed nothing.
     fn other_servers_tools(&self) -> impl Fn() -> clawai_scan::Scanner + '_ {
         move || {
-            let names = other_tool_names(&self.path, &self.identity.server);
+            let names = crate::screen::other_servers_tool_names(&self.path, &self.identity.server);
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             clawai_scan::Scanner::new(&names)
         }
@@ -381,35 +383,6 @@ impl Tracker {
 fn found(finding: &Flag) -> String {
     let field = if finding.field.is_empty() { String::new() } else { format!(" in {}", finding.field) };
     format!("{} ({}){}", finding.class, finding.severity, clawai_scan::escape_invisible(&field))
-}
-
-/// The tool names in the pin files next to `path` of servers not named `server`, less
-/// those `path` itself has. A file that cannot be read is skipped: this only adds
-/// names to look for.
-fn other_tool_names(path: &Path, server: &str) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct ToolNames {
-        server: String,
-        #[serde(default)]
-        tools: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-    }
-    let Some(entries) = path.parent().and_then(|dir| std::fs::read_dir(dir).ok()) else { return Vec::new() };
-    let (mut names, mut own) = (BTreeSet::new(), BTreeSet::new());
-    for entry in entries.flatten() {
-        let file = entry.path();
-        let stem = file.file_name().and_then(|n| n.to_str()).unwrap_or(".");
-        if stem.starts_with('.') || !stem.ends_with(".json") {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&file) else { continue };
-        let Ok(listed) = serde_json::from_slice::<ToolNames>(&bytes) else { continue };
-        if file == path {
-            own.extend(listed.tools.into_keys());
-        } else if listed.server != server {
-            names.extend(listed.tools.into_keys());
-        }
-    }
-    names.difference(&own).cloned().collect()
 }
 
 #[cfg(test)]
@@ -444,7 +417,8 @@ mod tests {
         let later = pins
             .filter_list(
                 "tools/list",
-                &list(json!([{"name": "a", "description": "now evil"}, {"name": "b"}, {"name": "c"}])), SCAN,
+                &list(json!([{"name": "a", "description": "now evil"}, {"name": "b"}, {"name": "c"}])),
+                SCAN,
             )
             .unwrap();
         assert_eq!(names(&later.result.unwrap()), ["b"]);
@@ -522,7 +496,8 @@ mod tests {
         let changed = pins
             .filter_list(
                 "prompts/list",
-                &serde_json::to_vec(&json!({"prompts": [{"name": "p", "description": "x"}]})).unwrap(), SCAN,
+                &serde_json::to_vec(&json!({"prompts": [{"name": "p", "description": "x"}]})).unwrap(),
+                SCAN,
             )
             .unwrap();
         let mut file = store::load(pins.path()).unwrap().unwrap();

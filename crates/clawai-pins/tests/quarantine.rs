@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use clawai_pins::{
-    Approval, Identity, Kind, Refusal, ScanSettings, Seen, Severity, State, Tracker, diff, store,
-};
+use clawai_pins::{Approval, Identity, Kind, Refusal, ScanSettings, Seen, Severity, State, Tracker, diff, store};
 use serde_json::{Value, json};
 
 const SCAN: ScanSettings = ScanSettings { on: true, quarantine_on: Severity::Warn };
@@ -115,7 +113,10 @@ fn an_approval_releases_a_quarantined_tool_for_good() {
     assert_eq!(listed(&pins, json!([poisoned()]), SCAN), ["add"]);
     let entry = &pins.snapshot().tools["add"];
     assert_eq!(entry.state(), State::Pinned);
-    assert!(entry.pinned.as_ref().unwrap().findings.as_ref().is_some_and(|f| !f.is_empty()), "the findings stay on record");
+    assert!(
+        entry.pinned.as_ref().unwrap().findings.as_ref().is_some_and(|f| !f.is_empty()),
+        "the findings stay on record"
+    );
 }
 
 #[test]
@@ -141,7 +142,10 @@ fn quarantine_on_critical_lets_a_warn_finding_through_and_keeps_it_for_review() 
     assert_eq!(listed(&pins, json!([warned()]), critical_only), ["add"]);
     let pinned = pins.snapshot().tools["add"].pinned.clone().unwrap();
     let findings = pinned.findings.unwrap();
-    assert_eq!(findings.iter().map(|f| (f.class.as_str(), f.severity)).collect::<Vec<_>>(), [("instruction_tag", Severity::Warn)]);
+    assert_eq!(
+        findings.iter().map(|f| (f.class.as_str(), f.severity)).collect::<Vec<_>>(),
+        [("instruction_tag", Severity::Warn)]
+    );
     assert!(!pinned.quarantined);
 
     // The default threshold holds the same tool.
@@ -265,7 +269,8 @@ fn corpus() -> Vec<(String, Value)> {
 /// Every list of `dump` through `pins` as a proxy passes it; returns what was held.
 fn pass_everything(pins: &Tracker, dump: &Value, scan: ScanSettings) -> Vec<String> {
     let mut held = Vec::new();
-    let init = serde_json::to_vec(&json!({"protocolVersion": "2025-06-18", "instructions": dump["instructions"]})).unwrap();
+    let init =
+        serde_json::to_vec(&json!({"protocolVersion": "2025-06-18", "instructions": dump["instructions"]})).unwrap();
     if pins.filter_instructions(&init, scan).is_some() {
         held.push("instructions".to_owned());
     }
@@ -286,12 +291,12 @@ fn real_servers_pinned_side_by_side_are_not_quarantined() {
     // Every server's pins in one store, so that each sees the others' tool names.
     let all = tempfile::tempdir().unwrap();
     for (server, dump) in &corpus {
-        let pins = Tracker::open(all.path(), Identity::command(server, &[server.clone()])).unwrap();
+        let pins = Tracker::open(all.path(), Identity::command(server, std::slice::from_ref(server))).unwrap();
         pass_everything(&pins, dump, ScanSettings::OFF);
     }
     for (server, dump) in &corpus {
         let store = tempfile::tempdir().unwrap();
-        let identity = Identity::command(server, &[server.clone()]);
+        let identity = Identity::command(server, std::slice::from_ref(server));
         let own = store::path_of(store.path(), &identity);
         for file in std::fs::read_dir(all.path()).unwrap() {
             let file = file.unwrap().path();

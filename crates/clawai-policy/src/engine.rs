@@ -63,12 +63,7 @@ pub struct Guards {
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards {
-            pinning: true,
-            secrets_in_arguments: Action::Prompt,
-            scan: true,
-            quarantine_on: ScanSeverity::Warn,
-        }
+        Guards { pinning: true, secrets_in_arguments: Action::Prompt, scan: true, quarantine_on: ScanSeverity::Warn }
     }
 }
 

@@ -964,7 +964,9 @@ fn guards_scan_is_on_and_quarantines_from_warn_unless_told_otherwise() {
     assert!(default.scan);
     assert_eq!(default.quarantine_on, ScanSeverity::Warn);
     assert!(!policy("[guards]\nscan = false\n").guards().scan);
-    for (word, level) in [("info", ScanSeverity::Info), ("warn", ScanSeverity::Warn), ("critical", ScanSeverity::Critical)] {
+    for (word, level) in
+        [("info", ScanSeverity::Info), ("warn", ScanSeverity::Warn), ("critical", ScanSeverity::Critical)]
+    {
         assert_eq!(policy(&format!("[guards]\nquarantine_on = \"{word}\"\n")).guards().quarantine_on, level);
     }
     assert!(ScanSeverity::Info < ScanSeverity::Warn && ScanSeverity::Warn < ScanSeverity::Critical);
