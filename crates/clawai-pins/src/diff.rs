@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::store::Version;
+use crate::store::{Entry, Version};
 
 /// True for a character a terminal shows as nothing, as a blank, or that reorders or
 /// hides text: controls, format characters (zero-width, bidi, tags), variation
@@ -101,9 +101,54 @@ pub fn annotation_flips(pinned: Option<&Version>, live: Option<&Version>) -> Vec
         .collect()
 }
 
+/// `! scan finding: SEVERITY CLASS in FIELD: EVIDENCE` for each finding the poisoning
+/// scan kept with `version`, worst first (the field and evidence escaped).
+pub fn findings(version: &Version) -> Vec<String> {
+    let mut found: Vec<_> = version.findings.iter().flatten().collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    found
+        .into_iter()
+        .map(|f| {
+            let field = if f.field.is_empty() { String::new() } else { format!(" in {}", escape_invisible(&f.field)) };
+            format!("! scan finding: {} {}{field}: {}", f.severity, f.class, escape_invisible(&f.evidence))
+        })
+        .collect()
+}
+
+/// The review of what waits in `entry`: why it is held, the scan's findings in the live
+/// version, then [`render`] of its pinned and live versions.
+pub fn review(entry: &Entry) -> String {
+    let mut out = String::new();
+    let Some(live) = &entry.live else { return out };
+    if let Some(worst) = entry.quarantined_by() {
+        out.push_str(&format!(
+            "! quarantined: the scan found {} ({}) in the live version; approve it only if that text is meant to be there\n",
+            worst.class, worst.severity
+        ));
+    }
+    for line in findings(live) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let header = match (&entry.pinned, entry.held_on_sight) {
+        (Some(_), _) => "--- pinned",
+        (None, true) => "--- pinned (none: the scan held it when it was first seen)",
+        (None, false) => NEVER_PINNED,
+    };
+    out.push_str(&render_with(header, entry.pinned.as_ref(), Some(live)));
+    out
+}
+
 /// The review of one item: annotation flips, hidden tag text, then the line diff of
 /// pinned (`-`) and live (`+`) versions.
 pub fn render(pinned: Option<&Version>, live: Option<&Version>) -> String {
+    render_with(if pinned.is_some() { "--- pinned" } else { NEVER_PINNED }, pinned, live)
+}
+
+const NEVER_PINNED: &str = "--- pinned (none: added after the first listing)";
+
+/// [`render`] with its `---` line.
+fn render_with(header: &str, pinned: Option<&Version>, live: Option<&Version>) -> String {
     let mut out = String::new();
     for flip in annotation_flips(pinned, live) {
         out.push_str(&flip);
@@ -113,8 +158,8 @@ pub fn render(pinned: Option<&Version>, live: Option<&Version>) -> String {
         out.push_str(&format!("! hidden tag characters in the live version read: {}\n", escape_invisible(&hidden)));
     }
     let (old, new) = (lines(pinned), lines(live));
-    out.push_str(if pinned.is_some() { "--- pinned\n" } else { "--- pinned (none: added after the first listing)\n" });
-    out.push_str("+++ live\n");
+    out.push_str(header);
+    out.push_str("\n+++ live\n");
     for line in diff_lines(&old, &new) {
         let (mark, text) = match line {
             Line::Same(t) => (' ', t),
@@ -134,7 +179,7 @@ mod tests {
     use serde_json::json;
 
     fn version(value: Value) -> Version {
-        Version { hash: String::new(), value, seen: String::new() }
+        Version { hash: String::new(), value, seen: String::new(), findings: None, quarantined: false }
     }
 
     #[test]

@@ -8,21 +8,29 @@
 //! time they are listed; later lists are compared, and what changed or appeared is held
 //! (left out of lists, its calls refused) until a person reviews and approves it.
 //!
+//! What is new or changed is also scanned for poisoning (hidden characters,
+//! instruction-like text: `clawai_scan`); an item with a finding at or above the
+//! policy's `quarantine_on` is quarantined: held like a changed item, also on first
+//! sight, until a person approves it.
+//!
 //! Modules, from the bottom up: [`canonical`] (what is hashed, as RFC 8785 canonical
-//! JSON under SHA-256), [`identity`] (which server), [`store`] (the files), `compare`
-//! (lists against pins, approvals), [`diff`] (what a person reviews) and `tracker`
-//! (the pins of a running server, as the proxy and the gateway use them).
+//! JSON under SHA-256), [`identity`] (which server), [`store`] (the files), `screen`
+//! (the scan of new and changed versions), `compare` (lists against pins, approvals),
+//! [`diff`] (what a person reviews) and `tracker` (the pins of a running server, as the
+//! proxy and the gateway use them).
 
 pub mod canonical;
 mod compare;
 pub mod diff;
 pub mod identity;
+mod screen;
 pub mod store;
 mod tracker;
 
 pub use canonical::Kind;
 pub use compare::{Approval, Compared, Seen};
 pub use identity::{Identity, Source};
+pub use screen::{Flag, ScanSettings, Screen, Severity};
 pub use store::{Entry, PinFile, State, Version};
 pub use tracker::{Filtered, Listener, Refusal, Tracker};
 

@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::PinError;
 use crate::canonical::Kind;
 use crate::identity::{Identity, Source};
+use crate::screen::Flag;
 
 /// The store's format version, written in every file.
 pub const FORMAT: u32 = 1;
@@ -29,6 +30,15 @@ pub struct Version {
     pub value: Value,
     /// When this version was first seen (RFC 3339).
     pub seen: String,
+    /// What the poisoning scan found in it when it was first seen (`None`: it was not
+    /// scanned: the scan was off, or it was pinned before clawai scanned). Never scanned
+    /// again while it is listed unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Vec<Flag>>,
+    /// The findings reached `quarantine_on` at the last listing: the version is held
+    /// (quarantined) until a person approves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 /// What the store knows of one item.
@@ -45,6 +55,12 @@ pub struct Entry {
     /// The server's last complete list left it out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// It was first seen during the server's first listing of its kind and would have
+    /// been pinned then, but the scan quarantined it: if the scan no longer holds that
+    /// same version (`scan = false`, a higher `quarantine_on`), it is pinned as trust on
+    /// first use would have.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_on_sight: bool,
 }
 
 /// Where an item stands.
@@ -59,6 +75,9 @@ pub enum State {
     Added,
     /// Approved, and no longer listed.
     Removed,
+    /// Listed with hidden or instruction-like text (a scan finding at or above
+    /// `quarantine_on`), new or changed: held.
+    Quarantined,
 }
 
 impl State {
@@ -69,12 +88,13 @@ impl State {
             State::Changed => "changed",
             State::Added => "added",
             State::Removed => "removed",
+            State::Quarantined => "quarantined",
         }
     }
 
     /// True when calls are refused and the item is left out of lists.
     pub fn is_held(self) -> bool {
-        matches!(self, State::Changed | State::Added)
+        matches!(self, State::Changed | State::Added | State::Quarantined)
     }
 }
 
@@ -82,11 +102,18 @@ impl Entry {
     /// Where the item stands.
     pub fn state(&self) -> State {
         match (&self.pinned, &self.live) {
+            (_, Some(live)) if live.quarantined => State::Quarantined,
             (Some(_), Some(_)) => State::Changed,
             (None, _) => State::Added,
             (Some(_), None) if self.removed => State::Removed,
             (Some(_), None) => State::Pinned,
         }
+    }
+
+    /// The worst finding of the live version, when the scan quarantined it.
+    pub fn quarantined_by(&self) -> Option<&Flag> {
+        let live = self.live.as_ref().filter(|live| live.quarantined)?;
+        crate::screen::worst(live.findings.as_deref()?)
     }
 
     /// The hash a person reviews: the live version's when one waits, else the pinned one's.
@@ -264,7 +291,13 @@ mod tests {
         file.tools.insert(
             "t".into(),
             Entry {
-                pinned: Some(Version { hash: "h".into(), value: Value::Null, seen: "now".into() }),
+                pinned: Some(Version {
+                    hash: "h".into(),
+                    value: Value::Null,
+                    seen: "now".into(),
+                    findings: None,
+                    quarantined: false,
+                }),
                 ..Entry::default()
             },
         );
@@ -314,10 +347,22 @@ mod tests {
 
     #[test]
     fn states_of_entries() {
-        let v = || Some(Version { hash: "h".into(), value: Value::Null, seen: String::new() });
+        let v = || {
+            Some(Version {
+                hash: "h".into(),
+                value: Value::Null,
+                seen: String::new(),
+                findings: None,
+                quarantined: false,
+            })
+        };
         assert_eq!(Entry { pinned: v(), ..Entry::default() }.state(), State::Pinned);
-        assert_eq!(Entry { pinned: v(), live: v(), removed: false }.state(), State::Changed);
-        assert_eq!(Entry { pinned: None, live: v(), removed: false }.state(), State::Added);
-        assert_eq!(Entry { pinned: v(), live: None, removed: true }.state(), State::Removed);
+        assert_eq!(Entry { pinned: v(), live: v(), ..Entry::default() }.state(), State::Changed);
+        assert_eq!(Entry { pinned: None, live: v(), ..Entry::default() }.state(), State::Added);
+        assert_eq!(Entry { pinned: v(), live: None, removed: true, ..Entry::default() }.state(), State::Removed);
+        let quarantined = || Some(Version { quarantined: true, ..v().unwrap() });
+        assert_eq!(Entry { pinned: None, live: quarantined(), ..Entry::default() }.state(), State::Quarantined);
+        assert_eq!(Entry { pinned: v(), live: quarantined(), ..Entry::default() }.state(), State::Quarantined);
+        assert!(State::Quarantined.is_held());
     }
 }

@@ -62,6 +62,12 @@ pub struct Guards {
     /// Leave out of `tools/list` the tools the policy denies whatever their arguments
     /// (`hide_denied_tools`, off unless said).
     pub hide_denied_tools: bool,
+    /// The poisoning scan of what servers list (new and changed tools, prompts,
+    /// resource templates, instructions): on unless `scan = false`.
+    pub scan: bool,
+    /// The lowest scan severity that quarantines an item (`quarantine_on`, `warn`
+    /// unless said otherwise).
+    pub quarantine_on: ScanSeverity,
 }
 
 /// `[guards] results`: what the results guard does with a tool's (resource's, prompt's)
@@ -87,6 +93,34 @@ impl Default for Guards {
             results: ResultsGuard::Redact,
             max_result_bytes: None,
             hide_denied_tools: false,
+            scan: true,
+            quarantine_on: ScanSeverity::Warn,
+        }
+    }
+}
+
+/// A severity of the poisoning scan, as `[guards] quarantine_on` names it (ordered:
+/// `Info < Warn < Critical`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScanSeverity {
+    /// `info`: anything unusual, such as one stray zero-width character.
+    Info,
+    /// `warn`: what a description has no need for (hidden text, instruction tags).
+    Warn,
+    /// `critical`: attack patterns only.
+    Critical,
+}
+
+impl std::str::FromStr for ScanSeverity {
+    type Err = ();
+
+    /// `info`, `warn` or `critical`.
+    fn from_str(text: &str) -> Result<Self, ()> {
+        match text {
+            "info" => Ok(ScanSeverity::Info),
+            "warn" => Ok(ScanSeverity::Warn),
+            "critical" => Ok(ScanSeverity::Critical),
+            _ => Err(()),
         }
     }
 }

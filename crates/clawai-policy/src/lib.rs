@@ -52,7 +52,7 @@ pub mod wire;
 
 pub use approvals::Approvals;
 pub use call::{Call, FollowLinks, ToolAnnotations};
-pub use engine::{Decision, Explanation, Guards, Policy, ResultsGuard, Step};
+pub use engine::{Decision, Explanation, Guards, Policy, ResultsGuard, ScanSeverity, Step};
 pub use formats::Converted;
 pub use load::{Diagnostic, Format, PolicyError, convert, load_file, load_str, to_toml};
 pub use rule::{Action, Miss, Rule, loose_name};

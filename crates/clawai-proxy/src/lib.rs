@@ -23,6 +23,6 @@ pub mod stdio;
 
 pub use audit::{AuditLog, AuditObserver};
 pub use clawai_pins as pins;
-pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict};
+pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict, scan_settings};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

@@ -102,6 +102,16 @@ impl Scanner {
         Scanner { others }
     }
 
+    /// Every finding in one item of `listing` (the page or list it came in):
+    /// [`Scanner::scan_item`], with the names the listing uses itself (its tools' names,
+    /// its schemas' words) not taken for another server's tool. The same as
+    /// `self.excluding(listing).scan_item(kind, item)`, but the listing is looked
+    /// through only when the item names another server's tool: what a pipeline that
+    /// scans only the new and changed items of a long listing needs.
+    pub fn scan_listed_item(&self, kind: ItemKind, item: &Value, listing: &[Value]) -> Vec<Finding> {
+        walk::scan_value(kind, item, Scope { own_listing: listing, ..self.scope(LISTING) })
+    }
+
     /// Every finding in one page (or all pages) of a listing: [`Scanner::scan_item`] for
     /// each item, by the scanner [`Scanner::excluding`] the listing's own names.
     pub fn scan_listing(&self, kind: ItemKind, items: &[Value]) -> Vec<Finding> {

@@ -31,13 +31,14 @@ impl PinsDirArg {
 pub enum PinsCommand {
     /// Every pinned tool, prompt and resource template, and where it stands.
     List {
-        /// Print a JSON list of {server, kind, name, state, hash, live_hash}.
+        /// Print a JSON list of {server, kind, name, state, hash, live_hash, findings}.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         pins: PinsDirArg,
     },
-    /// What changed: the approved and the live version of what a server holds back.
+    /// What changed: the approved and the live version of what a server holds back,
+    /// and what the poisoning scan found in it.
     Diff {
         /// The server's name.
         server: String,
@@ -101,6 +102,7 @@ fn state_word(kind: &str, entry: &Entry) -> &'static str {
     let none_given = entry.pinned.as_ref().is_some_and(|p| p.value.is_null());
     match (kind, entry.state()) {
         ("instructions", State::Changed) => "changed (server held)",
+        ("instructions", State::Quarantined) => "quarantined (server held)",
         // A server that gave none is pinned so: instructions that appear later are a change.
         ("instructions", State::Pinned) if none_given => "pinned (none given)",
         (_, state) => state.as_str(),
@@ -120,6 +122,7 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
                     "state": state_word(kind, entry),
                     "hash": entry.pinned.as_ref().map(|v| &v.hash),
                     "live_hash": entry.live.as_ref().map(|v| &v.hash),
+                    "findings": findings_json(entry),
                 }));
             }
         }
@@ -139,6 +142,17 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// The scan's findings in the version a person reviews (the live one when one waits,
+/// else the pinned one), for `list --json`.
+fn findings_json(entry: &Entry) -> serde_json::Value {
+    let version = entry.live.as_ref().or(entry.pinned.as_ref());
+    let found = version.and_then(|v| v.findings.as_deref()).unwrap_or_default();
+    found
+        .iter()
+        .map(|f| json!({"class": f.class, "severity": f.severity.as_str(), "field": f.field, "evidence": f.evidence}))
+        .collect()
 }
 
 /// The files of the server named `server`, or a message saying which servers exist.
@@ -183,7 +197,7 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
             match &entry.live {
                 Some(live) => {
                     println!("  live      {}  (seen {})", live.hash, live.seen);
-                    print!("{}", diff::render(entry.pinned.as_ref(), Some(live)));
+                    print!("{}", diff::review(entry));
                     println!(
                         "approve this version with: clawai pins approve {} {} --hash {}",
                         paths::shell_word(server),
@@ -191,7 +205,13 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
                         live.hash
                     );
                 }
-                None => println!("  nothing waits for approval"),
+                None => {
+                    println!("  nothing waits for approval");
+                    // Findings below `quarantine_on`, or ones a person approved.
+                    for line in entry.pinned.iter().flat_map(diff::findings) {
+                        println!("{line}");
+                    }
+                }
             }
             println!();
         }

@@ -2,7 +2,9 @@
 //! approved before it enters the catalog, exactly as `clawai proxy` compares what passes
 //! it (the same pin store, so `clawai pins` reviews both). A changed or added tool is
 //! left out of every session's list and its calls are refused by the sessions' guards;
-//! changed `instructions` hold the whole server. An approval re-lists the server, so
+//! changed `instructions` hold the whole server. What is new or changed is scanned for
+//! poisoning too, and a tool with a finding at or above `quarantine_on` is quarantined
+//! (held the same way, also on first sight). An approval re-lists the server, so
 //! sessions get `list_changed` and the tool back.
 //!
 //! clawai's built-in tools and in-process SDK servers are compiled in, so they are
@@ -11,7 +13,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use clawai_proxy::pins::{Identity, Kind, Listener, Tracker};
+use clawai_proxy::pins::{Identity, Kind, Listener, ScanSettings, Tracker};
 use serde_json::Value;
 
 use super::Upstream;
@@ -61,11 +63,19 @@ fn pinned_kind(kind: ListKind) -> Option<Kind> {
 impl Upstream {
     /// The tracker, when the policy in force pins (`[guards] pinning`, on by default).
     pub(crate) fn pins(&self) -> Option<Arc<Tracker>> {
+        self.pins_and_scan().map(|(tracker, _)| tracker)
+    }
+
+    /// The tracker and the poisoning scan's settings (`[guards] scan`, `quarantine_on`),
+    /// when the policy in force pins.
+    fn pins_and_scan(&self) -> Option<(Arc<Tracker>, ScanSettings)> {
         let core = self.core()?;
-        if !core.policy.current().guards().pinning {
+        let guards = core.policy.current().guards();
+        if !guards.pinning {
             return None;
         }
-        self.pins.tracker.as_ref().ok().cloned().flatten()
+        let tracker = self.pins.tracker.as_ref().ok().cloned().flatten()?;
+        Some((tracker, clawai_proxy::scan_settings(&guards)))
     }
 
     /// Why the server cannot start: its pin file cannot be read while pinning is on (it
@@ -81,19 +91,20 @@ impl Upstream {
     }
 
     /// Leaves out of a complete listing what changed or appeared since a person approved
-    /// it (everything when the server's instructions changed).
+    /// it, or what the poisoning scan quarantined (everything when the server's
+    /// instructions changed or were quarantined).
     pub(super) fn keep_approved(&self, kind: ListKind, items: &mut Vec<Value>) {
-        if let (Some(tracker), Some(kind)) = (self.pins(), pinned_kind(kind)) {
-            tracker.retain_approved(kind, items);
+        if let (Some((tracker, scan)), Some(kind)) = (self.pins_and_scan(), pinned_kind(kind)) {
+            tracker.retain_approved(kind, items, scan);
         }
     }
 
     /// The `initialize` result to keep: without `instructions` that changed since they
     /// were approved (the server is then held until they are).
     pub(super) fn approved_initialize(&self, result: Value) -> Value {
-        let Some(tracker) = self.pins() else { return result };
+        let Some((tracker, scan)) = self.pins_and_scan() else { return result };
         let bytes = serde_json::to_vec(&result).expect("a JSON value encodes");
-        match tracker.filter_instructions(&bytes) {
+        match tracker.filter_instructions(&bytes, scan) {
             Some(stripped) => serde_json::from_slice(&stripped).unwrap_or(result),
             None => result,
         }

@@ -41,13 +41,17 @@ impl RawGuards {
         {
             c.error(bytes.span().start, "[guards] max_result_bytes must be a number of bytes, more than 0");
         }
-        let _ = self.scan;
         let defaults = Guards::default();
         let secrets_in_arguments = self
             .secrets_in_arguments
             .as_ref()
             .and_then(|value| value.get_ref().parse().ok())
             .unwrap_or(defaults.secrets_in_arguments);
+        let quarantine_on = self
+            .quarantine_on
+            .as_ref()
+            .and_then(|value| value.get_ref().parse().ok())
+            .unwrap_or(defaults.quarantine_on);
         let results = match self.results.as_ref().map(|value| value.get_ref().as_str()) {
             Some("flag") => ResultsGuard::Flag,
             Some("deny") => ResultsGuard::Deny,
@@ -61,6 +65,8 @@ impl RawGuards {
             results,
             max_result_bytes,
             hide_denied_tools: self.hide_denied_tools.unwrap_or(defaults.hide_denied_tools),
+            scan: self.scan.unwrap_or(defaults.scan),
+            quarantine_on,
         }
     }
 }

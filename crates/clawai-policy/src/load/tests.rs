@@ -958,6 +958,21 @@ fn guards_pinning_is_on_unless_turned_off() {
 }
 
 #[test]
+fn guards_scan_is_on_and_quarantines_from_warn_unless_told_otherwise() {
+    use crate::ScanSeverity;
+    let default = policy("[[rule]]\naction = \"allow\"\ntool = \"a\"\n").guards();
+    assert!(default.scan);
+    assert_eq!(default.quarantine_on, ScanSeverity::Warn);
+    assert!(!policy("[guards]\nscan = false\n").guards().scan);
+    for (word, level) in
+        [("info", ScanSeverity::Info), ("warn", ScanSeverity::Warn), ("critical", ScanSeverity::Critical)]
+    {
+        assert_eq!(policy(&format!("[guards]\nquarantine_on = \"{word}\"\n")).guards().quarantine_on, level);
+    }
+    assert!(ScanSeverity::Info < ScanSeverity::Warn && ScanSeverity::Warn < ScanSeverity::Critical);
+}
+
+#[test]
 fn guards_take_every_key_of_the_language_and_check_their_values() {
     let all = "[guards]\npinning = true\nscan = true\nquarantine_on = \"critical\"\nresults = \"flag\"\n\
                max_result_bytes = 1048576\nsecrets_in_arguments = \"deny\"\nhide_denied_tools = false\n";
