@@ -47,6 +47,17 @@ fn bench(c: &mut Criterion) {
                 assert_eq!(guard.from_server(black_box(pong)), Verdict::Forward);
             })
         });
+        // A 1 MiB text result: what the results stage reads on its way.
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":12345,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "fn main() { println!(\"hello, world\"); } // plain source text\n".repeat(16 * 1024)
+        );
+        c.bench_function(&format!("tools/call + 1 MiB response, {name}"), |b| {
+            b.iter(|| {
+                assert_eq!(guard.from_client(black_box(call)), Verdict::Forward);
+                assert_eq!(guard.from_server(black_box(big.as_bytes())), Verdict::Forward);
+            })
+        });
         if let Some(path) = audit {
             let _ = std::fs::remove_file(path);
         }

@@ -184,7 +184,9 @@ fn a_remote_server_is_scanned_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let file = tools_file(dir.path(), poisoned());
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, support::ALLOW_ALL).unwrap();
+    // The proxy in between would quarantine the poisoned tools itself: this test is about
+    // the scan reaching a remote server.
+    std::fs::write(&policy, format!("{}\n[guards]\npinning = false\n", support::ALLOW_ALL)).unwrap();
     let mut proxy = Command::new(clawai())
         .args(["proxy", "--listen", "127.0.0.1:0", "--policy", policy.to_str().unwrap()])
         .args(["--audit", dir.path().join("audit.jsonl").to_str().unwrap(), "--"])
