@@ -145,3 +145,21 @@ async def test_hide_denied_tools_leaves_always_denied_tools_out_of_the_list(tmp_
             assert "delete_everything" not in names and {"echo", "whoami"} <= names
             result = await client.call_tool("delete_everything", {})
             assert result.is_error and "no-delete" in text(result)
+
+
+async def test_secrets_are_redacted_through_the_gateway_too(tmp_path):
+    from gateway_support import client as gateway_client, scripted, write_config
+    config = write_config(tmp_path / "gateway.json", {
+        "scripted": scripted("scripted", env={"AWS_ACCESS_KEY_ID": AWS_KEY, "GH_TOKEN": GITHUB_TOKEN}),
+    })
+    with anyio.fail_after(30):
+        async with gateway_client(tmp_path, config) as c:
+            seen = ""
+            for _ in range(100):
+                try:
+                    seen = text(await c.call_tool("scripted__whoami", {}))
+                    break
+                except MCPError:
+                    await anyio.sleep(0.05)  # the server is still starting
+    env = json.loads(seen)["env"]
+    assert env["AWS_ACCESS_KEY_ID"] == "[REDACTED]" and env["GH_TOKEN"] == "[REDACTED]", env
