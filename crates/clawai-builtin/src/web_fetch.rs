@@ -54,7 +54,9 @@ pub(crate) async fn web_fetch(
     };
     let response = match client.get(start.clone()).send().await {
         Ok(response) => response,
-        Err(error) => return ToolResult::error(format!("fetching `{url}` failed: {}", error_chain(&error))),
+        Err(error) => {
+            return ToolResult::error(format!("fetching `{url}` failed: {}", clawai_http::error_chain(&error)));
+        }
     };
     let status = response.status();
     if status.is_redirection()
@@ -74,7 +76,9 @@ pub(crate) async fn web_fetch(
     while let Some(chunk) = stream.next().await {
         let chunk = match chunk {
             Ok(chunk) => chunk,
-            Err(error) => return ToolResult::error(format!("reading `{url}` failed: {}", error_chain(&error))),
+            Err(error) => {
+                return ToolResult::error(format!("reading `{url}` failed: {}", clawai_http::error_chain(&error)));
+            }
         };
         let room = cap.saturating_sub(body.len());
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
@@ -93,18 +97,6 @@ pub(crate) async fn web_fetch(
         text.push_str(&format!("\n[cut at {cap} bytes: the body is longer]"));
     }
     if status.is_client_error() || status.is_server_error() { ToolResult::error(text) } else { ToolResult::text(text) }
-}
-
-/// An error and its causes, on one line (reqwest's own message alone says little).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

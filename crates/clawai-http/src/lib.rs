@@ -22,4 +22,4 @@ mod session;
 pub mod stdio_front;
 
 pub use listen::{Front, ListenOptions, Upstream};
-pub use remote::RemoteOptions;
+pub use remote::{RemoteOptions, error_chain};

@@ -35,6 +35,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 mod cause;
+
+pub use cause::error_chain;
 mod options;
 
 use cause::unreachable;

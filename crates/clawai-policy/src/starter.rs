@@ -1,19 +1,11 @@
 //! The policy `clawai policy init` writes: useful on day one, and a worked example of
 //! the language.
 
-/// The starter policy's text.
-pub const STARTER_POLICY: &str = r#"# clawai policy: the first rule that matches a message decides.
-# Actions: allow | deny | prompt (ask the person) | audit (allow and mark for review).
-# Check it with `clawai policy check`, try a call with `clawai policy explain`.
-
-[defaults]
-action = "deny"                     # when no rule matches
-follow_links = true                 # rules also see where symbolic links lead
-
-# --- Credentials never leave the machine -------------------------------------------
-# any_arg is tried on every string in the arguments, at any depth, after paths are
-# normalised (`..`, `//`, percent-encoding), so `/home/u/p/../../.ssh/id_rsa` is caught.
-[[rule]]
+/// The rules that keep credential files away from every tool and resource read, as the
+/// starter policy writes them (`clawai scan --policy-out` writes the same).
+macro_rules! credential_rules {
+    () => {
+        r#"[[rule]]
 id = "no-credentials"
 action = "deny"
 tool = "**"
@@ -29,7 +21,29 @@ id = "no-credential-resources"
 action = "deny"
 resource = ["file:///**/.ssh/**", "file:///**/.aws/**", "file:///**/.gnupg/**", "file:///**/.env", "file:///**/*.pem", "file:///**/*.key"]
 description = "Never read credential files as resources"
+"#
+    };
+}
 
+/// The credential rules alone (see [`STARTER_POLICY`]).
+pub const CREDENTIAL_RULES: &str = credential_rules!();
+
+/// The starter policy's text.
+pub const STARTER_POLICY: &str = concat!(
+    r#"# clawai policy: the first rule that matches a message decides.
+# Actions: allow | deny | prompt (ask the person) | audit (allow and mark for review).
+# Check it with `clawai policy check`, try a call with `clawai policy explain`.
+
+[defaults]
+action = "deny"                     # when no rule matches
+follow_links = true                 # rules also see where symbolic links lead
+
+# --- Credentials never leave the machine -------------------------------------------
+# any_arg is tried on every string in the arguments, at any depth, after paths are
+# normalised (`..`, `//`, percent-encoding), so `/home/u/p/../../.ssh/id_rsa` is caught.
+"#,
+    credential_rules!(),
+    r#"
 # --- Ask before anything destructive -------------------------------------------------
 # `destructive` uses the tool's MCP annotations (absent hints count as destructive);
 # `operation` reads the tool name (delete_file, dropTable, github_delete_repo…).
@@ -58,7 +72,8 @@ id = "audit-the-rest"
 action = "audit"
 method = ["tools/call", "resources/read", "prompts/get"]
 description = "Allowed and marked for review"
-"#;
+"#
+);
 
 #[cfg(test)]
 mod tests {

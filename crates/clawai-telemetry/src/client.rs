@@ -74,7 +74,7 @@ impl HttpClient for CollectorClient {
         let mut response = match result {
             Ok(response) => response,
             Err(error) => {
-                self.failed(&error_chain(&error));
+                self.failed(&clawai_http::error_chain(&error));
                 return Err(error.into());
             }
         };
@@ -84,18 +84,6 @@ impl HttpClient for CollectorClient {
         *reply.headers_mut() = headers;
         Ok(reply)
     }
-}
-
-/// The error and its causes on one line (reqwest's own text is only "error sending request").
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -2,6 +2,20 @@
 
 use reqwest::Url;
 
+/// An error and its causes, on one line (`error sending request: client error
+/// (Connect): tcp connect error: Connection refused`): reqwest's own message alone says
+/// little.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Why a request could not reach `url`, in words that name the cause (reqwest's own
 /// message says only "error sending request").
 pub(super) fn unreachable(url: &Url, error: &reqwest::Error) -> String {

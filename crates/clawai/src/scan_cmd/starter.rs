@@ -69,23 +69,10 @@ const HEADER: &str = r#"# Starter policy written by `clawai scan` from the tools
 [defaults]
 action = "deny"
 
-[[rule]]
-id = "no-credentials"
-action = "deny"
-tool = "**"
-any_arg = [
-  "**/.ssh/**", "**/.aws/**", "**/.gnupg/**", "**/.kube/config", "**/.docker/config.json",
-  "**/.netrc", "**/.git-credentials", "**/.env", "**/.env.*",
-  "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_ed25519*", "**/id_ecdsa*",
-]
-description = "Never touch credential files (SSH, cloud, GPG, .env, private keys)"
+"#;
 
-[[rule]]
-id = "no-credential-resources"
-action = "deny"
-resource = ["file:///**/.ssh/**", "file:///**/.aws/**", "file:///**/.gnupg/**", "file:///**/.env", "file:///**/*.pem", "file:///**/*.key"]
-description = "Never read credential files as resources"
-
+/// What follows the credential rules (the starter policy's own) after [`HEADER`].
+const AFTER_CREDENTIALS: &str = r#"
 [[rule]]
 id = "read-resources-and-prompts"
 action = "allow"
@@ -102,6 +89,8 @@ description = "A server asked the client's model or the person; allowed and mark
 /// The policy's text.
 pub(crate) fn starter_policy(servers: &[ServerTools<'_>]) -> String {
     let mut out = String::from(HEADER);
+    out.push_str(clawai_policy::starter::CREDENTIAL_RULES);
+    out.push_str(AFTER_CREDENTIALS);
     for server in servers {
         let mut groups: [(Verdict, &str, &str, Vec<&str>); 3] = [
             (Verdict::Deny, "deny", "Deletes, runs commands, or has poisoning findings", vec![]),
