@@ -117,8 +117,11 @@ fn may_need_reading(text: &str) -> bool {
     !text.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'\\' && b != b'<')
         || redact_credentials(text).is_some()
         || {
-            let lower = text.to_ascii_lowercase();
-            WORDS.iter().any(|word| lower.contains(word))
+            // Without a lower-case copy of what may be a large result.
+            let bytes = text.as_bytes();
+            WORDS
+                .iter()
+                .any(|word| bytes.windows(word.len()).any(|window| window.eq_ignore_ascii_case(word.as_bytes())))
         }
 }
 
