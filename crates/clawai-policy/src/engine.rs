@@ -12,6 +12,7 @@ use regex::bytes::RegexSet;
 use crate::call::Call;
 use crate::glob::{Glob, Simple, fold_case};
 use crate::rule::{Action, Miss, Quantifier, Rule, Target, ToolNames, loose_name};
+use crate::session::SessionView;
 use crate::wire::{LOOK_ALIKE_REASON, PASSED_THROUGH_REASON, Treatment};
 
 /// A loaded, validated policy: ordered rules and a default action.
@@ -42,6 +43,10 @@ pub struct Policy {
     notes: Vec<String>,
     /// `[guards]`: the stages of the decision path beyond the rules.
     guards: Guards,
+    /// The rules with `rate`, in order: each counts the calls its conditions match.
+    rate_rules: Vec<usize>,
+    /// True when some rule reads or marks the session (`rate`, `tainted`, `taint`).
+    reads_session: bool,
 }
 
 /// `[guards]` of a policy: the stages of the decision path beyond the rules.
@@ -342,6 +347,8 @@ impl Policy {
             .collect();
         let reasons = rules.iter().enumerate().map(|(i, r)| rule_reason(i, r)).collect();
         let default_reason = format!("no rule matched; the policy's default is {default_action}");
+        let rate_rules = rules.iter().enumerate().filter(|(_, r)| r.rate.is_some()).map(|(i, _)| i).collect();
+        let reads_session = rules.iter().any(|r| r.depends_on_session() || !r.taint.is_empty());
         Ok(Policy {
             rules,
             default_action,
@@ -355,6 +362,8 @@ impl Policy {
             follow_links: false,
             notes: Vec::new(),
             guards: Guards::default(),
+            rate_rules,
+            reads_session,
         })
     }
 
@@ -424,17 +433,35 @@ impl Policy {
         })
     }
 
+    /// True when some rule reads or marks the session (`rate`, `tainted`, `taint`): then
+    /// callers decide with [`Policy::decide_in`] and a [`crate::Session`].
+    pub fn reads_session(&self) -> bool {
+        self.reads_session
+    }
+
+    /// The rules with `rate`, in order.
+    pub(crate) fn rate_rules(&self) -> &[usize] {
+        &self.rate_rules
+    }
+
     /// Decides a call: the first rule that matches, else the default.
     /// A method the proxy does not decide is allowed (it passes through), and a
     /// look-alike of one it decides is denied (the proxy refuses it), as on the wire.
+    /// Decided as in a new session, which nothing marks: rules with `tainted` or `rate`
+    /// do not match (see [`Policy::decide_in`]).
     pub fn decide(&self, call: &Call) -> Decision<'_> {
+        self.decide_with(call, &SessionView::default())
+    }
+
+    /// Decides a call as the session `view` shows it.
+    pub(crate) fn decide_with(&self, call: &Call, view: &SessionView) -> Decision<'_> {
         let first = if call.method == "tools/call" {
-            self.first_tool_rule(call)
+            self.first_tool_rule(call, view)
         } else {
             if let Some(undecided) = self.undecided(call.method) {
                 return undecided;
             }
-            self.other_rules.iter().copied().find(|&i| self.rules[i].check(call).is_ok())
+            self.other_rules.iter().copied().find(|&i| self.rules[i].check_in(i, call, view).is_ok())
         };
         self.decision_for(first)
     }
@@ -452,9 +479,9 @@ impl Policy {
             if !rule.target_matches(call) || rule.conditions_besides_arguments_match(call).is_err() {
                 continue;
             }
-            if rule.reads_arguments() {
+            if rule.reads_arguments() || rule.depends_on_session() {
                 if rule.action == Action::Deny {
-                    continue; // denies some arguments; the others go on to the next rules
+                    continue; // denies some calls; the others go on to the next rules
                 }
                 return None;
             }
@@ -474,7 +501,7 @@ impl Policy {
         }
     }
 
-    fn first_tool_rule(&self, call: &Call) -> Option<usize> {
+    fn first_tool_rule(&self, call: &Call, view: &SessionView) -> Option<usize> {
         let mut candidates = Candidates::new();
         if let Some(name) = call.name {
             self.tools.candidates(name, &mut candidates);
@@ -497,8 +524,7 @@ impl Policy {
                 (Some(_), None) => named.next(),
                 (None, None) => return None,
             }?;
-            let rule = &self.rules[next];
-            if rule.check(call).is_ok() {
+            if self.rules[next].check_in(next, call, view).is_ok() {
                 return Some(next);
             }
         }
@@ -515,7 +541,12 @@ impl Policy {
 
     /// Decides a call and says, for every rule up to the deciding one, why it matched
     /// or not. Slower than [`Policy::decide`]; meant for `clawai policy explain`.
+    /// Decided as in a new session (see [`Policy::explain_in`]).
     pub fn explain(&self, call: &Call) -> Explanation<'_> {
+        self.explain_with(call, &SessionView::default())
+    }
+
+    pub(crate) fn explain_with(&self, call: &Call, view: &SessionView) -> Explanation<'_> {
         let mut steps = Vec::new();
         if call.method != "tools/call"
             && let Some(decision) = self.undecided(call.method)
@@ -524,7 +555,7 @@ impl Policy {
         }
         let mut decided = None;
         for (i, rule) in self.rules.iter().enumerate() {
-            let outcome = rule.check(call);
+            let outcome = rule.check_in(i, call, view);
             let matched = outcome.is_ok();
             steps.push(Step { index: i, label: rule.label(i), summary: rule.summary(), action: rule.action, outcome });
             if matched {

@@ -11,7 +11,18 @@
 //! `expected`, `server` and `annotations` are optional. A whole JSON-RPC request
 //! (with `jsonrpc` and `id`) is accepted too, so a line copied from the audit trail or
 //! the wire is a fixture.
+//!
+//! `session` sets what the session has seen before this call, for rules with `tainted`
+//! and `rate` (see [`crate::session`]): its labels, and how many earlier calls each rate
+//! rule (by id, or `#N` for the N-th rule) counted in its window:
+//!
+//! ```json
+//! { "method": "tools/call", "params": { "name": "fetch", "arguments": {} },
+//!   "session": { "labels": ["private"], "calls": { "fetch-flood": 30 } },
+//!   "expected": "deny" }
+//! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clawai_protocol::Json;
@@ -21,6 +32,7 @@ use serde_json::Value;
 use crate::call::{Call, ToolAnnotations};
 use crate::engine::Policy;
 use crate::rule::Action;
+use crate::session::{Session, rule_key};
 
 /// A fixture read from a file.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,6 +51,21 @@ pub struct Fixture {
     /// The tool's annotations, as `tools/list` would report them.
     #[serde(default)]
     pub annotations: Option<Value>,
+    /// What the session saw before this call.
+    #[serde(default)]
+    pub session: Option<FixtureSession>,
+}
+
+/// A fixture's `session`: the labels it carries and the earlier calls rate rules counted.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureSession {
+    /// Labels rules put on the session before (`taint`).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Per rate rule (its id, or `#N`), how many calls its window already holds.
+    #[serde(default)]
+    pub calls: BTreeMap<String, u32>,
 }
 
 /// The outcome of one fixture.
@@ -97,7 +124,9 @@ pub fn run(policy: &Policy, path: &Path, fixture: &Fixture, expect: Option<Actio
     let call = Call::from_params(&fixture.method, params.as_ref())
         .with_server(fixture.server.as_deref())
         .with_annotations(annotations);
-    let decision = policy.decide(&call);
+    let session = session_of(policy, fixture.session.as_ref())
+        .map_err(|e| format!("{}: `session.calls`: {e}", path.display()))?;
+    let decision = policy.decide_in(&call, &session);
     Ok(FixtureResult {
         path: path.to_owned(),
         actual: decision.action,
@@ -105,4 +134,30 @@ pub fn run(policy: &Policy, path: &Path, fixture: &Fixture, expect: Option<Actio
         rule_id: decision.rule_id().map(str::to_owned),
         reason: decision.reason().to_owned(),
     })
+}
+
+/// The session a fixture describes; an error when `calls` names no rate rule of the
+/// policy (the count would be ignored, and the fixture prove nothing).
+pub fn session_of(policy: &Policy, described: Option<&FixtureSession>) -> Result<Session, String> {
+    let Some(described) = described else { return Ok(Session::new()) };
+    let session = Session::with_labels(described.labels.iter().cloned());
+    let rate_rules: Vec<String> = policy
+        .rules()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.rate().is_some())
+        .map(|(i, r)| rule_key(i, r.id.as_deref()))
+        .collect();
+    for (rule, &count) in &described.calls {
+        if !rate_rules.contains(rule) {
+            let known = if rate_rules.is_empty() {
+                "the policy has no rule with `rate`".to_owned()
+            } else {
+                format!("its rate rules are {}", rate_rules.join(", "))
+            };
+            return Err(format!("`{rule}` is not a rule with `rate`; {known}"));
+        }
+        session.add_prior_calls(rule, count);
+    }
+    Ok(session)
 }

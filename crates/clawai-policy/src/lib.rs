@@ -32,7 +32,7 @@
 //! Modules, from the bottom up: [`glob`] (patterns), [`normalize`] (how argument
 //! strings are read), [`operation`] (what a tool name says it does), [`call`] (the
 //! input, read from a [`clawai_protocol::Json`] value), `rule` and `engine` (matching
-//! and deciding), `load` (files and errors),
+//! and deciding), [`session`] (what `rate`, `taint` and `tainted` remember), `load` (files and errors),
 //! [`formats`] (AgentShield and mcp-gov), [`fixture`] (policy tests) and [`starter`].
 
 pub mod approvals;
@@ -45,6 +45,7 @@ mod load;
 pub mod normalize;
 pub mod operation;
 mod rule;
+pub mod session;
 pub mod starter;
 mod urls;
 mod value;
@@ -56,3 +57,4 @@ pub use engine::{Decision, Explanation, Guards, Policy, ResultsGuard, ScanSeveri
 pub use formats::Converted;
 pub use load::{Diagnostic, Format, PolicyError, convert, load_file, load_str, to_toml};
 pub use rule::{Action, Miss, Rule, loose_name};
+pub use session::{Rate, Session};

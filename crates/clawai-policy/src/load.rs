@@ -183,6 +183,9 @@ struct RawRule {
     detector: Option<Spanned<String>>,
     destructive: Option<bool>,
     read_only: Option<bool>,
+    rate: Option<Spanned<String>>,
+    taint: Option<Spanned<OneOrMany>>,
+    tainted: Option<Spanned<OneOrMany>>,
 }
 
 /// Turns byte offsets into line and column.
@@ -271,6 +274,7 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
     }
     if refuse_shadowed && c.diagnostics.is_empty() {
         find_shadowed(&rules, &mut c);
+        find_unset_labels(&rules, &mut c);
     }
     if !c.diagnostics.is_empty() {
         return Err(PolicyError { path: name.to_owned(), diagnostics: c.diagnostics });
@@ -387,6 +391,26 @@ fn compile_entry(raw: RawRule, start: usize, line: usize, approval: Option<()>, 
     if raw.detector.is_some() && raw.operation.is_none() && raw.service.is_none() {
         c.error(start, format!("{label}: `detector` only changes `operation` and `service`; add one or remove it"));
     }
+    let rate = raw.rate.as_ref().and_then(|r| match r.get_ref().parse::<crate::session::Rate>() {
+        Ok(rate) => Some(rate),
+        Err(e) => {
+            c.error(r.span().start, format!("{label}: `rate`: {e}"));
+            None
+        }
+    });
+    let taint = raw.taint.as_ref().map_or_else(Vec::new, |t| labels(t, "taint", &label, c));
+    let tainted = raw.tainted.as_ref().map_or_else(Vec::new, |t| labels(t, "tainted", &label, c));
+    if approval.is_some() {
+        for (key, span) in [
+            ("rate", raw.rate.as_ref().map(Spanned::span)),
+            ("taint", raw.taint.as_ref().map(Spanned::span)),
+            ("tainted", raw.tainted.as_ref().map(Spanned::span)),
+        ] {
+            if let Some(span) = span {
+                c.error(span.start, format!("{label}: `{key}` belongs in the policy's rules; an approval allows matching calls in every session, so remove it"));
+            }
+        }
+    }
     if c.diagnostics.len() > before {
         return None;
     }
@@ -404,7 +428,55 @@ fn compile_entry(raw: RawRule, start: usize, line: usize, approval: Option<()>, 
         detector,
         destructive: raw.destructive,
         read_only: raw.read_only,
+        rate,
+        taint,
+        tainted,
     })
+}
+
+/// The labels of `taint` or `tainted`: each a word of letters, digits and `_.:-`.
+fn labels(spanned: &Spanned<OneOrMany>, key: &str, label: &str, c: &mut Collector) -> Vec<String> {
+    let labels = spanned.get_ref().clone_vec();
+    if labels.is_empty() {
+        c.error(spanned.span().start, format!("{label}: `{key}` is empty; name a label, e.g. {key} = \"private\""));
+    }
+    for l in &labels {
+        if l.is_empty() || !l.chars().all(|ch| ch.is_ascii_alphanumeric() || "_.:-".contains(ch)) {
+            c.error(
+                spanned.span().start,
+                format!(
+                    "{label}: `{key}` label {l:?} is not a word; use letters, digits and `_.:-` (e.g. \"private\")"
+                ),
+            );
+        }
+    }
+    labels
+}
+
+/// Reports rules that can never match because no rule puts their `tainted` label on a
+/// session (a misspelt label would otherwise switch the rule off without a word).
+fn find_unset_labels(rules: &[Rule], c: &mut Collector) {
+    let set: std::collections::BTreeSet<&str> = rules.iter().flat_map(|r| r.taint.iter().map(String::as_str)).collect();
+    for (index, rule) in rules.iter().enumerate() {
+        if rule.tainted.is_empty() || rule.tainted.iter().any(|l| set.contains(l.as_str())) {
+            continue;
+        }
+        let known = if set.is_empty() {
+            "no rule has `taint`".to_owned()
+        } else {
+            format!("the rules taint sessions {}", set.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(", "))
+        };
+        c.diagnostics.push(Diagnostic {
+            line: Some(rule.line),
+            column: Some(1),
+            message: format!(
+                "rule {} can never match: `tainted` names {}, but {known}; add `taint = {:?}` to the rule that should mark the session, or fix the label",
+                rule.label(index),
+                rule.tainted.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(" or "),
+                rule.tainted[0]
+            ),
+        });
+    }
 }
 
 impl OneOrMany {

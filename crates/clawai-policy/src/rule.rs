@@ -10,6 +10,7 @@ use regex::Regex;
 use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
 use crate::operation::{Operation, detect, mcpgov};
+use crate::session::{Rate, SessionView};
 use crate::value::ValueTest;
 
 /// What a rule (or the default) decides.
@@ -191,6 +192,13 @@ pub struct Rule {
     pub(crate) detector: Detector,
     pub(crate) destructive: Option<bool>,
     pub(crate) read_only: Option<bool>,
+    /// `rate`: the rule matches only once its other conditions matched more often than
+    /// this in the session's window (see [`crate::session`]).
+    pub(crate) rate: Option<Rate>,
+    /// `taint`: the labels the session gets when this rule decides a call.
+    pub(crate) taint: Vec<String>,
+    /// `tainted`: the rule matches only in a session carrying one of these labels.
+    pub(crate) tainted: Vec<String>,
 }
 
 /// Why a rule did not match a call.
@@ -216,6 +224,16 @@ pub enum Miss {
     Destructive(bool),
     /// The `read_only` condition (the tool's effective value).
     ReadOnly(bool),
+    /// The `tainted` condition: the session carries none of these labels.
+    NotTainted(Vec<String>),
+    /// The `rate` condition: this call is the `count`-th match in the window, within
+    /// the limit.
+    WithinRate {
+        /// This call's number in the window.
+        count: u32,
+        /// The rule's rate.
+        rate: Rate,
+    },
 }
 
 impl Rule {
@@ -237,6 +255,23 @@ impl Rule {
             && self.operations.is_empty()
             && self.destructive.is_none()
             && self.read_only.is_none()
+            && !self.depends_on_session()
+    }
+
+    /// The rule's `rate`, if it has one.
+    pub fn rate(&self) -> Option<crate::session::Rate> {
+        self.rate
+    }
+
+    /// The labels the rule puts on the session when it decides a call (`taint`).
+    pub fn taint(&self) -> &[String] {
+        &self.taint
+    }
+
+    /// True when whether the rule matches depends on the session (`tainted`, `rate`),
+    /// not only on the call.
+    pub fn depends_on_session(&self) -> bool {
+        self.rate.is_some() || !self.tainted.is_empty()
     }
 
     /// A one-line summary of what the rule looks at.
@@ -266,6 +301,15 @@ impl Rule {
         }
         if let Some(r) = self.read_only {
             parts.push(format!("read_only = {r}"));
+        }
+        if !self.tainted.is_empty() {
+            parts.push(format!("only in a session tainted {}", quoted(&self.tainted)));
+        }
+        if let Some(rate) = self.rate {
+            parts.push(format!("beyond rate {rate}"));
+        }
+        if !self.taint.is_empty() {
+            parts.push(format!("taints the session {}", quoted(&self.taint)));
         }
         parts.join(", ")
     }
@@ -376,13 +420,35 @@ impl Rule {
         Ok(())
     }
 
-    /// Target and conditions together.
+    /// Target and conditions together, as in a new session (`tainted` and `rate` are
+    /// not looked at: see [`Rule::check_in`]).
     pub(crate) fn check(&self, call: &Call) -> Result<(), Miss> {
         if !self.target_matches(call) {
             return Err(Miss::Target);
         }
         self.conditions_match(call)
     }
+
+    /// Target and conditions together in a session: `tainted` needs one of its labels
+    /// on the session, `rate` a count beyond its limit. `index` is the rule's position.
+    pub(crate) fn check_in(&self, index: usize, call: &Call, session: &SessionView) -> Result<(), Miss> {
+        self.check(call)?;
+        if !self.tainted.is_empty() && !session.carries_any(&self.tainted) {
+            return Err(Miss::NotTainted(self.tainted.clone()));
+        }
+        if let Some(rate) = self.rate {
+            let count = session.count(index);
+            if count <= rate.limit {
+                return Err(Miss::WithinRate { count, rate });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Labels as a policy writes them: `"a"`, or `"a" or "b"`.
+fn quoted(labels: &[String]) -> String {
+    labels.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(" or ")
 }
 
 /// A tool or prompt name against a rule's name glob. A deny-like rule also matches the
@@ -474,6 +540,10 @@ impl fmt::Display for Miss {
                 write!(f, "tool is {}destructive", if *v { "" } else { "not " })
             }
             Miss::ReadOnly(v) => write!(f, "tool is {}read-only", if *v { "" } else { "not " }),
+            Miss::NotTainted(labels) => write!(f, "the session is not tainted {}", quoted(labels)),
+            Miss::WithinRate { count, rate } => {
+                write!(f, "call {count} of the {rate} the rule lets by (its other conditions match)")
+            }
         }
     }
 }

@@ -138,6 +138,9 @@ pub struct Guard {
     listed_as: Option<ListedAs>,
     /// The server's pins, when what it lists is compared with what was approved.
     pinning: Option<std::sync::Arc<pinning::Pinning>>,
+    /// What the policy's `rate`, `taint` and `tainted` remember of this session; the
+    /// gateway shares one between the guards of a client session's servers.
+    remembered: std::sync::Arc<clawai_policy::Session>,
 }
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
@@ -162,7 +165,16 @@ impl Guard {
             asking: approvals::Asking::new(AskOptions::default()),
             listed_as: None,
             pinning: None,
+            remembered: std::sync::Arc::default(),
         }
+    }
+
+    /// The same guard, remembering `rate` counts and `taint` labels in `remembered`:
+    /// the gateway gives the guards of one client session's servers the same one, so
+    /// that what one server's tool read taints calls to every other.
+    pub fn remembering_in(mut self, remembered: std::sync::Arc<clawai_policy::Session>) -> Guard {
+        self.remembered = remembered;
+        self
     }
 
     /// The same guard, writing `session` as its session id (the gateway's downstream

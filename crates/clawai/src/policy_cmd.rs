@@ -36,7 +36,7 @@ pub enum PolicyCommand {
     )]
     Test(TestArgs),
     /// Show every rule considered for one call, why it matched or not, and the decision.
-    Explain(ExplainArgs),
+    Explain(Box<ExplainArgs>),
     /// Decide every call recorded in the audit trail with a candidate policy and list what
     /// would change (allow → deny, deny → allow, → prompt), before rolling it out.
     #[command(
@@ -135,6 +135,14 @@ pub struct ExplainArgs {
     /// ~/.config/clawai/approvals.toml).
     #[arg(long, value_name = "FILE", env = "CLAWAI_APPROVALS")]
     approvals: Option<PathBuf>,
+    /// Explain the call in a session carrying this label (rules with `tainted`);
+    /// repeatable.
+    #[arg(long = "tainted", value_name = "LABEL")]
+    tainted: Vec<String>,
+    /// Explain the call after N earlier calls counted by the rate rule RULE (its id, or
+    /// #N) in its window; repeatable.
+    #[arg(long = "prior-calls", value_name = "RULE=N")]
+    prior_calls: Vec<String>,
 }
 
 fn parse_action(s: &str) -> Result<Action, String> {
@@ -156,7 +164,7 @@ pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
         PolicyCommand::Init { path } => init(path.unwrap_or_else(paths::default_policy)),
         PolicyCommand::Check { file, policy } => check(&file.unwrap_or_else(|| policy.resolve())),
         PolicyCommand::Test(args) => test(args),
-        PolicyCommand::Explain(args) => explain(args),
+        PolicyCommand::Explain(args) => explain(*args),
         PolicyCommand::Import { file, from } => import(&file, from),
         PolicyCommand::Replay(args) => crate::policy_replay::run(args),
     }
@@ -348,7 +356,15 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         .with_annotations(annotations)
         // As the proxy decides for a server on this machine.
         .with_links_followed(policy.follows_links().then_some(clawai_proxy::links::follow as FollowLinks));
-    let explanation = policy.explain(&call);
+    let mut calls = std::collections::BTreeMap::new();
+    for pair in &args.prior_calls {
+        let (rule, count) = pair.split_once('=').with_context(|| format!("--prior-calls {pair}: write RULE=N"))?;
+        let count = count.parse::<u32>().with_context(|| format!("--prior-calls {pair}: N is not a count"))?;
+        calls.insert(rule.to_owned(), count);
+    }
+    let described = fixture::FixtureSession { labels: args.tainted.clone(), calls };
+    let session = fixture::session_of(&policy, Some(&described)).map_err(|e| anyhow::anyhow!("--prior-calls: {e}"))?;
+    let explanation = policy.explain_in(&call, &session);
     println!(
         "Policy {} ({} rules), call: {method} {}",
         policy_path.display(),
@@ -358,12 +374,23 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     if annotations.is_none() && method == "tools/call" {
         println!("(no --annotations: the tool counts as destructive and not read-only, as for a tool never listed)");
     }
+    if policy.reads_session() && args.tainted.is_empty() && args.prior_calls.is_empty() {
+        println!("(a new session: no labels, no earlier calls; --tainted LABEL and --prior-calls RULE=N set them)");
+    }
     for step in &explanation.steps {
         let verdict = match &step.outcome {
             Ok(()) => "MATCH".to_owned(),
             Err(miss) => format!("no: {miss}"),
         };
         println!("  rule {} [{}] {} -> {verdict}", step.label, step.action, step.summary);
+    }
+    if let Some((_, rule)) = explanation.decision.rule
+        && !rule.taint().is_empty()
+    {
+        println!(
+            "  the session is then tainted {}",
+            rule.taint().iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(", ")
+        );
     }
     let d = &explanation.decision;
     if d.action == Action::Prompt {

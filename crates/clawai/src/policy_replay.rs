@@ -10,13 +10,14 @@
 //! trail does not hold: a redacted value read by a rule, or annotations not recorded
 //! (trails written before they were) read by a rule. Those are counted and shown apart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use clawai_policy::{Action, Call, Policy, ToolAnnotations};
+use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
 use serde_json::{Value, json};
 
@@ -62,6 +63,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         anyhow::bail!("there is no audit trail at {}; pass --audit FILE", trail.display());
     }
     let mut replayed = Vec::new();
+    // Rules with `rate`, `taint` and `tainted` see each recorded session as it went.
+    let mut sessions: HashMap<String, Session> = HashMap::new();
     for file in files.iter().filter(|file| file.exists()) {
         let reader =
             BufReader::new(std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?);
@@ -69,8 +72,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             let line = line.with_context(|| format!("cannot read {}", file.display()))?;
             let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
             let in_window = args.since.is_none_or(|since| recorded_at(&event).is_some_and(|t| t >= since));
-            if recorded_call(&event) && in_window {
-                replayed.push(replay(&policy, event));
+            if recorded_call(&event) {
+                // Calls before --since are decided too, unreported: the sessions they
+                // marked and the rate windows they filled are as they were.
+                let session = sessions.entry(event["session"].as_str().unwrap_or_default().to_owned()).or_default();
+                let decided = replay(&policy, event, session);
+                if in_window {
+                    replayed.push(decided);
+                }
             }
         }
     }
@@ -117,7 +126,7 @@ fn params_of(event: &Value) -> Value {
     }
 }
 
-fn replay(policy: &Policy, event: Value) -> Replayed {
+fn replay(policy: &Policy, event: Value, session: &Session) -> Replayed {
     let method = event["method"].as_str().unwrap_or_default().to_owned();
     let params = params_of(&event);
     let params = Json::from(&params);
@@ -125,7 +134,9 @@ fn replay(policy: &Policy, event: Value) -> Replayed {
     let call = Call::from_params(&method, (!matches!(params, Json::Null)).then_some(&params))
         .with_server(event.get("server").and_then(Value::as_str))
         .with_annotations(recorded_annotations);
-    let decision = policy.decide(&call);
+    // Each call at the time it was made, in its session: rate windows as they were.
+    let at = recorded_at(&event).map_or(Duration::ZERO, |t| Duration::from_millis(t.as_millisecond().max(0) as u64));
+    let decision = policy.decide_at(&call, session, at);
     let considered = decision.rule.map_or(policy.rules().len(), |(index, _)| index + 1);
     let reads_arguments = policy.rules()[..considered].iter().any(|rule| rule.reads_arguments());
     let unfaithful = if reads_arguments && event.get("arguments").is_some_and(holds_redacted) {
@@ -246,6 +257,11 @@ mod tests {
         clawai_policy::load_str(text, clawai_policy::Format::Toml, "test").unwrap()
     }
 
+    /// Replays one event in a session of its own.
+    fn replay_alone(policy: &Policy, event: Value) -> Replayed {
+        replay(policy, event, &Session::new())
+    }
+
     fn call_event(tool: &str, arguments: Value, decision: &str) -> Value {
         json!({"time": "2026-11-25T10:00:00Z", "server": "fs", "kind": "request", "method": "tools/call",
                "direction": "client->server", "tool": tool, "arguments": arguments, "decision": decision})
@@ -256,12 +272,12 @@ mod tests {
         let strict = policy(
             "[[rule]]\nid = \"no-tmp\"\naction = \"deny\"\ntool = \"read_file\"\nargs = { path = \"/tmp/**\" }\n\n[defaults]\naction = \"allow\"\n",
         );
-        let replayed = replay(&strict, call_event("read_file", json!({"path": "/tmp/x"}), "allow"));
+        let replayed = replay_alone(&strict, call_event("read_file", json!({"path": "/tmp/x"}), "allow"));
         assert_eq!(
             (replayed.decided, replayed.rule.as_deref(), replayed.unfaithful),
             (Action::Deny, Some("no-tmp"), None)
         );
-        let replayed = replay(&strict, call_event("read_file", json!({"path": "/home/x"}), "allow"));
+        let replayed = replay_alone(&strict, call_event("read_file", json!({"path": "/home/x"}), "allow"));
         assert_eq!(replayed.decided, Action::Allow);
     }
 
@@ -270,10 +286,12 @@ mod tests {
         let reads = policy(
             "[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"send\"\nany_arg = \"*secret*\"\n\n[defaults]\naction = \"allow\"\n",
         );
-        let replayed = replay(&reads, call_event("send", json!({"token": "[REDACTED]"}), "allow"));
+        let replayed = replay_alone(&reads, call_event("send", json!({"token": "[REDACTED]"}), "allow"));
         assert!(replayed.unfaithful.is_some());
         let names_only = policy("[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"send\"\n");
-        assert!(replay(&names_only, call_event("send", json!({"token": "[REDACTED]"}), "allow")).unfaithful.is_none());
+        assert!(
+            replay_alone(&names_only, call_event("send", json!({"token": "[REDACTED]"}), "allow")).unfaithful.is_none()
+        );
     }
 
     #[test]
@@ -282,9 +300,9 @@ mod tests {
             policy("[[rule]]\nid = \"d\"\naction = \"prompt\"\ndestructive = true\n\n[defaults]\naction = \"allow\"\n");
         let mut read_only = call_event("read", json!({}), "allow");
         read_only["annotations"] = json!({"readOnlyHint": true});
-        let replayed = replay(&asks, read_only);
+        let replayed = replay_alone(&asks, read_only);
         assert_eq!((replayed.decided, replayed.unfaithful), (Action::Allow, None));
-        let replayed = replay(&asks, call_event("read", json!({}), "allow"));
+        let replayed = replay_alone(&asks, call_event("read", json!({}), "allow"));
         assert_eq!(replayed.decided, Action::Prompt, "absent hints count as destructive");
         assert!(replayed.unfaithful.is_some());
     }
@@ -311,6 +329,50 @@ mod tests {
         let event = json!({"time": "2026-11-25T10:00:00Z", "server": "fs", "kind": "request", "method": "resources/read",
                            "resource": "file:///home/u/.ssh/id_rsa", "arguments": {"uri": "file:///home/u/.ssh/id_rsa"},
                            "decision": "allow"});
-        assert_eq!(replay(&denies, event).decided, Action::Deny);
+        assert_eq!(replay_alone(&denies, event).decided, Action::Deny);
+    }
+
+    #[test]
+    fn sessions_are_replayed_as_they_went_taint_and_rate_included() {
+        let watched = policy(
+            r#"
+[defaults]
+action = "allow"
+
+[[rule]]
+id = "reads-private"
+action = "allow"
+tool = "read_private"
+taint = "private"
+
+[[rule]]
+id = "no-send-after-private"
+action = "deny"
+tool = "send"
+tainted = "private"
+
+[[rule]]
+id = "send-flood"
+action = "deny"
+tool = "send"
+rate = "2/min"
+"#,
+        );
+        let at = |tool: &str, time: &str, session: &str| {
+            let mut event = call_event(tool, json!({}), "allow");
+            event["time"] = json!(time);
+            event["session"] = json!(session);
+            event
+        };
+        let (a, b) = (Session::new(), Session::new());
+        let decided = |event, session| replay(&watched, event, session).decided;
+        assert_eq!(decided(at("send", "2026-11-25T10:00:00Z", "a"), &a), Action::Allow);
+        assert_eq!(decided(at("read_private", "2026-11-25T10:00:01Z", "a"), &a), Action::Allow);
+        assert_eq!(decided(at("send", "2026-11-25T10:00:02Z", "a"), &a), Action::Deny, "tainted by its read");
+        assert_eq!(decided(at("send", "2026-11-25T10:00:02Z", "b"), &b), Action::Allow, "b read nothing");
+        assert_eq!(decided(at("send", "2026-11-25T10:00:30Z", "b"), &b), Action::Allow);
+        assert_eq!(decided(at("send", "2026-11-25T10:00:59Z", "b"), &b), Action::Deny, "third in the minute");
+        // Recorded times decide the window, not the replay's clock.
+        assert_eq!(decided(at("send", "2026-11-25T10:05:00Z", "b"), &b), Action::Allow);
     }
 }

@@ -311,3 +311,65 @@ fn explain_shows_a_standing_approval_that_turns_a_prompt_into_allow_but_never_a_
     let denied = explain("/home/me/notes/.ssh/id_rsa");
     assert!(denied.contains("Decision: DENY"), "an approval never overrides a deny: {denied}");
 }
+
+#[test]
+fn fixtures_and_explain_set_the_sessions_labels_and_prior_calls() {
+    let home = tempfile::tempdir().unwrap();
+    let policy = repo().join("examples/policies/taint.toml");
+    let fixture = |name: &str, text: &str| {
+        let path = home.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        clawai(home.path())
+            .args(["policy", "test", "--policy"])
+            .arg(&policy)
+            .arg("--fixture")
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let fetch = r#""method":"tools/call","params":{"name":"fetch","arguments":{"url":"https://x.example"}}"#;
+    let out = fixture("clean.json", &format!(r#"{{{fetch},"expected":"allow"}}"#));
+    assert!(out.status.success(), "a clean session fetches: {}", stdout(&out));
+    let out =
+        fixture("tainted.json", &format!(r#"{{{fetch},"session":{{"labels":["private"]}},"expected":"prompt"}}"#));
+    assert!(out.status.success() && stdout(&out).contains("nothing-out-after-private"), "{}", stdout(&out));
+    let out =
+        fixture("flood.json", &format!(r#"{{{fetch},"session":{{"calls":{{"fetch-flood":30}}}},"expected":"deny"}}"#));
+    assert!(out.status.success() && stdout(&out).contains("fetch-flood"), "{}", stdout(&out));
+    let out =
+        fixture("under.json", &format!(r#"{{{fetch},"session":{{"calls":{{"fetch-flood":29}}}},"expected":"allow"}}"#));
+    assert!(out.status.success(), "the 30th call in the minute passes: {}", stdout(&out));
+    let out =
+        fixture("typo.json", &format!(r#"{{{fetch},"session":{{"calls":{{"fetch-flod":30}}}},"expected":"deny"}}"#));
+    assert_eq!(out.status.code(), Some(2), "a count for no rate rule proves nothing");
+    assert!(
+        stderr(&out).contains("`fetch-flod` is not a rule with `rate`; its rate rules are fetch-flood"),
+        "{}",
+        stderr(&out)
+    );
+
+    let explain = |extra: &[&str]| {
+        let out = clawai(home.path())
+            .args(["policy", "explain", "--policy"])
+            .arg(&policy)
+            .args(["--tool", "fetch", "--arg", "url=https://x.example"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let text = explain(&[]);
+    assert!(text.contains("a new session") && text.contains("the session is not tainted \"private\""), "{text}");
+    assert!(text.contains("Decision: ALLOW"), "{text}");
+    assert!(explain(&["--tainted", "private"]).contains("Decision: PROMPT"));
+    let text = explain(&["--prior-calls", "fetch-flood=30"]);
+    assert!(text.contains("beyond rate 30/min -> MATCH") && text.contains("Decision: DENY"), "{text}");
+    let text = clawai(home.path())
+        .args(["policy", "explain", "--policy"])
+        .arg(&policy)
+        .args(["--tool", "read_file", "--arg", "path=~/private/plan.md"])
+        .output()
+        .unwrap();
+    assert!(stdout(&text).contains("the session is then tainted \"private\""), "{}", stdout(&text));
+}

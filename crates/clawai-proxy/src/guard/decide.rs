@@ -82,7 +82,7 @@ impl Guard {
         // for a server on this machine even when the policy does not follow them.
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
-        let decision = protected.unwrap_or_else(|| policy.decide(&call));
+        let decision = protected.unwrap_or_else(|| policy.decide_in(&call, &self.remembered));
         // The pinning stage, after the policy (a call it denies is denied in its words)
         // and before anyone is asked: a call to something that changed since it was
         // approved.
@@ -251,7 +251,7 @@ impl Guard {
             let call = Call::from_params(method, request.get("params"))
                 .with_server(self.server.as_deref())
                 .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
-            let decision = policy.decide(&call);
+            let decision = policy.decide_in(&call, &self.remembered);
             let shown = id.map(|id| self.shown_id(id.get()));
             let mut event = self.event(Direction::ServerToClient, "request");
             event.method = Some(method);

@@ -1,0 +1,250 @@
+//! What a policy remembers of one session: the labels rules put on it (`taint`) and how
+//! often each `rate` rule's conditions matched in its window.
+//!
+//! A [`Policy`] is shared and never changes; a [`Session`] belongs to one client session
+//! (one `clawai proxy` process, one HTTP session, one client of a gateway, shared by the
+//! gateway's servers so that data read from one server taints calls to every other).
+//! [`Policy::decide_in`] decides with it and moves it on; [`Policy::decide`] decides as in
+//! a new session and changes nothing.
+//!
+//! ```toml
+//! [[rule]]
+//! id = "reads-private"
+//! action = "allow"
+//! tool = "read_file"
+//! taint = "private"          # the session is marked once this rule decides a call
+//!
+//! [[rule]]
+//! id = "no-exfiltration"
+//! action = "prompt"
+//! tool = "fetch"
+//! tainted = "private"        # matches only in a session so marked
+//!
+//! [[rule]]
+//! id = "fetch-flood"
+//! action = "deny"
+//! tool = "fetch"
+//! rate = "30/min"            # matches once its other conditions matched more than 30 times in a minute
+//! ```
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::call::Call;
+use crate::engine::{Decision, Explanation, Policy};
+
+/// The largest count a `rate` may name: a window keeps one instant per counted call, up
+/// to the limit, for every session.
+pub const MAX_RATE: u32 = 100_000;
+
+/// A rule's `rate`: at most `limit` matches of its other conditions per `window`; the
+/// rule matches the calls beyond that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// How many calls pass the rule by in one window.
+    pub limit: u32,
+    /// The window's length: a second, a minute or an hour.
+    pub window: Duration,
+}
+
+impl FromStr for Rate {
+    type Err = String;
+
+    /// `N/sec`, `N/min` or `N/hour` (also `s`, `second`, `m`, `minute`, `h`), N from 1 to
+    /// [`MAX_RATE`].
+    fn from_str(text: &str) -> Result<Rate, String> {
+        let usage = "write `rate = \"N/sec\"`, `\"N/min\"` or `\"N/hour\"` (e.g. \"30/min\")";
+        let (count, unit) = text.split_once('/').ok_or_else(|| format!("`{text}` is not a rate; {usage}"))?;
+        let limit: u32 = count
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=MAX_RATE).contains(n))
+            .ok_or_else(|| format!("`{count}` is not a count from 1 to {MAX_RATE}; {usage}"))?;
+        let window = match unit.trim() {
+            "s" | "sec" | "second" => Duration::from_secs(1),
+            "m" | "min" | "minute" => Duration::from_secs(60),
+            "h" | "hour" => Duration::from_secs(3600),
+            other => return Err(format!("unknown unit `{other}`; {usage}")),
+        };
+        Ok(Rate { limit, window })
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.window.as_secs() {
+            1 => "sec",
+            60 => "min",
+            _ => "hour",
+        };
+        write!(f, "{}/{unit}", self.limit)
+    }
+}
+
+/// One session's memory, shared by the threads that decide its messages.
+#[derive(Debug)]
+pub struct Session {
+    state: Mutex<SessionState>,
+}
+
+/// What a [`Session`] holds, behind its lock.
+#[derive(Debug, Clone, Default)]
+pub struct SessionState {
+    /// The labels rules put on the session (`taint`), never removed.
+    labels: BTreeSet<String>,
+    /// Per `rate` rule (by [`rule_key`]), the moments its other conditions matched, as
+    /// time since the session's start, oldest first, at most the rule's limit + 1.
+    windows: HashMap<String, VecDeque<Duration>>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+impl Session {
+    /// A new session: no labels, no calls counted.
+    pub fn new() -> Session {
+        Session { state: Mutex::new(SessionState::default()) }
+    }
+
+    /// A session that already carries these labels (fixtures, `policy explain`).
+    pub fn with_labels(labels: impl IntoIterator<Item = String>) -> Session {
+        let session = Session::new();
+        session.lock().labels.extend(labels);
+        session
+    }
+
+    /// Counts `count` earlier matches of a rate rule's conditions, as if they had just
+    /// happened (fixtures, `policy explain`). `rule` is the rule's id, or `#N` for the
+    /// N-th rule when it has none.
+    pub fn add_prior_calls(&self, rule: &str, count: u32) {
+        let mut state = self.lock();
+        let window = state.windows.entry(rule.to_owned()).or_default();
+        window.extend(std::iter::repeat_n(session_clock(), count.min(MAX_RATE + 1) as usize));
+    }
+
+    /// The labels the session carries, sorted.
+    pub fn labels(&self) -> Vec<String> {
+        self.lock().labels.iter().cloned().collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SessionState> {
+        // A panic while holding the lock leaves counts and labels that are still whole.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The key a rate rule's window is kept under: its id, else `#N` (N from 1), so that a
+/// reloaded policy keeps the counts of the rules it keeps by id.
+pub(crate) fn rule_key(index: usize, id: Option<&str>) -> String {
+    id.map_or_else(|| format!("#{}", index + 1), str::to_owned)
+}
+
+/// What the rules that read the session see while one call is decided.
+#[derive(Debug, Default)]
+pub(crate) struct SessionView<'s> {
+    /// The session's labels (`None`: a new session).
+    pub(crate) labels: Option<&'s BTreeSet<String>>,
+    /// For each rate rule whose other conditions match the call, how many matches its
+    /// window holds with this call's (at most its limit + 1).
+    pub(crate) counts: Vec<(usize, u32)>,
+}
+
+impl SessionView<'_> {
+    /// True when the session carries one of `labels`.
+    pub(crate) fn carries_any(&self, labels: &[String]) -> bool {
+        self.labels.is_some_and(|held| labels.iter().any(|l| held.contains(l)))
+    }
+
+    /// The count of a rate rule's window with this call's match (1 when only this call
+    /// matched).
+    pub(crate) fn count(&self, rule: usize) -> u32 {
+        self.counts.iter().find(|(i, _)| *i == rule).map_or(1, |(_, n)| *n)
+    }
+}
+
+/// Whether deciding a call moves the session on (a real call) or only looks (`explain`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    Record,
+    LookOnly,
+}
+
+impl Policy {
+    /// Decides a call in a session: rules with `tainted` see its labels, rules with
+    /// `rate` its counts. Every `rate` rule whose other conditions match the call counts
+    /// it, whatever decides the call, and the deciding rule's `taint` labels are added.
+    /// A policy without such rules decides exactly as [`Policy::decide`], without
+    /// touching the session.
+    pub fn decide_in(&self, call: &Call, session: &Session) -> Decision<'_> {
+        self.decide_at(call, session, session_clock())
+    }
+
+    /// [`Policy::decide_in`] at a given moment of the session (time since its start):
+    /// what `policy replay` uses to decide recorded calls at the times they were made.
+    pub fn decide_at(&self, call: &Call, session: &Session, now: Duration) -> Decision<'_> {
+        if !self.reads_session() {
+            return self.decide(call);
+        }
+        let mut state = session.lock();
+        let counts = self.count_rates(call, &mut state, now, Effect::Record);
+        let decision = self.decide_with(call, &SessionView { labels: Some(&state.labels), counts });
+        if let Some((_, rule)) = decision.rule {
+            state.labels.extend(rule.taint.iter().cloned());
+        }
+        decision
+    }
+
+    /// [`Policy::explain`] in a session, which it leaves as it was: the rate counts
+    /// include this call as if it were made now.
+    pub fn explain_in(&self, call: &Call, session: &Session) -> Explanation<'_> {
+        let mut state = session.lock().clone();
+        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
+        self.explain_with(call, &SessionView { labels: Some(&state.labels), counts })
+    }
+
+    /// Counts the call in the window of every rate rule whose other conditions match it.
+    fn count_rates(&self, call: &Call, state: &mut SessionState, now: Duration, effect: Effect) -> Vec<(usize, u32)> {
+        let mut counts = Vec::new();
+        for &index in self.rate_rules() {
+            let rule = &self.rules()[index];
+            let Some(rate) = rule.rate else { continue };
+            let tainted_ok = rule.tainted.is_empty() || rule.tainted.iter().any(|l| state.labels.contains(l));
+            if !tainted_ok || rule.check(call).is_err() {
+                continue;
+            }
+            let window = state.windows.entry(rule_key(index, rule.id.as_deref())).or_default();
+            // The window keeps what is younger than its length; a moment "in the future"
+            // (a seeded count, a clock read out of order) counts as now.
+            while window.front().is_some_and(|&t| now.saturating_sub(t) >= rate.window) {
+                window.pop_front();
+            }
+            let count = window.len() as u32 + 1;
+            if effect == Effect::Record {
+                window.push_back(now);
+                // Only "more than the limit" matters: older moments beyond it are dropped.
+                while window.len() > rate.limit as usize + 1 {
+                    window.pop_front();
+                }
+            }
+            counts.push((index, count.min(rate.limit + 1)));
+        }
+        counts
+    }
+}
+
+/// Time since this process first decided in a session: one clock for every session, so
+/// that moments can be compared; monotonic, unlike the wall clock.
+fn session_clock() -> Duration {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+use std::time::Duration;
+
+use clawai_protocol::Json;
+use serde_json::json;
+
+use super::*;
+use crate::{Action, Format, load_str};
+
+const POLICY: &str = r#"
+[defaults]
+action = "allow"
+
+[[rule]]
+id = "reads-private"
+action = "allow"
+tool = "read_file"
+args.path = "/home/u/private/**"
+taint = "private"
+
+[[rule]]
+id = "no-exfiltration"
+action = "prompt"
+tool = "fetch"
+tainted = "private"
+
+[[rule]]
+id = "fetch-flood"
+action = "deny"
+tool = "fetch"
+rate = "3/min"
+"#;
+
+fn policy(text: &str) -> Policy {
+    load_str(text, Format::Toml, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Decides `tool(arguments)` in `session` at `at` seconds; the deciding rule's id.
+fn decide(policy: &Policy, session: &Session, tool: &str, arguments: serde_json::Value, at: u64) -> (Action, String) {
+    let params = json!({"name": tool, "arguments": arguments});
+    let params = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params));
+    let decision = policy.decide_at(&call, session, Duration::from_secs(at));
+    (decision.action, decision.rule_id().unwrap_or("default").to_owned())
+}
+
+#[test]
+fn a_rate_lets_its_limit_by_in_the_window_and_matches_the_call_beyond() {
+    let p = policy(POLICY);
+    let s = Session::new();
+    for second in 0..3 {
+        assert_eq!(decide(&p, &s, "fetch", json!({}), second), (Action::Allow, "default".into()), "call {second}");
+    }
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 3), (Action::Deny, "fetch-flood".into()));
+    // The denied call counted too: the window holds four calls until the first ages out.
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 59), (Action::Deny, "fetch-flood".into()));
+    // At 61 s the calls of 0 and 1 s are out of the minute; 2, 3, 59 and this one remain.
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 61), (Action::Deny, "fetch-flood".into()));
+    // At 180 s the window is empty again.
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 180), (Action::Allow, "default".into()));
+}
+
+#[test]
+fn a_rate_counts_only_calls_its_other_conditions_match_and_each_session_apart() {
+    let p = policy(POLICY);
+    let (s, other) = (Session::new(), Session::new());
+    for second in 0..10 {
+        assert_eq!(decide(&p, &s, "read_file", json!({"path": "/tmp/x"}), second).0, Action::Allow);
+    }
+    for second in 0..3 {
+        assert_eq!(decide(&p, &s, "fetch", json!({}), second).0, Action::Allow);
+    }
+    assert_eq!(decide(&p, &other, "fetch", json!({}), 3).0, Action::Allow, "another session counts its own");
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 3).0, Action::Deny);
+}
+
+#[test]
+fn a_rate_counts_calls_an_earlier_rule_decides() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "echo-ok"
+action = "allow"
+tool = "echo"
+args.text = "hi"
+
+[[rule]]
+id = "echo-flood"
+action = "deny"
+tool = "echo"
+rate = "2/sec"
+
+[[rule]]
+action = "allow"
+tool = "echo"
+"#,
+    );
+    let s = Session::new();
+    // Two calls the first rule allows fill the window of `echo-flood`…
+    assert_eq!(decide(&p, &s, "echo", json!({"text": "hi"}), 0).1, "echo-ok");
+    assert_eq!(decide(&p, &s, "echo", json!({"text": "hi"}), 0).1, "echo-ok");
+    // …so the next call that reaches it is the third in the second.
+    assert_eq!(decide(&p, &s, "echo", json!({"text": "other"}), 0), (Action::Deny, "echo-flood".into()));
+}
+
+#[test]
+fn taint_marks_the_session_when_its_rule_decides_and_tainted_matches_only_then() {
+    let p = policy(POLICY);
+    let s = Session::new();
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 0).0, Action::Allow, "clean session");
+    // A read outside the private tree is decided by the default: no taint.
+    assert_eq!(decide(&p, &s, "read_file", json!({"path": "/tmp/x"}), 1).1, "default");
+    assert!(s.labels().is_empty());
+    assert_eq!(decide(&p, &s, "read_file", json!({"path": "/home/u/private/a"}), 2).1, "reads-private");
+    assert_eq!(s.labels(), ["private"]);
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 3), (Action::Prompt, "no-exfiltration".into()));
+    assert_eq!(decide(&p, &Session::new(), "fetch", json!({}), 3).0, Action::Allow, "other sessions stay clean");
+}
+
+#[test]
+fn decide_without_a_session_never_matches_session_rules_and_changes_nothing() {
+    let p = policy(POLICY);
+    let tainted = Session::with_labels(["private".to_owned()]);
+    let params = json!({"name": "fetch", "arguments": {}});
+    let params = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params));
+    assert_eq!(p.decide(&call).action, Action::Allow);
+    assert_eq!(p.decide_in(&call, &tainted).action, Action::Prompt);
+    assert!(p.reads_session());
+    assert!(!policy("[[rule]]\naction = \"allow\"\ntool = \"x\"\n").reads_session());
+}
+
+#[test]
+fn explain_in_shows_why_and_leaves_the_session_as_it_was() {
+    let p = policy(POLICY);
+    let s = Session::new();
+    s.add_prior_calls("fetch-flood", 3);
+    let params = json!({"name": "fetch", "arguments": {}});
+    let params = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params));
+    let clean = p.explain_in(&call, &s);
+    let tainted_step = clean.steps.iter().find(|st| st.label == "`no-exfiltration`").expect("step");
+    assert_eq!(tainted_step.outcome.clone().unwrap_err().to_string(), "the session is not tainted \"private\"");
+    assert_eq!(clean.decision.rule_id(), Some("fetch-flood"));
+    assert!(clean.steps.last().unwrap().summary.contains("beyond rate 3/min"));
+    // Looking did not count: with two prior calls the explained call is the third.
+    let s = Session::new();
+    s.add_prior_calls("fetch-flood", 2);
+    for _ in 0..3 {
+        let e = p.explain_in(&call, &s);
+        assert_eq!(e.decision.action, Action::Allow);
+        let miss = e.steps.last().unwrap().outcome.clone().unwrap_err().to_string();
+        assert!(miss.starts_with("call 3 of the 3/min"), "{miss}");
+    }
+}
+
+#[test]
+fn listing_never_hides_a_tool_a_session_rule_denies_only_sometimes() {
+    let p = policy(POLICY);
+    let call = Call { method: "tools/call", name: Some("fetch"), ..Call::from_params("tools/call", None) };
+    assert!(p.denies_whatever_the_arguments(&call).is_none());
+}
+
+#[test]
+fn rates_are_read_as_written_and_bad_ones_refused() {
+    let rate: Rate = "30/min".parse().unwrap();
+    assert_eq!((rate.limit, rate.window), (30, Duration::from_secs(60)));
+    assert_eq!("5/sec".parse::<Rate>().unwrap().window, Duration::from_secs(1));
+    assert_eq!("1/hour".parse::<Rate>().unwrap().to_string(), "1/hour");
+    for bad in ["30", "0/min", "-1/min", "30/day", "x/min", "200000/sec", ""] {
+        assert!(bad.parse::<Rate>().is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_bad_rate_or_label_or_an_unset_label_stops_the_policy_with_its_line() {
+    let bad = |text: &str| load_str(text, Format::Toml, "p.toml").unwrap_err().to_string();
+    let e = bad("[[rule]]\naction = \"deny\"\ntool = \"x\"\nrate = \"30/day\"\n");
+    assert!(e.starts_with("p.toml:4:8:") && e.contains("unknown unit `day`"), "{e}");
+    let e = bad("[[rule]]\naction = \"deny\"\ntool = \"x\"\ntaint = \"a b\"\n");
+    assert!(e.starts_with("p.toml:4:") && e.contains("is not a word"), "{e}");
+    let e = bad("[[rule]]\naction = \"deny\"\ntool = \"x\"\ntainted = \"privat\"\n");
+    assert!(e.starts_with("p.toml:1:") && e.contains("can never match") && e.contains("taint = \"privat\""), "{e}");
+    let e = bad(&format!("{POLICY}\n[[rule]]\naction = \"deny\"\ntool = \"y\"\ntainted = \"privat\"\n"));
+    assert!(e.contains("the rules taint sessions \"private\""), "{e}");
+}
+
+#[test]
+fn a_rule_with_tainted_or_rate_is_not_unconditional_so_it_shadows_nothing() {
+    policy(
+        r#"
+[[rule]]
+action = "deny"
+tool = "**"
+rate = "100/min"
+
+[[rule]]
+action = "allow"
+tool = "echo"
+"#,
+    );
+}
+
+#[test]
+fn approvals_cannot_carry_session_keys() {
+    let e = crate::approvals::Approvals::parse("[[allow]]\ntool = \"x\"\nrate = \"1/min\"\n", "approvals.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`rate` belongs in the policy's rules"), "{e}");
+}
