@@ -16,6 +16,7 @@
 //! Modules, from the bottom up: [`canonical`] (what is hashed, as RFC 8785 canonical
 //! JSON under SHA-256), [`identity`] (which server), [`store`] (the files), `screen`
 //! (the scan of new and changed versions), `compare` (lists against pins, approvals),
+//! [`template`] (which URIs a resource template stands for),
 //! [`diff`] (what a person reviews) and `tracker` (the pins of a running server, as the
 //! proxy and the gateway use them).
 
@@ -25,6 +26,7 @@ pub mod diff;
 pub mod identity;
 mod screen;
 pub mod store;
+pub mod template;
 mod tracker;
 
 pub use canonical::Kind;

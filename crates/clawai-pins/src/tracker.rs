@@ -328,6 +328,35 @@ impl Tracker {
         check(&self.inner().file)
     }
 
+    /// Whether a `resources/read` of `uri` is refused: the server is blocked, or the URI
+    /// fits the `uriTemplate` of a held resource template (its live or its pinned
+    /// version: [`crate::template::fits`]). With the refusal, the template's name (empty
+    /// when the server is blocked).
+    pub fn resource_refusal(&self, uri: &str) -> Option<(String, Refusal)> {
+        let name = {
+            let inner = self.inner();
+            if inner.file.blocked() {
+                String::new()
+            } else {
+                let fits = |version: Option<&crate::Version>| {
+                    version
+                        .and_then(|v| v.value.get("uriTemplate"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|template| crate::template::fits(template, uri))
+                };
+                inner
+                    .file
+                    .items(Kind::ResourceTemplate)
+                    .iter()
+                    .find(|(_, entry)| {
+                        entry.state().is_held() && (fits(entry.live.as_ref()) || fits(entry.pinned.as_ref()))
+                    })
+                    .map(|(name, _)| name.clone())?
+            }
+        };
+        self.refusal(Kind::ResourceTemplate, &name).map(|refusal| (name, refusal))
+    }
+
     /// The message a refused call gets: what happened and the command to review it.
     pub fn refusal_text(&self, kind: Kind, name: &str, refusal: &Refusal) -> String {
         let server = self.server();

@@ -21,6 +21,8 @@ Flags:
   --stdout-noise       writes a line that is not JSON before every message it sends
   --log F              appends every received message as a JSON line, and
                        `cancelled <requestId>` when a `slow` call is cancelled
+  --template-file F    resources/templates/list answers with the template in F (JSON, read
+                       at each list) instead of mem://item/{id}
   --instructions-file F  `initialize` answers with the text of F (read then) as its
                        instructions
   --mutable            adds the tool `mutate` {tool, part}: changes the tool's description
@@ -188,6 +190,9 @@ class Server:
             return self.page("resources", [shared], params)
         if method == "resources/templates/list":
             template = {"uriTemplate": "mem://item/{id}", "name": "item", "mimeType": "text/plain"}
+            if self.options.template_file:
+                with open(self.options.template_file) as f:
+                    template = json.load(f)
             return self.page("resourceTemplates", [template], params)
         if method == "resources/read":
             uri = params.get("uri", "")
@@ -367,6 +372,7 @@ def main() -> None:
     parser.add_argument("--stdout-noise", action="store_true")
     parser.add_argument("--log")
     parser.add_argument("--instructions-file")
+    parser.add_argument("--template-file")
     parser.add_argument("--mutable", action="store_true")
     options = parser.parse_args()
 

@@ -92,14 +92,20 @@ impl Guard {
         name: Option<&str>,
         size: usize,
     ) -> Option<Verdict> {
-        let kind = match method {
-            "tools/call" => Kind::Tool,
-            "prompts/get" => Kind::Prompt,
+        let (pins, name) = (self.pins()?, name?);
+        let why = match method {
+            "tools/call" | "prompts/get" => {
+                let kind = if method == "tools/call" { Kind::Tool } else { Kind::Prompt };
+                let refusal = pins.tracker.refusal(kind, name)?;
+                pins.tracker.refusal_text(kind, name, &refusal)
+            }
+            // A read of a URI a held resource template stands for.
+            "resources/read" => {
+                let (template, refusal) = pins.tracker.resource_refusal(name)?;
+                pins.tracker.refusal_text(Kind::ResourceTemplate, &template, &refusal)
+            }
             _ => return None,
         };
-        let (pins, name) = (self.pins()?, name?);
-        let refusal = pins.tracker.refusal(kind, name)?;
-        let why = pins.tracker.refusal_text(kind, name, &refusal);
         Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))
     }
 
