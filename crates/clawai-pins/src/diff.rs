@@ -47,6 +47,12 @@ fn lines(version: Option<&Version>) -> Vec<String> {
     pretty.lines().map(escape_invisible).collect()
 }
 
+/// A version's view as a person reads it: pretty-printed JSON, invisible characters
+/// escaped (for an item with nothing waiting, where there is no diff to show).
+pub fn pretty(version: &Version) -> String {
+    lines(Some(version)).into_iter().map(|line| line + "\n").collect()
+}
+
 /// One line of a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Line<'a> {
@@ -130,13 +136,20 @@ pub fn review(entry: &Entry) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    out.push_str(&render_entry(entry));
+    out
+}
+
+/// [`render`] of what waits in `entry` (empty when nothing does), its `---` line saying
+/// why there is no pinned version when there is none.
+pub fn render_entry(entry: &Entry) -> String {
+    let Some(live) = &entry.live else { return String::new() };
     let header = match (&entry.pinned, entry.held_on_sight) {
         (Some(_), _) => "--- pinned",
         (None, true) => "--- pinned (none: the scan held it when it was first seen)",
         (None, false) => NEVER_PINNED,
     };
-    out.push_str(&render_with(header, entry.pinned.as_ref(), Some(live)));
-    out
+    render_with(header, entry.pinned.as_ref(), Some(live))
 }
 
 /// The review of one item: annotation flips, hidden tag text, then the line diff of

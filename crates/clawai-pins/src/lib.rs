@@ -17,13 +17,15 @@
 //! JSON under SHA-256), [`identity`] (which server), [`store`] (the files), `screen`
 //! (the scan of new and changed versions), `compare` (lists against pins, approvals),
 //! [`template`] (which URIs a resource template stands for),
-//! [`diff`] (what a person reviews) and `tracker` (the pins of a running server, as the
-//! proxy and the gateway use them).
+//! [`diff`] (what a person reviews), [`review`] (listing and approving, for `clawai
+//! pins` and `clawai ui`) and `tracker` (the pins of a running server, as the proxy and
+//! the gateway use them).
 
 pub mod canonical;
 mod compare;
 pub mod diff;
 pub mod identity;
+pub mod review;
 mod screen;
 pub mod store;
 pub mod template;

@@ -1,6 +1,7 @@
 //! The pins of one running server, as a proxy or gateway uses them: list results
 //! compared and filtered as they pass, calls checked, and the store file re-read when a
-//! person approved something meanwhile (`clawai pins approve` writes the same file).
+//! person approved something meanwhile (`clawai pins approve` and the `clawai ui` page
+//! write the same file, through `review::approve`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

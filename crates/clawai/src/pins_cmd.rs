@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use clawai_proxy::pins::{Approval, Entry, Kind, PinFile, State, diff, store};
+use clawai_proxy::pins::review::{self, ReviewError, Row, state_word};
+use clawai_proxy::pins::{Entry, Kind, PinFile, diff, store};
 use serde_json::json;
 
 use crate::ExitCode;
@@ -86,35 +87,12 @@ fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>> {
     Ok(store::load_all(dir)?)
 }
 
-/// Every row `list` shows: (kind, name, entry) of one file, instructions first.
-fn rows(file: &PinFile) -> Vec<(&'static str, String, &Entry)> {
-    let mut out: Vec<(&'static str, String, &Entry)> = Vec::new();
-    if let Some(entry) = &file.instructions {
-        out.push(("instructions", "instructions".to_owned(), entry));
-    }
-    for kind in Kind::ALL {
-        out.extend(file.items(kind).iter().map(|(name, entry)| (kind.as_str(), name.clone(), entry)));
-    }
-    out
-}
-
-fn state_word(kind: &str, entry: &Entry) -> &'static str {
-    let none_given = entry.pinned.as_ref().is_some_and(|p| p.value.is_null());
-    match (kind, entry.state()) {
-        ("instructions", State::Changed) => "changed (server held)",
-        ("instructions", State::Quarantined) => "quarantined (server held)",
-        // A server that gave none is pinned so: instructions that appear later are a change.
-        ("instructions", State::Pinned) if none_given => "pinned (none given)",
-        (_, state) => state.as_str(),
-    }
-}
-
 fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
     let files = load_all(dir)?;
     if as_json {
         let mut out = Vec::new();
         for (_, file) in &files {
-            for (kind, name, entry) in rows(file) {
+            for Row { kind, name, entry } in review::rows(file) {
                 out.push(json!({
                     "server": file.server,
                     "kind": kind,
@@ -135,9 +113,9 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
     }
     println!("{:<20} {:<18} {:<28} {:<22} HASH", "SERVER", "KIND", "NAME", "STATE");
     for (_, file) in &files {
-        for (kind, name, entry) in rows(file) {
+        for Row { kind, name, entry } in review::rows(file) {
             let hash = entry.current_hash().map_or("-", |h| &h[..16.min(h.len())]);
-            let name = diff::escape_invisible(&name);
+            let name = diff::escape_invisible(name);
             println!("{:<20} {:<18} {:<28} {:<22} {hash}", file.server, kind, name, state_word(kind, entry));
         }
     }
@@ -147,27 +125,19 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
 /// The scan's findings in the version a person reviews (the live one when one waits,
 /// else the pinned one), for `list --json`.
 fn findings_json(entry: &Entry) -> serde_json::Value {
-    let version = entry.live.as_ref().or(entry.pinned.as_ref());
-    let found = version.and_then(|v| v.findings.as_deref()).unwrap_or_default();
-    found
+    review::reviewed_findings(entry)
         .iter()
         .map(|f| json!({"class": f.class, "severity": f.severity.as_str(), "field": f.field, "evidence": f.evidence}))
         .collect()
 }
 
-/// The files of the server named `server`, or a message saying which servers exist.
+/// The files of the server named `server`, or the message saying which servers exist.
 fn files_of(dir: &Path, server: &str) -> Result<std::result::Result<Vec<(PathBuf, PinFile)>, String>> {
-    let files = load_all(dir)?;
-    let known: Vec<String> = files.iter().map(|(_, f)| f.server.clone()).collect();
-    let mine: Vec<_> = files.into_iter().filter(|(_, f)| f.server == server).collect();
-    if mine.is_empty() {
-        let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-        return Ok(Err(format!(
-            "no pins for a server named `{server}` in {} (pinned servers: {known}); `clawai pins list` shows them",
-            dir.display()
-        )));
+    match review::files_of(dir, server) {
+        Ok(files) => Ok(Ok(files)),
+        Err(ReviewError::Store(e)) => Err(e.into()),
+        Err(other) => Ok(Err(other.to_string())),
     }
-    Ok(Ok(mine))
 }
 
 fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
@@ -180,7 +150,7 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
     };
     let mut shown = 0;
     for (path, file) in &files {
-        for (kind, item, entry) in rows(file) {
+        for Row { kind, name: item, entry } in review::rows(file) {
             let wanted = match name {
                 Some(name) => item == name,
                 None => entry.state().is_held(),
@@ -189,7 +159,7 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
                 continue;
             }
             shown += 1;
-            let title = diff::escape_invisible(&item);
+            let title = diff::escape_invisible(item);
             println!("{kind} `{title}` of server `{server}`: {} ({})", state_word(kind, entry), path.display());
             if let Some(pinned) = &entry.pinned {
                 println!("  approved  {}  (first seen {})", pinned.hash, pinned.seen);
@@ -201,7 +171,7 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
                     println!(
                         "approve this version with: clawai pins approve {} {} --hash {}",
                         paths::shell_word(server),
-                        paths::shell_word(&item),
+                        paths::shell_word(item),
                         live.hash
                     );
                 }
@@ -231,47 +201,22 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
 }
 
 fn approve(dir: &Path, server: &str, name: &str, hash: &str) -> Result<ExitCode> {
-    let files = match files_of(dir, server)? {
-        Ok(files) => files,
-        Err(message) => {
-            eprintln!("clawai: {message}");
-            return Ok(ExitCode::Failure);
+    // The same approval as the `clawai ui` page's: running proxies pick up the file.
+    match review::approve(dir, server, None, name, hash) {
+        Ok(approved) => {
+            let what = approved.kind.map_or("the instructions", Kind::as_str);
+            println!(
+                "approved {what} `{}` of server `{server}` at {hash}; running proxies pass it on from now on",
+                diff::escape_invisible(name)
+            );
+            Ok(ExitCode::Ok)
         }
-    };
-    let mut stale = None;
-    let mut nothing_waits = false;
-    for (path, mut file) in files {
-        match file.approve(name, hash) {
-            Approval::Approved { kind } => {
-                store::save(&path, &file).with_context(|| format!("cannot write {}", path.display()))?;
-                let what = kind.map_or("the instructions", Kind::as_str);
-                println!(
-                    "approved {what} `{}` of server `{server}` at {hash}; running proxies pass it on from now on",
-                    diff::escape_invisible(name)
-                );
-                return Ok(ExitCode::Ok);
-            }
-            Approval::Stale { current } => stale = Some(current),
-            Approval::NothingWaits => nothing_waits = true,
-            Approval::Unknown => {}
+        Err(ReviewError::Store(e)) => Err(anyhow::Error::new(e).context("cannot approve")),
+        Err(refused) => {
+            eprintln!("clawai: {refused}");
+            Ok(ExitCode::Failure)
         }
     }
-    let name = diff::escape_invisible(name);
-    let message = match (stale, nothing_waits) {
-        (Some(current), _) => format!(
-            "`{name}` of server `{server}` waits for approval under hash {current}, not {hash}: the version reviewed is \
-             not the one the server lists now (it changed again, or the hash was mistyped), so nothing was approved. \
-             Review it with `clawai pins diff {server} {name}` and approve the hash shown there"
-        ),
-        (None, true) => {
-            format!("nothing of `{name}` of server `{server}` waits for approval (`clawai pins list` shows its state)")
-        }
-        (None, false) => {
-            format!("server `{server}` has nothing pinned named `{name}`; `clawai pins list` shows what is")
-        }
-    };
-    eprintln!("clawai: {message}");
-    Ok(ExitCode::Failure)
 }
 
 fn reset(dir: &Path, server: Option<&str>) -> Result<ExitCode> {
