@@ -3,12 +3,15 @@
 //! Proxies holding a `prompt` call ask the broker over a Unix socket (see
 //! `clawai_approvals` for the protocol and the client); a person answers in the page
 //! (pending approvals, the live audit trail, counts per server) or with `clawai approve`.
+//! The page also shows what the pin store holds ([`pins`]: changed and quarantined tools,
+//! their diffs and the scan's findings) and approves the reviewed versions.
 //! The page also shows the state of the trail's hash chain, as a [`ChainCheck`] finds it.
 
 mod audit;
 mod broker;
 mod chain;
 mod notify;
+pub mod pins;
 mod secret;
 mod socket;
 mod web;
@@ -40,6 +43,8 @@ pub struct UiOptions {
     /// How long after a timeout an approval still grants the retry, and how long the
     /// grant lasts.
     pub grant_window: Duration,
+    /// The pin store whose items the page shows and approves (`clawai pins`'s).
+    pub pins: PathBuf,
     /// What checks the trail's hash chain for the page ([`ChainFields`] by default: it
     /// only tells whether the trail has a chain).
     pub chain: Arc<dyn ChainCheck>,
@@ -60,6 +65,7 @@ impl UiOptions {
             socket: clawai_approvals::socket_path(),
             url_file: clawai_approvals::url_file(),
             approvals: clawai_approvals::approvals_file(),
+            pins: clawai_pins::store::default_dir(),
             grant_window,
             chain: Arc::new(ChainFields),
         }
@@ -143,7 +149,7 @@ pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Resu
         vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
     });
     let chain = chain::ChainWatch::new(options.chain.clone(), options.audit.clone());
-    let web = Arc::new(web::Web { broker: broker.clone(), feed, chain, token, hosts });
+    let web = Arc::new(web::Web { broker: broker.clone(), feed, chain, token, hosts, pins: options.pins.clone() });
 
     let sockets = tokio::spawn(socket::serve(unix, broker.clone()));
     let sweeper = {

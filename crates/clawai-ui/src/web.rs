@@ -1,5 +1,5 @@
-//! The web page and its API: pending approvals, answers, the live stream, and the state
-//! of the audit trail's hash chain.
+//! The web page and its API: pending approvals, answers, the live stream, the state of
+//! the audit trail's hash chain, and the pinned tools (`pins`).
 //!
 //! Only this machine's browser, opening the URL `clawai ui` printed, may use it:
 //! `Host` must name the loopback address and port (a page elsewhere that re-points its
@@ -7,6 +7,7 @@
 //! and every `/api/` call carries the random token.
 
 use std::convert::Infallible;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -22,16 +23,18 @@ use tokio_stream::wrappers::{BroadcastStream, WatchStream};
 use crate::audit::AuditFeed;
 use crate::broker::{Broker, Decision};
 use crate::chain::ChainWatch;
+use crate::pins;
 use crate::secret::same_secret;
 
 const PAGE: &str = include_str!("page/index.html");
 const STYLE: &str = include_str!("page/app.css");
 /// The page's scripts, loaded in this order (see index.html): helpers, the approvals,
-/// the audit view, and the one that connects the stream.
-const SCRIPTS: [(&str, &str); 4] = [
+/// the audit view, the pins view, and the one that connects the stream.
+const SCRIPTS: [(&str, &str); 5] = [
     ("/common.js", include_str!("page/common.js")),
     ("/approvals.js", include_str!("page/approvals.js")),
     ("/audit.js", include_str!("page/audit.js")),
+    ("/pins.js", include_str!("page/pins.js")),
     ("/app.js", include_str!("page/app.js")),
 ];
 
@@ -51,6 +54,8 @@ pub struct Web {
     pub token: String,
     /// `Host` values accepted (`127.0.0.1:PORT`, ...); `None` accepts any (`--public`).
     pub hosts: Option<Vec<String>>,
+    /// The pin store shown and approved in (`clawai pins`'s).
+    pub pins: PathBuf,
 }
 
 /// The router: every path goes through [`handle`].
@@ -147,7 +152,44 @@ async fn handle(State(web): State<Arc<Web>>, method: Method, uri: Uri, headers: 
         (&Method::GET, "/api/stream") => stream(&web),
         (&Method::GET, "/api/audit/chain") => json(StatusCode::OK, serde_json::json!(web.chain.state().await)),
         (&Method::POST, "/api/approve" | "/api/deny") => answer(&web, path == "/api/deny", &headers, &body),
+        (&Method::GET, "/api/pins" | "/api/pins/diff") | (&Method::POST, "/api/pins/approve") => {
+            pins_api(&web, &method, &uri, &headers, body).await
+        }
         _ => plain(StatusCode::NOT_FOUND, "no such API"),
+    }
+}
+
+/// True when the body is declared `application/json`: a cross-site form cannot send
+/// this content type without a CORS preflight, which the Origin check already refuses.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")))
+}
+
+/// `/api/pins…`: the store read (and, for an approval, written) off the async threads.
+async fn pins_api(web: &Web, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
+    if method == Method::POST && !is_json(headers) {
+        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the approval as application/json");
+    }
+    let dir = web.pins.clone();
+    let (path, query) = (uri.path().to_owned(), uri.query().map(str::to_owned));
+    let work = move || -> Result<serde_json::Value, pins::PinsError> {
+        let query = query.as_deref();
+        match path.as_str() {
+            "/api/pins" => pins::list(&dir),
+            "/api/pins/diff" => {
+                let get = |key| pins::query_value(query, key);
+                pins::review(&dir, &get("server")?, &get("kind")?, &get("name")?)
+            }
+            _ => pins::approve(&dir, &body),
+        }
+    };
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => json(StatusCode::OK, value),
+        Ok(Err(error)) => json(error.status(), error.body()),
+        Err(error) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("the pin store could not be read: {error}")),
     }
 }
 
@@ -158,13 +200,8 @@ struct AnswerBody {
 }
 
 fn answer(web: &Web, deny: bool, headers: &HeaderMap, body: &[u8]) -> Response {
-    // JSON only: a cross-site form cannot send this content type without a CORS
-    // preflight, which the Origin check already refuses.
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
+    // JSON only (see `is_json`).
+    if !is_json(headers) {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send the answer as application/json");
     }
     let Ok(request) = serde_json::from_slice::<AnswerBody>(body) else {

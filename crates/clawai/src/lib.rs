@@ -66,7 +66,8 @@ enum Command {
     /// configurations stay wrapped after the client exits (`clawai unwrap --all` undoes it).
     Run(clients_cmd::RunArgs),
     /// Start the approval broker and its web page: pending approvals for `prompt`
-    /// rules, the live audit trail. Prints the page's URL.
+    /// rules, the live audit trail, pinned tools to review and approve. Prints the
+    /// page's URL.
     Ui(ui_cmd::UiArgs),
     /// The calls waiting for a person's approval.
     Approvals(approvals_cmd::ListArgs),

@@ -22,6 +22,9 @@ pub struct UiArgs {
     /// can answer approvals).
     #[arg(long)]
     public: bool,
+    /// The pin store whose tools the page shows and approves (`clawai pins`'s).
+    #[command(flatten)]
+    pins: crate::pins_cmd::PinsDirArg,
 }
 
 /// Runs `clawai ui`, in the `clawai-http` binary.
@@ -37,6 +40,7 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
     let listen = crate::http_cmd::listen_addr(&args.listen)?;
     let mut options = clawai_ui::UiOptions::new(listen, args.public, args.audit);
     options.chain = std::sync::Arc::new(AuditVerify);
+    options.pins = args.pins.resolve();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,4 +1,5 @@
-// clawai ui: connects the page to the live stream (pending approvals, audit events).
+// clawai ui: connects the page to the live stream (pending approvals, audit events),
+// and starts the pins view (read on its own, see pins.js).
 'use strict';
 
 function connect() {
@@ -16,4 +17,5 @@ function connect() {
 }
 
 setupAuditView();
+setupPinsView();
 connect();
