@@ -36,7 +36,7 @@ action = "allow"
 [[rule]]
 id = "reads-private"
 action = "allow"
-tools = ["read_text_file", "read_file"]
+tools = ["read_text_file", "read_file", "read_multiple_files"]
 any_arg = "{root}/private/**"
 taint = "private"
 
@@ -71,6 +71,10 @@ def root(tmp_path):
     return root
 
 
+def text(result) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
 def decisions(tmp_path, tool: str) -> list[tuple[str, str | None]]:
     return [(e["decision"], e.get("rule")) for e in read_audit(tmp_path / "audit.jsonl")
             if e.get("method") == "tools/call" and e.get("tool") == tool and "decision" in e]
@@ -95,6 +99,22 @@ async def test_after_a_private_read_the_session_writes_nothing(tmp_path, root):
     assert (root / "before.txt").exists() and (root / "still.txt").exists()
     assert not (root / "leak.txt").exists(), "the denied write reached the server"
     assert decisions(tmp_path, "write_file") == [("allow", None), ("allow", None), ("deny", "no-writes-after-private")]
+
+
+async def test_a_private_read_taints_however_it_is_spelt(tmp_path, root):
+    """The rule allows single reads in the private tree; a read of several files, one of them
+    private, or a path spelt with `./`, is not what that allow decides, and still taints."""
+    for tool, arguments in [
+        ("read_multiple_files", {"paths": [str(root / "public.txt"), str(root / "private" / "salary.txt")]}),
+        ("read_text_file", {"path": f"{root}/./private/salary.txt"}),
+    ]:
+        with anyio.fail_after(60):
+            async with proxied(tmp_path, root) as c:
+                read = await c.call_tool(tool, arguments)
+                assert SECRET in text(read), read
+                denied = await c.call_tool("write_file", {"path": str(root / "leak.txt"), "content": SECRET})
+                assert denied.is_error and "no-writes-after-private" in text(denied), (tool, denied)
+        assert not (root / "leak.txt").exists()
 
 
 async def test_a_new_session_is_clean_again(tmp_path, root):
@@ -172,3 +192,50 @@ async def test_through_the_gateway_a_read_on_one_server_taints_that_sessions_cal
         stop(proc)
     touched = [m["params"]["arguments"]["uri"] for m in calls_received(log, "touch")]
     assert sorted(touched) == ["a", "c"], touched
+
+
+RETRIED_POLICY = """
+[[rule]]
+id = "arithmetic-flood"
+action = "deny"
+tool = "calculator"
+rate = "2/min"
+
+[[rule]]
+id = "ask-arithmetic"
+action = "prompt"
+tool = "calculator"
+
+[[rule]]
+id = "rest"
+action = "allow"
+method = "**"
+"""
+
+
+async def test_a_call_a_person_approved_through_a_retry_counts_once(tmp_path):
+    """A 2026-07-28 client gets clawai's question as an input_required result and retries
+    the call with the answer: the retry is the same call, counted once by `rate`."""
+    from mcp import types
+    from test_approvals import home_env
+    from test_sdk import example
+
+    questions = []
+
+    async def person(context, params):
+        questions.append(params)
+        return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+    policy = write_policy(tmp_path, RETRIED_POLICY)
+    args = ["proxy", "--policy", str(policy), "--audit", str(tmp_path / "audit.jsonl"),
+            "--approvals", str(tmp_path / "none.toml"), "--server", "math", "--", example("calculator")]
+    params = StdioServerParameters(command=clawai_bin(), args=args, env=home_env(tmp_path))
+    with anyio.fail_after(60):
+        async with Client(params, mode="auto", elicitation_callback=person) as c:
+            assert c.session.protocol_version == "2026-07-28"
+            for a in (1, 2):
+                result = await c.call_tool("calculator", {"operation": "add", "a": a, "b": 1})
+                assert not result.is_error and text(result) == f"Result: {a + 1}", result
+            third = await c.call_tool("calculator", {"operation": "add", "a": 3, "b": 1})
+            assert third.is_error and "arithmetic-flood" in text(third), third
+    assert len(questions) == 2, "the third call was denied without asking"

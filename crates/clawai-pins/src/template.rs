@@ -6,12 +6,54 @@
 //! unencoded `/`, a query a server ignores) reads a held template. A concrete resource
 //! whose URI happens to fit a held template is refused with it until the template is
 //! approved; what is approved is read as before.
+//!
+//! A server may also read a URI loosely (a scheme or host in capitals, percent-encoded
+//! letters, a query or fragment it ignores), so a URI fits when it fits as written or
+//! once read that way: ignoring case, percent-escapes decoded, and without its query
+//! and fragment.
 
 /// True when `uri` fits `template`: its literal parts in order, anything for each
-/// expression. A template whose braces do not close is read literally after the open
-/// brace.
+/// expression; as written, or both read loosely (see the module). A template whose
+/// braces do not close is read literally after the open brace.
 pub fn fits(template: &str, uri: &str) -> bool {
     let parts = literal_parts(template);
+    if parts_fit(&parts, uri) {
+        return true;
+    }
+    let loose_parts: Vec<String> = parts.iter().map(|part| loose(part)).collect();
+    let loose_uri = loose(uri);
+    let bare = loose_uri.split(['?', '#']).next().unwrap_or_default();
+    parts_fit(&loose_parts, &loose_uri) || parts_fit(&loose_parts, bare)
+}
+
+/// `text` lower-cased with its percent-escapes decoded (invalid ones kept as written).
+fn loose(text: &str) -> String {
+    let decoded = percent_decode(text.as_bytes());
+    String::from_utf8_lossy(&decoded).to_lowercase()
+}
+
+fn percent_decode(bytes: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(high), Some(low)) =
+                (bytes.get(i + 1).and_then(|&b| hex(b)), bytes.get(i + 2).and_then(|&b| hex(b)))
+        {
+            out.push(high << 4 | low);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The matching itself: the literal parts in order, the first at the start and the last
+/// at the end.
+fn parts_fit(parts: &[String], uri: &str) -> bool {
     let Some((first, rest)) = parts.split_first() else { return uri.is_empty() };
     let Some(mut remaining) = uri.strip_prefix(first.as_str()) else { return false };
     if rest.is_empty() {
@@ -69,6 +111,17 @@ mod tests {
         assert!(fits("mem://fixed", "mem://fixed"));
         assert!(!fits("a{x}a", "a"), "the first and last literal may not overlap");
         assert!(fits("a{x}a", "aa"));
+    }
+
+    #[test]
+    fn a_uri_read_loosely_still_fits() {
+        assert!(fits("mem://item/{id}", "MEM://item/7"));
+        assert!(fits("mem://item/{id}", "mem://%69tem/7"));
+        assert!(fits("mem://item/{id}", "mem://ITEM/7"));
+        assert!(fits("repo://{owner}/issues", "repo://a/issues?page=2"));
+        assert!(fits("repo://{owner}/issues", "repo://a/issues#top"));
+        assert!(!fits("repo://{owner}/issues", "repo://a/pulls?x=issues"), "the query is not the path");
+        assert!(!fits("mem://item/{id}", "mem://other/7"));
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Policy {
     guards: Guards,
     /// The rules with `rate`, in order: each counts the calls its conditions match.
     rate_rules: Vec<usize>,
+    /// The rules with `taint`, in order: each marks the session on the calls it touches.
+    taint_rules: Vec<usize>,
     /// True when some rule reads or marks the session (`rate`, `tainted`, `taint`).
     reads_session: bool,
 }
@@ -348,6 +350,7 @@ impl Policy {
         let reasons = rules.iter().enumerate().map(|(i, r)| rule_reason(i, r)).collect();
         let default_reason = format!("no rule matched; the policy's default is {default_action}");
         let rate_rules = rules.iter().enumerate().filter(|(_, r)| r.rate.is_some()).map(|(i, _)| i).collect();
+        let taint_rules = rules.iter().enumerate().filter(|(_, r)| !r.taint.is_empty()).map(|(i, _)| i).collect();
         let reads_session = rules.iter().any(|r| r.depends_on_session() || !r.taint.is_empty());
         Ok(Policy {
             rules,
@@ -363,6 +366,7 @@ impl Policy {
             notes: Vec::new(),
             guards: Guards::default(),
             rate_rules,
+            taint_rules,
             reads_session,
         })
     }
@@ -442,6 +446,11 @@ impl Policy {
     /// The rules with `rate`, in order.
     pub(crate) fn rate_rules(&self) -> &[usize] {
         &self.rate_rules
+    }
+
+    /// The rules with `taint`, in order.
+    pub(crate) fn taint_rules(&self) -> &[usize] {
+        &self.taint_rules
     }
 
     /// Decides a call: the first rule that matches, else the default.

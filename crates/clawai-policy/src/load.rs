@@ -272,6 +272,9 @@ fn parse_toml(text: &str, name: &str, refuse_shadowed: bool) -> Result<Policy, P
             rules.push(rule);
         }
     }
+    if c.diagnostics.is_empty() {
+        find_rate_key_clashes(&rules, &mut c);
+    }
     if refuse_shadowed && c.diagnostics.is_empty() {
         find_shadowed(&rules, &mut c);
         find_unset_labels(&rules, &mut c);
@@ -453,6 +456,37 @@ fn labels(spanned: &Spanned<OneOrMany>, key: &str, label: &str, c: &mut Collecto
     labels
 }
 
+/// Reports rate rules whose counts would be kept under one key: two with the same `id`,
+/// or an `id` written as `#N`, the key of the N-th rule when it has no id. Their windows
+/// would mix, and the smaller limit would trim the larger one's count.
+fn find_rate_key_clashes(rules: &[Rule], c: &mut Collector) {
+    let mut keys: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (index, rule) in rules.iter().enumerate() {
+        if rule.rate.is_none() {
+            continue;
+        }
+        let key = crate::session::rule_key(index, rule.id.as_deref());
+        let message = if rule.id.as_deref().is_some_and(|id| id.starts_with('#')) {
+            Some(format!(
+                "rule {}: an `id` starting with `#` names an unnamed rule's rate count; choose another id",
+                rule.label(index)
+            ))
+        } else {
+            keys.get(&key).map(|&first| {
+                format!(
+                    "rule {} has the same id as the rate rule at line {}; each rate rule keeps its count under its id, so give it another",
+                    rule.label(index),
+                    rules[first].line
+                )
+            })
+        };
+        if let Some(message) = message {
+            c.diagnostics.push(Diagnostic { line: Some(rule.line), column: Some(1), message });
+        }
+        keys.entry(key).or_insert(index);
+    }
+}
+
 /// Reports rules that can never match because no rule puts their `tainted` label on a
 /// session (a misspelt label would otherwise switch the rule off without a word).
 fn find_unset_labels(rules: &[Rule], c: &mut Collector) {
@@ -597,6 +631,10 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
 /// already decides everything they could match.
 fn find_shadowed(rules: &[Rule], c: &mut Collector) {
     for (j, later) in rules.iter().enumerate() {
+        if !later.taint.is_empty() {
+            // It marks the sessions of the calls it touches even when it decides none.
+            continue;
+        }
         let shadow = rules[..j]
             .iter()
             .enumerate()

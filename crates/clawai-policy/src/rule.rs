@@ -316,6 +316,12 @@ impl Rule {
 
     /// True when the rule's target covers the call's method and name.
     pub(crate) fn target_matches(&self, call: &Call) -> bool {
+        self.target_matches_as(call, self.action)
+    }
+
+    /// [`Rule::target_matches`], with names and URIs read as a rule of `action` reads
+    /// them (a deny-like action reads them loosely, on any reading).
+    fn target_matches_as(&self, call: &Call, action: Action) -> bool {
         match &self.target {
             Target::Method(g) => g.is_match(call.method),
             target => {
@@ -325,12 +331,12 @@ impl Rule {
                 match (target, call.name) {
                     (Target::Tool(ToolNames::Any), _) => true,
                     (_, None) => false,
-                    (Target::Tool(ToolNames::Globs(g)), Some(n)) => name_matches(g, n, self.action),
+                    (Target::Tool(ToolNames::Globs(g)), Some(n)) => name_matches(g, n, action),
                     (Target::Tool(ToolNames::Regex(r)), Some(n)) => r.is_match(n),
                     (Target::Resource(g), Some(uri)) => {
-                        crate::value::string_matches(uri, g, self.action.quantifier(), call.follow_links)
+                        crate::value::string_matches(uri, g, action.quantifier(), call.follow_links)
                     }
-                    (Target::Prompt(g), Some(n)) => name_matches(g, n, self.action),
+                    (Target::Prompt(g), Some(n)) => name_matches(g, n, action),
                     (Target::Method(_), _) => unreachable!("handled above"),
                 }
             }
@@ -346,13 +352,16 @@ impl Rule {
     /// Checks every condition after the target, in a fixed order.
     pub(crate) fn conditions_match(&self, call: &Call) -> Result<(), Miss> {
         self.conditions_besides_arguments_match(call)?;
-        self.argument_conditions_match(call)
+        self.argument_conditions_match(call, self.action.quantifier())
     }
 
     /// The conditions on the server, the name and the annotations: what holds for a
     /// tool whatever its arguments.
     pub(crate) fn conditions_besides_arguments_match(&self, call: &Call) -> Result<(), Miss> {
-        let q = self.action.quantifier();
+        self.conditions_besides_arguments_match_as(call, self.action.quantifier())
+    }
+
+    fn conditions_besides_arguments_match_as(&self, call: &Call, q: Quantifier) -> Result<(), Miss> {
         if let Some(g) = &self.server
             && !call.server.is_some_and(|s| g.is_match(s))
         {
@@ -394,8 +403,7 @@ impl Rule {
         Ok(())
     }
 
-    fn argument_conditions_match(&self, call: &Call) -> Result<(), Miss> {
-        let q = self.action.quantifier();
+    fn argument_conditions_match(&self, call: &Call, q: Quantifier) -> Result<(), Miss> {
         let object = call.arguments.filter(|a| matches!(a, Json::Object(_)));
         for cond in &self.args {
             let Some(object) = object else {
@@ -427,6 +435,16 @@ impl Rule {
             return Err(Miss::Target);
         }
         self.conditions_match(call)
+    }
+
+    /// True when the rule's target and conditions hold for the call read as a deny reads
+    /// it: names loosely, any reading of a value, any element of a list, any argument
+    /// string. What `taint` marks on: a call that may touch what the rule describes,
+    /// however it is spelt and whatever else it carries.
+    pub(crate) fn touches(&self, call: &Call) -> bool {
+        self.target_matches_as(call, Action::Deny)
+            && self.conditions_besides_arguments_match_as(call, Quantifier::Any).is_ok()
+            && self.argument_conditions_match(call, Quantifier::Any).is_ok()
     }
 
     /// Target and conditions together in a session: `tainted` needs one of its labels

@@ -12,7 +12,7 @@
 //! id = "reads-private"
 //! action = "allow"
 //! tool = "read_file"
-//! taint = "private"          # the session is marked once this rule decides a call
+//! taint = "private"          # the session is marked by every call this rule touches
 //!
 //! [[rule]]
 //! id = "no-exfiltration"
@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 
 use crate::call::Call;
 use crate::engine::{Decision, Explanation, Policy};
+#[cfg(doc)]
+use crate::rule::Rule;
 
 /// The largest count a `rate` may name: a window keeps one instant per counted call, up
 /// to the limit, for every session.
@@ -169,19 +171,22 @@ impl SessionView<'_> {
     }
 }
 
-/// Whether deciding a call moves the session on (a real call) or only looks (`explain`).
+/// Whether deciding a call moves the session on (a real call) or only looks (`explain`),
+/// and whether the call is already in the windows (a retry of a counted call).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Effect {
     Record,
     LookOnly,
+    AlreadyCounted,
 }
 
 impl Policy {
     /// Decides a call in a session: rules with `tainted` see its labels, rules with
     /// `rate` its counts. Every `rate` rule whose other conditions match the call counts
-    /// it, whatever decides the call, and the deciding rule's `taint` labels are added.
-    /// A policy without such rules decides exactly as [`Policy::decide`], without
-    /// touching the session.
+    /// it, whatever decides the call; every `taint` rule that the call touches (its
+    /// target and conditions read as a deny reads them: [`Rule::touches`]) adds its labels
+    /// afterwards, whatever decides the call. A policy without such rules decides
+    /// exactly as [`Policy::decide`], without touching the session.
     pub fn decide_in(&self, call: &Call, session: &Session) -> Decision<'_> {
         self.decide_at(call, session, session_clock())
     }
@@ -194,19 +199,60 @@ impl Policy {
         }
         let mut state = session.lock();
         let counts = self.count_rates(call, &mut state, now, Effect::Record);
-        let decision = self.decide_with(call, &SessionView { labels: Some(&state.labels), counts });
-        if let Some((_, rule)) = decision.rule {
-            state.labels.extend(rule.taint.iter().cloned());
-        }
+        let view = SessionView { labels: Some(&state.labels), counts };
+        let decision = self.decide_with(call, &view);
+        let added = self.labels_touched(call, &view);
+        state.labels.extend(added);
         decision
     }
 
-    /// [`Policy::explain`] in a session, which it leaves as it was: the rate counts
-    /// include this call as if it were made now.
-    pub fn explain_in(&self, call: &Call, session: &Session) -> Explanation<'_> {
+    /// [`Policy::decide_in`] without moving the session on: what the call would get now.
+    /// For a caller that decides the same call more than once (with other annotations,
+    /// say) besides its one real decision.
+    pub fn decide_looking(&self, call: &Call, session: &Session) -> Decision<'_> {
+        if !self.reads_session() {
+            return self.decide(call);
+        }
         let mut state = session.lock().clone();
         let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        self.explain_with(call, &SessionView { labels: Some(&state.labels), counts })
+        self.decide_with(call, &SessionView { labels: Some(&state.labels), counts })
+    }
+
+    /// [`Policy::decide_in`] for a call the session already counted and marked, decided
+    /// again (a 2026-07-28 client's retry carrying a person's answer): its own count is
+    /// in the windows already, and nothing moves.
+    pub fn decide_again(&self, call: &Call, session: &Session) -> Decision<'_> {
+        if !self.reads_session() {
+            return self.decide(call);
+        }
+        let mut state = session.lock().clone();
+        let counts = self.count_rates(call, &mut state, session_clock(), Effect::AlreadyCounted);
+        self.decide_with(call, &SessionView { labels: Some(&state.labels), counts })
+    }
+
+    /// [`Policy::explain`] in a session, which it leaves as it was: the rate counts
+    /// include this call as if it were made now. With the labels the call would add.
+    pub fn explain_in(&self, call: &Call, session: &Session) -> (Explanation<'_>, Vec<String>) {
+        let mut state = session.lock().clone();
+        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
+        let view = SessionView { labels: Some(&state.labels), counts };
+        let added = self.labels_touched(call, &view).into_iter().filter(|l| !state.labels.contains(l)).collect();
+        (self.explain_with(call, &view), added)
+    }
+
+    /// The labels of the `taint` rules the call touches in this session (their
+    /// `tainted` and `rate` conditions hold too).
+    fn labels_touched(&self, call: &Call, view: &SessionView) -> Vec<String> {
+        let mut added = Vec::new();
+        for &index in self.taint_rules() {
+            let rule = &self.rules()[index];
+            let tainted_ok = rule.tainted.is_empty() || view.carries_any(&rule.tainted);
+            let rate_ok = rule.rate.is_none_or(|rate| view.count(index) > rate.limit);
+            if tainted_ok && rate_ok && rule.touches(call) {
+                added.extend(rule.taint.iter().cloned());
+            }
+        }
+        added
     }
 
     /// Counts the call in the window of every rate rule whose other conditions match it.
@@ -225,7 +271,8 @@ impl Policy {
             while window.front().is_some_and(|&t| now.saturating_sub(t) >= rate.window) {
                 window.pop_front();
             }
-            let count = window.len() as u32 + 1;
+            let count =
+                if effect == Effect::AlreadyCounted { (window.len() as u32).max(1) } else { window.len() as u32 + 1 };
             if effect == Effect::Record {
                 window.push_back(now);
                 // Only "more than the limit" matters: older moments beyond it are dropped.

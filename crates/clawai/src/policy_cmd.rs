@@ -364,7 +364,7 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     }
     let described = fixture::FixtureSession { labels: args.tainted.clone(), calls };
     let session = fixture::session_of(&policy, Some(&described)).map_err(|e| anyhow::anyhow!("--prior-calls: {e}"))?;
-    let explanation = policy.explain_in(&call, &session);
+    let (explanation, labels_added) = policy.explain_in(&call, &session);
     println!(
         "Policy {} ({} rules), call: {method} {}",
         policy_path.display(),
@@ -384,13 +384,9 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         };
         println!("  rule {} [{}] {} -> {verdict}", step.label, step.action, step.summary);
     }
-    if let Some((_, rule)) = explanation.decision.rule
-        && !rule.taint().is_empty()
-    {
-        println!(
-            "  the session is then tainted {}",
-            rule.taint().iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(", ")
-        );
+    if !labels_added.is_empty() {
+        let labels: Vec<String> = labels_added.iter().map(|l| format!("{l:?}")).collect();
+        println!("  the call touches what a `taint` rule describes: the session is then tainted {}", labels.join(", "));
     }
     let d = &explanation.decision;
     if d.action == Action::Prompt {

@@ -137,7 +137,7 @@ fn explain_in_shows_why_and_leaves_the_session_as_it_was() {
     let params = json!({"name": "fetch", "arguments": {}});
     let params = Json::from(&params);
     let call = Call::from_params("tools/call", Some(&params));
-    let clean = p.explain_in(&call, &s);
+    let (clean, _) = p.explain_in(&call, &s);
     let tainted_step = clean.steps.iter().find(|st| st.label == "`no-exfiltration`").expect("step");
     assert_eq!(tainted_step.outcome.clone().unwrap_err().to_string(), "the session is not tainted \"private\"");
     assert_eq!(clean.decision.rule_id(), Some("fetch-flood"));
@@ -146,7 +146,7 @@ fn explain_in_shows_why_and_leaves_the_session_as_it_was() {
     let s = Session::new();
     s.add_prior_calls("fetch-flood", 2);
     for _ in 0..3 {
-        let e = p.explain_in(&call, &s);
+        let (e, _) = p.explain_in(&call, &s);
         assert_eq!(e.decision.action, Action::Allow);
         let miss = e.steps.last().unwrap().outcome.clone().unwrap_err().to_string();
         assert!(miss.starts_with("call 3 of the 3/min"), "{miss}");
@@ -155,9 +155,146 @@ fn explain_in_shows_why_and_leaves_the_session_as_it_was() {
 
 #[test]
 fn listing_never_hides_a_tool_a_session_rule_denies_only_sometimes() {
+    let p = policy(
+        r#"
+[defaults]
+action = "allow"
+
+[[rule]]
+action = "allow"
+tool = "read"
+taint = "private"
+
+[[rule]]
+id = "after-private"
+action = "deny"
+tool = "send"
+tainted = "private"
+
+[[rule]]
+id = "flood"
+action = "deny"
+tool = "fetch"
+rate = "5/min"
+
+[[rule]]
+id = "never"
+action = "deny"
+tools = ["send", "fetch", "wipe"]
+args.force = "yes"
+"#,
+    );
+    let always = |tool: &str| {
+        let call = Call { method: "tools/call", name: Some(tool), ..Call::from_params("tools/call", None) };
+        p.denies_whatever_the_arguments(&call).map(|d| d.rule_id().unwrap_or("default").to_owned())
+    };
+    // Denied only in a tainted session, or beyond a rate: listed.
+    assert_eq!(always("send"), None);
+    assert_eq!(always("fetch"), None);
+    assert_eq!(always("other"), None);
+    // The deny rules that read the session are passed over, not taken as "some get through".
+    let p = policy(
+        "[[rule]]\naction = \"allow\"\ntool = \"read\"\ntaint = \"x\"\n\n[[rule]]\naction = \"deny\"\ntool = \"send\"\ntainted = \"x\"\n\n[[rule]]\nid = \"no-send\"\naction = \"deny\"\ntool = \"send\"\n",
+    );
+    let call = Call { method: "tools/call", name: Some("send"), ..Call::from_params("tools/call", None) };
+    assert_eq!(
+        p.denies_whatever_the_arguments(&call).and_then(|d| d.rule_id().map(str::to_owned)).as_deref(),
+        Some("no-send")
+    );
+}
+
+#[test]
+fn taint_marks_every_call_that_touches_what_its_rule_describes_however_spelt() {
     let p = policy(POLICY);
-    let call = Call { method: "tools/call", name: Some("fetch"), ..Call::from_params("tools/call", None) };
-    assert!(p.denies_whatever_the_arguments(&call).is_none());
+    let touching = [
+        ("read_file", json!({"path": "/home/u/private/a", "extra": "x"})),
+        ("read_file", json!({"path": "/home/u/./private/a"})),
+        ("read_file", json!({"path": "/home/u//private/a"})),
+        ("read_file", json!({"path": ["/tmp/x", "/home/u/private/a"]})),
+        ("READ_FILE", json!({"path": "/home/u/private/a"})),
+        (" read_file", json!({"path": "/home/u/private/a"})),
+        ("read_file", json!({"Path": "/home/u/private/a"})),
+    ];
+    for (tool, arguments) in touching {
+        let s = Session::new();
+        decide(&p, &s, tool, arguments.clone(), 0);
+        assert_eq!(s.labels(), ["private"], "{tool} {arguments}");
+        assert_eq!(decide(&p, &s, "fetch", json!({}), 1).1, "no-exfiltration", "{tool} {arguments}");
+    }
+    let s = Session::new();
+    decide(&p, &s, "read_file", json!({"path": "/home/u/public/a"}), 0);
+    decide(&p, &s, "list_files", json!({"path": "/home/u/private"}), 0);
+    assert!(s.labels().is_empty(), "nothing private touched");
+}
+
+#[test]
+fn taint_marks_whatever_decides_the_call_even_a_denial() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "allow-reads"
+action = "allow"
+tool = "read_*"
+
+[[rule]]
+id = "tripwire"
+action = "deny"
+tool = "**"
+any_arg = "**/.ssh/**"
+taint = "suspicious"
+
+[[rule]]
+id = "private"
+action = "audit"
+tool = "read_file"
+args.path = "/p/**"
+taint = "private"
+
+[[rule]]
+action = "deny"
+tool = "fetch"
+tainted = ["private", "suspicious"]
+
+[[rule]]
+action = "allow"
+tool = "fetch"
+"#,
+    );
+    let s = Session::new();
+    // An earlier allow decides the read; the taint rule below it still marks the session.
+    assert_eq!(decide(&p, &s, "read_file", json!({"path": "/p/a"}), 0).1, "allow-reads");
+    assert_eq!(s.labels(), ["private"]);
+    let s = Session::new();
+    assert_eq!(decide(&p, &s, "cat", json!({"file": "/home/u/.ssh/id_rsa"}), 0), (Action::Deny, "tripwire".into()));
+    assert_eq!(s.labels(), ["suspicious"], "a denied attempt marks the session too");
+    assert_eq!(decide(&p, &s, "fetch", json!({}), 1).0, Action::Deny);
+}
+
+#[test]
+fn a_retry_already_counted_is_decided_without_a_second_count() {
+    let p = policy(
+        "[[rule]]\nid = \"flood\"\naction = \"deny\"\ntool = \"calc\"\nrate = \"2/min\"\n\n[[rule]]\naction = \"prompt\"\ntool = \"calc\"\n",
+    );
+    let s = Session::new();
+    let params = json!({"name": "calc", "arguments": {}});
+    let params = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params));
+    for _ in 0..2 {
+        assert_eq!(p.decide_in(&call, &s).action, Action::Prompt);
+        assert_eq!(p.decide_again(&call, &s).action, Action::Prompt, "the retry is the same call");
+    }
+    assert_eq!(p.decide_in(&call, &s).rule_id(), Some("flood"), "the third call");
+}
+
+#[test]
+fn two_rate_rules_never_share_a_count() {
+    let bad = |text: &str| load_str(text, Format::Toml, "p.toml").unwrap_err().to_string();
+    let e = bad(
+        "[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"a\"\nrate = \"1/min\"\n[[rule]]\nid = \"r\"\naction = \"deny\"\ntool = \"b\"\nrate = \"5/hour\"\n",
+    );
+    assert!(e.starts_with("p.toml:6:") && e.contains("same id as the rate rule at line 1"), "{e}");
+    let e = bad("[[rule]]\nid = \"#1\"\naction = \"deny\"\ntool = \"a\"\nrate = \"1/min\"\n");
+    assert!(e.contains("starting with `#`"), "{e}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ use super::Outgoing;
 use super::approvals::{Ask, Asked, not_approved};
 use super::listing::Unlisted;
 use super::{Guard, SERVER_DECIDED, Verdict};
+use crate::ask::seal::Sealer;
 use crate::audit::{Direction, Stamp};
 use crate::redact::Redacted;
 
@@ -64,7 +65,9 @@ impl Guard {
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
-                None if self.listing.policy_reads_annotations(policy) && depends_on_annotations(policy, &call) => {
+                None if self.listing.policy_reads_annotations(policy)
+                    && depends_on_annotations(policy, &call, &self.remembered) =>
+                {
                     // The decision turns on what the server says of this tool, and it has
                     // not said it in this session yet: ask it before deciding.
                     if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
@@ -82,7 +85,21 @@ impl Guard {
         // for a server on this machine even when the policy does not follow them.
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
-        let decision = protected.unwrap_or_else(|| policy.decide_in(&call, &self.remembered));
+        let decision = protected.unwrap_or_else(|| {
+            // A 2026-07-28 client's retry carrying a person's answer is the call it retries,
+            // which was counted and marked when it first came: decided without counting it
+            // again, if it is still asked about (the approvals stage then opens the sealed
+            // state or refuses it; any other outcome is decided and counted as a new call,
+            // so a forged state skips nothing).
+            let retry = params.and_then(|p| p.get("requestState")).and_then(Json::as_str).is_some_and(Sealer::is_ours);
+            if retry {
+                let again = policy.decide_again(&call, &self.remembered);
+                if again.action == Action::Prompt {
+                    return again;
+                }
+            }
+            policy.decide_in(&call, &self.remembered)
+        });
         // The pinning stage, after the policy (a call it denies is denied in its words)
         // and before anyone is asked: a call to something that changed since it was
         // approved.
@@ -281,10 +298,10 @@ impl Guard {
 /// True when what the server says of the tool (`destructive`, `read_only`) changes how
 /// the policy decides this call: the call is decided as a read-only tool, as a
 /// destructive one and as one that is neither, and the outcomes differ.
-fn depends_on_annotations(policy: &Policy, call: &Call) -> bool {
+fn depends_on_annotations(policy: &Policy, call: &Call, session: &clawai_policy::Session) -> bool {
     use clawai_policy::ToolAnnotations;
     let outcome = |annotations: ToolAnnotations| {
-        let decision = policy.decide(&call.with_annotations(Some(annotations)));
+        let decision = policy.decide_looking(&call.with_annotations(Some(annotations)), session);
         (decision.action, decision.rule.map(|(index, _)| index))
     };
     let destructive = outcome(ToolAnnotations::default());
