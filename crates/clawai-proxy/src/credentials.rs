@@ -35,7 +35,7 @@ static ANY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
 /// merely next to a secret-sounding name (`token: …`) is left: in what a tool returns
 /// (source code, JSON, logs) that is more often not a secret than one.
 pub fn redact_credentials(text: &str) -> Option<String> {
-    if text.len() < 12 || !SHAPES.is_match(text) {
+    if text.len() < 12 || !may_hold_shape(text.as_bytes()) || !SHAPES.is_match(text) {
         return None;
     }
     Some(
@@ -56,9 +56,55 @@ pub fn redact_credentials(text: &str) -> Option<String> {
     )
 }
 
-/// A run of base64 long enough to hold a token (standard or URL-safe alphabet).
-static BASE64_RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_\-]{24,}={0,2}").expect("the base64 pattern compiles"));
+/// Whether `text` holds the start of a credential shape: `-----BEGIN`, `gh…`/`gi…`
+/// (GitHub), `glpat`, `sk-`, `sk_`/`rk_` (Stripe), `AKIA`, `ASIA`, `AIza`, `xox`, `npm_`,
+/// `hf_`, `eyJ` (a JSON Web Token), `bearer` in any case, or `://` (a password in a
+/// URL). Each pattern needs its literal, so text without any (most paths, names, prose
+/// and JSON) skips the patterns; tests hold every shape to it.
+fn may_hold_shape(text: &[u8]) -> bool {
+    // One pass, no searcher built per call: this runs on every argument and result.
+    text.iter().enumerate().any(|(at, &b)| {
+        let next = |n: usize| text.get(at + 1..at + 1 + n).unwrap_or_default();
+        match b {
+            b'-' => next(9) == b"----BEGIN",
+            b'g' => matches!(next(1), b"h" | b"i") || next(4) == b"lpat",
+            b's' => matches!(next(2), b"k-" | b"k_"),
+            b'r' => next(2) == b"k_",
+            b'A' => matches!(next(3), b"KIA" | b"SIA" | b"Iza"),
+            b'x' => next(2) == b"ox",
+            b'n' => next(3) == b"pm_",
+            b'h' => next(2) == b"f_",
+            b'e' => next(2) == b"yJ",
+            b'b' | b'B' => next(5).eq_ignore_ascii_case(b"earer"),
+            b':' => next(2) == b"//",
+            _ => false,
+        }
+    })
+}
+
+/// The shortest run of base64 that can hold a token once decoded.
+const BASE64_RUN: usize = 24;
+
+/// The maximal runs of the base64 alphabets (standard and URL-safe) at least
+/// [`BASE64_RUN`] long, padding left out.
+fn base64_runs(text: &str) -> impl Iterator<Item = &str> {
+    let is_base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-');
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let start = at;
+            while at < bytes.len() && is_base64(bytes[at]) {
+                at += 1;
+            }
+            if at - start >= BASE64_RUN {
+                return Some(&text[start..at]);
+            }
+            at += 1;
+        }
+        None
+    })
+}
 
 /// What credential `arguments` carry, said for a person (`a GitHub token`), if any:
 /// every string at any depth and every key, as written or base64-decoded.
@@ -75,20 +121,29 @@ pub fn credential_in(arguments: &Json<'_>) -> Option<&'static str> {
 
 fn credential_in_text(text: &str) -> Option<&'static str> {
     shape_in(text).or_else(|| {
-        BASE64_RUN.find_iter(text).find_map(|run| {
-            let run = run.as_str().trim_end_matches('=');
-            let engines =
-                [base64::engine::general_purpose::STANDARD_NO_PAD, base64::engine::general_purpose::URL_SAFE_NO_PAD];
-            engines
-                .iter()
-                .find_map(|engine| engine.decode(run).ok())
-                .and_then(|bytes| std::str::from_utf8(&bytes).ok().and_then(shape_in))
+        base64_runs(text).find_map(|run| {
+            // One alphabet or the other decodes a run, never both; a length of 4n + 1
+            // is neither's.
+            if run.len() % 4 == 1 {
+                return None;
+            }
+            let url_safe = run.bytes().any(|b| matches!(b, b'-' | b'_'));
+            if url_safe && run.bytes().any(|b| matches!(b, b'+' | b'/')) {
+                return None;
+            }
+            let engine = if url_safe {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+            } else {
+                base64::engine::general_purpose::STANDARD_NO_PAD
+            };
+            let bytes = engine.decode(run).ok()?;
+            std::str::from_utf8(&bytes).ok().and_then(shape_in)
         })
     })
 }
 
 fn shape_in(text: &str) -> Option<&'static str> {
-    if text.len() < 12 {
+    if text.len() < 12 || !may_hold_shape(text.as_bytes()) {
         return None;
     }
     let index = SHAPES.matches(text).iter().next()?;
@@ -137,6 +192,65 @@ mod tests {
         let text = "aws AKIAIOSFODNN7EXAMPLE, db https://bob:hunter2@db.example/x";
         assert_eq!(redact_credentials(text).unwrap(), "aws [REDACTED], db https://bob:[REDACTED]@db.example/x");
         assert_eq!(redact_credentials(r#"{"progressToken":"p", "password": input()}"#), None);
+    }
+
+    #[test]
+    fn every_shape_passes_the_quick_test() {
+        let samples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "github_pat_abcdefghijklmnopqrstuvwxyz",
+            "sk-ant-abcdefghijklmnopqrstu",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ASIAIOSFODNN7EXAMPLE",
+            "xoxb-1234567890-abcdef",
+            "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            "glpat-abcdefghijklmnopqrstu",
+            "sk_live_abcdefghijklmnop1234",
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "hf_abcdefghijklmnopqrstuvwxyz0123456",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl",
+            "Authorization: BeArEr abcdefghijklmnop",
+            "bearer abcdefghijklmnopqrstuv",
+            "https://bob:hunter2@db.example/x",
+        ];
+        assert_eq!(samples.len(), CREDENTIAL_SHAPES.len() + 4, "a sample per shape (and spellings)");
+        for sample in samples {
+            assert!(SHAPES.is_match(sample), "{sample} is a shape");
+            assert!(may_hold_shape(sample.as_bytes()), "{sample} passes the quick test");
+            assert!(shape_in(sample).is_some(), "{sample}");
+        }
+        // Ordinary text and JSON results skip the patterns.
+        for plain in [
+            "/home/u/projects/app/src/main.rs",
+            r#"{"content":[{"type":"text","text":"The sum is 5"}],"is_error":false}"#,
+            "AKI AIz",
+        ] {
+            assert!(!may_hold_shape(plain.as_bytes()), "{plain}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever surrounds it, a shape the patterns find passes the quick test.
+        #[test]
+        fn no_shape_is_missed_by_the_quick_test(
+            before in "[ -~]{0,20}",
+            shape in "(-----BEGIN [A-Z ]{0,4}PRIVATE KEY-----|gh[pousr]_[a-z0-9]{20}|github_pat_[a-z]{20}|sk-(ant-)?[a-z]{16}|(AKIA|ASIA)[0-9A-Z]{16}|xox[abposr]-[a-z]{10}|AIza[a-z]{35}|glpat-[a-z]{20}|[rs]k_(live|test)_[a-z]{16}|npm_[a-z]{36}|hf_[a-z]{30}|eyJ[a-z]{8}\\.[a-z]{8}\\.[a-z]{8}|[bB][eE][aA][rR][eE][rR] [a-z]{12}|https://u:p@h)",
+            after in "[ -~]{0,20}",
+        ) {
+            let text = format!("{before} {shape} {after}");
+            proptest::prop_assert!(SHAPES.is_match(&text), "the generator makes shapes: {}", text);
+            proptest::prop_assert!(may_hold_shape(text.as_bytes()), "{}", text);
+        }
+
+        /// The hand-written runs are what `[A-Za-z0-9+/_-]{24,}` finds, in order.
+        #[test]
+        fn base64_runs_are_the_patterns_runs(text in "[a-zA-Z0-9+/_=. -]{0,80}") {
+            let pattern = Regex::new(r"[A-Za-z0-9+/_\-]{24,}").unwrap();
+            let expected: Vec<&str> = pattern.find_iter(&text).map(|m| m.as_str()).collect();
+            let found: Vec<&str> = base64_runs(&text).collect();
+            proptest::prop_assert_eq!(found, expected);
+        }
     }
 
     #[test]
