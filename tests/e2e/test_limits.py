@@ -99,6 +99,9 @@ async def test_after_a_private_read_the_session_writes_nothing(tmp_path, root):
     assert (root / "before.txt").exists() and (root / "still.txt").exists()
     assert not (root / "leak.txt").exists(), "the denied write reached the server"
     assert decisions(tmp_path, "write_file") == [("allow", None), ("allow", None), ("deny", "no-writes-after-private")]
+    # The trail says which call tainted the session.
+    reads = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("tool") == "read_text_file" and "decision" in e]
+    assert [e.get("tainted") for e in reads] == [None, ["private"]], reads
 
 
 async def test_a_private_read_taints_however_it_is_spelt(tmp_path, root):

@@ -83,6 +83,8 @@ pub struct Event<'a> {
     pub approved: Option<bool>,
     /// Who answered (`client`, `ui`, `cli`, `grant`, an approvals file entry).
     pub by: Option<&'a str>,
+    /// The labels this call put on the session (rules with `taint`), when it added any.
+    pub tainted: Option<&'a [String]>,
 }
 
 impl Event<'_> {
@@ -120,6 +122,16 @@ impl Event<'_> {
         }
         str_field(out, b",\"rule\":", self.rule);
         str_field(out, b",\"reason\":", self.reason.as_deref());
+        if let Some(labels) = self.tainted {
+            out.extend_from_slice(b",\"tainted\":[");
+            for (n, label) in labels.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                json_str(out, label);
+            }
+            out.push(b']');
+        }
         if let Some(ms) = self.duration_ms.filter(|ms| ms.is_finite()) {
             out.extend_from_slice(b",\"duration_ms\":");
             write_millis(out, ms);

@@ -91,6 +91,7 @@ fn events_are_json_with_every_field_escaped() {
     let id = RawValue::from_string("\"a\\\"b\"".into()).unwrap();
     let arguments = serde_json::json!({"path": "/tmp/x", "token": "ghp_abcdefghijklmnopqrstuvwxyz0123"});
     let time: jiff::Timestamp = "2026-11-22T10:00:01.000042987Z".parse().unwrap();
+    let labels = ["private".to_owned(), "a\"b".to_owned()];
     let event = Event {
         time,
         session: "s-1",
@@ -117,6 +118,7 @@ fn events_are_json_with_every_field_escaped() {
         approval: Some("\"clawai-ask-x-1\""),
         approved: Some(true),
         by: Some("client \"x\""),
+        tainted: Some(&labels),
     };
     let mut out = Vec::new();
     event.write_json(&mut out, &mut Encoder::default());
@@ -126,6 +128,7 @@ fn events_are_json_with_every_field_escaped() {
     assert_eq!(v["server"], "fs \"quoted\"");
     assert_eq!(v["direction"], "client->server");
     assert_eq!(v["kind"], "request");
+    assert_eq!(v["tainted"], serde_json::json!(["private", "a\"b"]));
     assert_eq!(
         (v["step"].as_str(), v["channel"].as_str(), v["scope"].as_str()),
         (Some("answered"), Some("client"), Some("session"))

@@ -85,6 +85,8 @@ impl Guard {
         // for a server on this machine even when the policy does not follow them.
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
+        // The labels the session carried before, to record those this call adds.
+        let labels_before = policy.reads_session().then(|| self.remembered.labels());
         let decision = protected.unwrap_or_else(|| {
             // A 2026-07-28 client's retry carrying a person's answer is the call it retries,
             // which was counted and marked when it first came: decided without counting it
@@ -156,6 +158,9 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(Cow::Borrowed(&reason));
         event.size = Some(size);
+        let labels_added: Option<Vec<String>> = labels_before
+            .map(|before| self.remembered.labels().into_iter().filter(|label| !before.contains(label)).collect());
+        event.tainted = labels_added.as_deref().filter(|added| !added.is_empty());
         match &asked {
             Some(Asked::Allowed { channel, scope, by, .. }) => {
                 event.step = Some(if *channel == "client_retry" { "answered" } else { "allowed_without_asking" });
