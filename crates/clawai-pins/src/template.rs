@@ -129,4 +129,22 @@ mod tests {
         assert!(fits("mem://{id", "mem://{id"));
         assert!(!fits("mem://{id", "mem://42"));
     }
+
+    proptest::proptest! {
+        /// A URI made from a template by putting any text in place of each expression
+        /// always fits it (the fuzz target `uri_template` checks the same on any bytes).
+        #[test]
+        fn an_expanded_template_fits(template in "[a-z:/{}?#%.]{0,24}", value in "[a-zA-Z0-9/?#%.{}]{0,8}") {
+            let mut expanded = String::new();
+            let mut rest = template.as_str();
+            while let Some(open) = rest.find('{') {
+                let Some(close) = rest[open..].find('}') else { break };
+                expanded.push_str(&rest[..open]);
+                expanded.push_str(&value);
+                rest = &rest[open + close + 1..];
+            }
+            expanded.push_str(rest);
+            proptest::prop_assert!(fits(&template, &expanded), "{} with {} gives {}", template, value, expanded);
+        }
+    }
 }
