@@ -17,60 +17,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
+import { check, cleanups, clawai, homeEnv, results, run, startUi, withTimeout } from './support.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
-const clawai = process.env.CLAWAI_BIN || resolve(here, '../../target/debug/clawai');
-const results = { passed: 0, failed: 0 };
-const cleanups = [];
-
-function check(name, ok, detail = '') {
-  if (ok) {
-    results.passed += 1;
-    console.log(`ok   ${name}`);
-  } else {
-    results.failed += 1;
-    console.log(`FAIL ${name} ${detail}`);
-  }
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-// The environment of a fresh home: the broker and the proxies of a test share it.
-function homeEnv(home) {
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_RUNTIME_DIR: join(home, 'run'),
-    XDG_STATE_HOME: join(home, 'state'),
-    XDG_CONFIG_HOME: join(home, 'config'),
-  };
-  for (const name of ['CLAWAI_BROKER_SOCKET', 'CLAWAI_APPROVALS', 'CLAWAI_AUDIT', 'CLAWAI_POLICY', 'CLAWAI_GRANT_WINDOW_MS']) {
-    delete env[name];
-  }
-  return env;
-}
-
-// Starts `clawai ui` in a fresh home; resolves with its URL.
-function startUi(home, audit) {
-  const ui = spawn(clawai, ['ui', '--listen', '127.0.0.1:0', '--audit', audit], {
-    env: homeEnv(home),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  cleanups.push(() => ui.kill('SIGTERM'));
-  return withTimeout(new Promise((resolveUrl, reject) => {
-    let out = '';
-    ui.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('\n')) resolveUrl(out.split('\n')[0].trim());
-    });
-    ui.on('exit', (code) => reject(new Error(`clawai ui exited (${code}) before printing its URL`)));
-  }), 20000, 'clawai ui printing its URL');
-}
 
 // A connection to the broker's socket, as a proxy makes one: JSON lines each way.
 function proxyConnection(socketPath) {
@@ -156,7 +105,7 @@ async function main() {
     method: 'tools/call', id: 1, tool, arguments: {}, decision, rule: 'r', reason: 'x',
   }) + '\n';
   writeFileSync(audit, event('allow', 'read_file'));
-  const url = await startUi(home, audit);
+  const url = await startUi(homeEnv(home), audit);
   check('clawai ui prints a loopback URL with a token', /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/.test(url), url);
 
   const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-chromium-'));
@@ -270,16 +219,4 @@ async function main() {
   check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
 }
 
-let crashed = null;
-try {
-  await withTimeout(main(), 90000, 'the whole test');
-} catch (error) {
-  crashed = error;
-  console.log(`FAIL ${error.stack || error}`);
-  results.failed += 1;
-}
-for (const cleanup of cleanups) {
-  try { await cleanup(); } catch { /* already gone */ }
-}
-console.log(`${results.passed} passed, ${results.failed} failed`);
-process.exit(results.failed === 0 && !crashed ? 0 : 1);
+await run(main, 90000);

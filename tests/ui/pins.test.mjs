@@ -19,59 +19,13 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 
+import { check, cleanups, clawai, homeEnv, results, run, startUi, withTimeout } from './support.mjs';
+
 const here = dirname(fileURLToPath(import.meta.url));
-const clawai = process.env.CLAWAI_BIN || resolve(here, '../../target/debug/clawai');
-const results = { passed: 0, failed: 0 };
-const cleanups = [];
 
-function check(name, ok, detail = '') {
-  if (ok) {
-    results.passed += 1;
-    console.log(`ok   ${name}`);
-  } else {
-    results.failed += 1;
-    console.log(`FAIL ${name} ${detail}`);
-  }
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-function homeEnv(home) {
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_RUNTIME_DIR: join(home, 'run'),
-    XDG_STATE_HOME: join(home, 'state'),
-    XDG_CONFIG_HOME: join(home, 'config'),
-  };
-  for (const name of ['CLAWAI_BROKER_SOCKET', 'CLAWAI_APPROVALS', 'CLAWAI_AUDIT', 'CLAWAI_POLICY', 'CLAWAI_GRANT_WINDOW_MS']) {
-    delete env[name];
-  }
-  // The proxy, the page and `clawai pins` share one store.
-  env.CLAWAI_PINS = join(home, 'pins');
-  return env;
-}
-
-function startUi(home) {
-  const ui = spawn(clawai, ['ui', '--listen', '127.0.0.1:0', '--audit', join(home, 'state', 'audit.jsonl')], {
-    env: homeEnv(home),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  cleanups.push(() => ui.kill('SIGTERM'));
-  return withTimeout(new Promise((resolveUrl, reject) => {
-    let out = '';
-    ui.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('\n')) resolveUrl(out.split('\n')[0].trim());
-    });
-    ui.on('exit', (code) => reject(new Error(`clawai ui exited (${code}) before printing its URL`)));
-  }), 20000, 'clawai ui printing its URL');
+// The proxy, the page and `clawai pins` share one store.
+function pinsEnv(home) {
+  return homeEnv(home, { CLAWAI_PINS: join(home, 'pins') });
 }
 
 // A real `clawai proxy` in front of the scripted server (--mutable, and the tools of
@@ -82,7 +36,7 @@ function startProxy(home, toolsFile) {
   writeFileSync(policy, '[[rule]]\naction = "allow"\nmethod = "**"\n');
   const proxy = spawn(clawai, ['proxy', '--policy', policy, '--audit', join(home, 'state', 'audit.jsonl'), '--server', 'scripted',
     '--', 'python3', resolve(here, '../e2e/servers/scripted_server.py'), '--mutable', '--tools-file', toolsFile],
-  { env: homeEnv(home), stdio: ['pipe', 'pipe', 'inherit'] });
+  { env: pinsEnv(home), stdio: ['pipe', 'pipe', 'inherit'] });
   cleanups.unshift(() => proxy.kill('SIGTERM'));
   const waiting = new Map();
   const notes = [];
@@ -129,7 +83,7 @@ function startProxy(home, toolsFile) {
 }
 
 function pinsList(home) {
-  const out = execFileSync(clawai, ['pins', 'list', '--json'], { env: homeEnv(home), encoding: 'utf8' });
+  const out = execFileSync(clawai, ['pins', 'list', '--json'], { env: pinsEnv(home), encoding: 'utf8' });
   return JSON.parse(out);
 }
 
@@ -175,7 +129,7 @@ async function main() {
   check('clawai pins list --json: echo changed, add quarantined',
     echoChanged?.state === 'changed' && pinOf(home, 'add')?.state === 'quarantined', JSON.stringify(pinsList(home)));
 
-  const url = await startUi(home);
+  const url = await startUi(pinsEnv(home), join(home, 'state', 'audit.jsonl'));
   const token = new URL(url).searchParams.get('token');
   const origin = new URL(url).origin;
 
@@ -351,16 +305,4 @@ async function main() {
   check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
 }
 
-let crashed = null;
-try {
-  await withTimeout(main(), 120000, 'the whole test');
-} catch (error) {
-  crashed = error;
-  console.log(`FAIL ${error.stack || error}`);
-  results.failed += 1;
-}
-for (const cleanup of cleanups) {
-  try { await cleanup(); } catch { /* already gone */ }
-}
-console.log(`${results.passed} passed, ${results.failed} failed`);
-process.exit(results.failed === 0 && !crashed ? 0 : 1);
+await run(main, 120000);
