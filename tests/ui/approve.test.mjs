@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -108,18 +108,7 @@ async function main() {
   const url = await startUi(homeEnv(home), audit);
   check('clawai ui prints a loopback URL with a token', /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/.test(url), url);
 
-  const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-chromium-'));
-  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
-      '--disable-component-update', '--disable-sync'],
-  });
-  cleanups.unshift(() => context.close());
-  const page = context.pages()[0] ?? await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  const { context, page, pageErrors } = await openBrowser('approve');
   await page.goto(url);
   await page.locator('#status', { hasText: 'live' }).waitFor({ timeout: 15000 });
   check('the page connects to the live stream', true);

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -78,18 +78,7 @@ async function main() {
   const url = await startUi(homeEnv(home), audit);
   const token = new URL(url).searchParams.get('token');
 
-  const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-audit-chromium-'));
-  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
-      '--disable-component-update', '--disable-sync'],
-  });
-  cleanups.unshift(() => context.close());
-  const page = context.pages()[0] ?? await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  const { page, pageErrors } = await openBrowser('audit');
   await page.goto(url);
   await page.locator('#status', { hasText: 'live' }).waitFor({ timeout: 15000 });
 

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -133,18 +133,7 @@ async function main() {
   const token = new URL(url).searchParams.get('token');
   const origin = new URL(url).origin;
 
-  const userDataDir = mkdtempSync(join(tmpdir(), 'clawai-ui-pins-chromium-'));
-  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
-      '--disable-component-update', '--disable-sync'],
-  });
-  cleanups.unshift(() => context.close());
-  const page = context.pages()[0] ?? await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  const { page, pageErrors } = await openBrowser('pins');
   const approvals = [];
   page.on('request', (request) => {
     if (request.url().endsWith('/api/pins/approve')) approvals.push(JSON.parse(request.postData() || 'null'));

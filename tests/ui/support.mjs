@@ -2,8 +2,11 @@
 // a time limit, a fresh home for each test's processes, `clawai ui` started in it, and
 // the end of a run (clean up, print the tally, exit non-zero on a failure).
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -86,4 +89,22 @@ export async function run(main, ms) {
   }
   console.log(`${results.passed} passed, ${results.failed} failed`);
   process.exit(results.failed === 0 && !crashed ? 0 : 1);
+}
+
+/** Debian's Chromium, headless, with a fresh profile (removed at the end); resolves with
+ * its context, its page and the script errors the page throws. */
+export async function openBrowser(name) {
+  const userDataDir = mkdtempSync(join(tmpdir(), `clawai-ui-${name}-chromium-`));
+  cleanups.push(() => rmSync(userDataDir, { recursive: true, force: true }));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
+      '--disable-component-update', '--disable-sync'],
+  });
+  cleanups.unshift(() => context.close());
+  const page = context.pages()[0] ?? await context.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  return { context, page, pageErrors };
 }
