@@ -191,19 +191,59 @@ impl Policy {
         self.decide_at(call, session, session_clock())
     }
 
+    /// [`Policy::decide_in`], with the labels the call added to the session (none it
+    /// already carried): what the audit trail records of the call.
+    pub fn decide_and_mark(&self, call: &Call, session: &Session) -> (Decision<'_>, Vec<String>) {
+        self.decide_moving(call, session, session_clock(), Effect::Record)
+    }
+
     /// [`Policy::decide_in`] at a given moment of the session (time since its start):
     /// what `policy replay` uses to decide recorded calls at the times they were made.
     pub fn decide_at(&self, call: &Call, session: &Session, now: Duration) -> Decision<'_> {
+        self.decide_moving(call, session, now, Effect::Record).0
+    }
+
+    /// [`Policy::decide_and_mark`] for a call the session already counted, decided again
+    /// (a 2026-07-28 client's retry carrying a person's answer, its sealed state checked):
+    /// its own count is in the windows already and is not added again; labels it touches
+    /// are added (again: no harm).
+    pub fn decide_again(&self, call: &Call, session: &Session) -> (Decision<'_>, Vec<String>) {
+        self.decide_moving(call, session, session_clock(), Effect::AlreadyCounted)
+    }
+
+    /// The labels `call` would add to the session now, which it leaves as it was.
+    pub fn would_mark(&self, call: &Call, session: &Session) -> Vec<String> {
+        if self.taint_rules().is_empty() {
+            return Vec::new();
+        }
+        let mut state = session.lock().clone();
+        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
+        let view = SessionView { labels: Some(&state.labels), counts };
+        self.labels_touched(call, &view).into_iter().filter(|l| !state.labels.contains(l)).collect()
+    }
+
+    /// Decides in the session and moves it on: counts (unless `effect` says the call was
+    /// counted), then marks; returns the labels newly added.
+    fn decide_moving(
+        &self,
+        call: &Call,
+        session: &Session,
+        now: Duration,
+        effect: Effect,
+    ) -> (Decision<'_>, Vec<String>) {
         if !self.reads_session() {
-            return self.decide(call);
+            return (self.decide(call), Vec::new());
         }
         let mut state = session.lock();
-        let counts = self.count_rates(call, &mut state, now, Effect::Record);
+        let counts = self.count_rates(call, &mut state, now, effect);
         let view = SessionView { labels: Some(&state.labels), counts };
         let decision = self.decide_with(call, &view);
-        let added = self.labels_touched(call, &view);
-        state.labels.extend(added);
-        decision
+        let mut added = self.labels_touched(call, &view);
+        added.retain(|label| !state.labels.contains(label));
+        added.sort();
+        added.dedup();
+        state.labels.extend(added.iter().cloned());
+        (decision, added)
     }
 
     /// [`Policy::decide_in`] without moving the session on: what the call would get now.
@@ -215,18 +255,6 @@ impl Policy {
         }
         let mut state = session.lock().clone();
         let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        self.decide_with(call, &SessionView { labels: Some(&state.labels), counts })
-    }
-
-    /// [`Policy::decide_in`] for a call the session already counted and marked, decided
-    /// again (a 2026-07-28 client's retry carrying a person's answer): its own count is
-    /// in the windows already, and nothing moves.
-    pub fn decide_again(&self, call: &Call, session: &Session) -> Decision<'_> {
-        if !self.reads_session() {
-            return self.decide(call);
-        }
-        let mut state = session.lock().clone();
-        let counts = self.count_rates(call, &mut state, session_clock(), Effect::AlreadyCounted);
         self.decide_with(call, &SessionView { labels: Some(&state.labels), counts })
     }
 

@@ -442,3 +442,70 @@ fn a_call_inside_a_batch_is_not_held_for_a_person() {
     assert!(answers.iter().any(|a| a["id"] == 2 && a["result"]["content"][0]["text"] == "called safe_read"));
     assert_eq!(calls_seen_by_server(&p), 0);
 }
+
+// Rates and retries: a retry counts once only under a state clawai sealed for the call.
+
+const RATED: &str = r#"
+[[rule]]
+id = "write-flood"
+action = "deny"
+tool = "write_file"
+rate = "2/min"
+
+[[rule]]
+id = "ask-writes"
+action = "prompt"
+tool = "write_file"
+
+[[rule]]
+action = "allow"
+method = "**"
+"#;
+
+#[test]
+fn a_forged_request_state_does_not_keep_a_call_out_of_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("no-approvals.toml");
+    let mut p = Setup::new(RATED).arg("--approvals").arg(none.to_str().unwrap()).start();
+    initialize(&mut p, json!({"elicitation": {"form": {}}}));
+    // The person allows writes for the session.
+    p.send_json(&write_call(json!(1), "/tmp/a"));
+    let question = next_question(&mut p);
+    answer(&mut p, &question, "allow_session");
+    assert_eq!(p.recv()["result"]["content"][0]["text"], "called write_file");
+    // Later calls carry a state that looks like clawai's: the session grant lets them
+    // through without asking, and each is counted all the same.
+    let forged = |id: i64| {
+        let mut call = write_call(json!(id), "/tmp/a");
+        call["params"]["requestState"] = json!("clawai.v1.eyJmb3JnZWQiOnRydWV9.AAAA");
+        call
+    };
+    assert_eq!(p.call(&forged(2))["result"]["content"][0]["text"], "called write_file");
+    let third = p.call(&forged(3));
+    let text = third["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(third["result"]["isError"] == true && text.contains("write-flood"), "{third}");
+    assert_eq!(calls_seen_by_server(&p), 2);
+}
+
+#[test]
+fn a_2026_retry_under_clawais_sealed_state_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("no-approvals.toml");
+    let mut p = Setup::new(RATED).arg("--approvals").arg(none.to_str().unwrap()).start();
+    let args = json!({"path": "/tmp/a", "content": "x"});
+    let accept = json!({"clawai.approval": {"action": "accept", "content": {"decision": "allow_once"}}});
+    for id in [1, 3] {
+        let first = p.call(&stateless(json!(id), "write_file", args.clone(), json!({})));
+        let state = first["result"]["requestState"].as_str().expect("asked").to_owned();
+        let retry = p.call(&stateless(
+            json!(id + 1),
+            "write_file",
+            args.clone(),
+            json!({"inputResponses": accept, "requestState": state}),
+        ));
+        assert_eq!(retry["result"]["content"][0]["text"], "called write_file", "{retry}");
+    }
+    let third = p.call(&stateless(json!(5), "write_file", args.clone(), json!({})));
+    let text = third["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("write-flood"), "the third write in the minute: {third}");
+}

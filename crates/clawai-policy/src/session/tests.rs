@@ -281,7 +281,7 @@ fn a_retry_already_counted_is_decided_without_a_second_count() {
     let call = Call::from_params("tools/call", Some(&params));
     for _ in 0..2 {
         assert_eq!(p.decide_in(&call, &s).action, Action::Prompt);
-        assert_eq!(p.decide_again(&call, &s).action, Action::Prompt, "the retry is the same call");
+        assert_eq!(p.decide_again(&call, &s).0.action, Action::Prompt, "the retry is the same call");
     }
     assert_eq!(p.decide_in(&call, &s).rule_id(), Some("flood"), "the third call");
 }
@@ -343,4 +343,18 @@ fn approvals_cannot_carry_session_keys() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("`rate` belongs in the policy's rules"), "{e}");
+}
+
+#[test]
+fn decide_and_mark_names_only_the_labels_this_call_added() {
+    let p = policy(POLICY);
+    let s = Session::new();
+    let params = json!({"name": "read_file", "arguments": {"path": "/home/u/private/a"}});
+    let params = Json::from(&params);
+    let call = Call::from_params("tools/call", Some(&params));
+    assert_eq!(p.would_mark(&call, &s), ["private"], "looking");
+    assert!(s.labels().is_empty(), "looking marks nothing");
+    assert_eq!(p.decide_and_mark(&call, &s).1, ["private"]);
+    assert!(p.decide_and_mark(&call, &s).1.is_empty(), "already carried");
+    assert!(p.would_mark(&call, &s).is_empty());
 }

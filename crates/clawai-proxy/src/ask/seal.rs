@@ -145,6 +145,27 @@ impl Sealer {
 
     /// Opens a state for this call, once.
     pub fn open(&self, token: &str, binding: &Binding) -> Result<State, SealError> {
+        let (state, nonce, expiry) = self.check(token, binding)?;
+        let now = now_ms();
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.retain(|_, expiry| *expiry > now);
+        if used.insert(nonce, expiry).is_some() {
+            return Err(SealError::Replayed);
+        }
+        Ok(state)
+    }
+
+    /// Whether `token` would open for this call now (sealed by this process, for this
+    /// call, not expired, not used), without using it up.
+    pub fn would_open(&self, token: &str, binding: &Binding) -> bool {
+        self.check(token, binding).is_ok_and(|(_, nonce, _)| {
+            let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+            !used.contains_key(&nonce)
+        })
+    }
+
+    /// The state sealed in `token` for this call, with its nonce and expiry.
+    fn check(&self, token: &str, binding: &Binding) -> Result<(State, String, u64), SealError> {
         let rest = token.strip_prefix(PREFIX).ok_or(SealError::Malformed)?;
         let (body, tag) = rest.split_once('.').ok_or(SealError::Malformed)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| SealError::Malformed)?;
@@ -159,16 +180,10 @@ impl Sealer {
         if !same_call {
             return Err(SealError::OtherCall);
         }
-        let now = now_ms();
-        if payload.x <= now {
+        if payload.x <= now_ms() {
             return Err(SealError::Expired);
         }
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        used.retain(|_, expiry| *expiry > now);
-        if used.insert(payload.n, payload.x).is_some() {
-            return Err(SealError::Replayed);
-        }
-        Ok(payload.st)
+        Ok((payload.st, payload.n, payload.x))
     }
 }
 
@@ -193,7 +208,11 @@ mod tests {
         let sealer = Sealer::new();
         let token = sealer.seal(&binding("write", "d1"), ASKED, Duration::from_secs(60));
         assert!(Sealer::is_ours(&token));
+        assert!(sealer.would_open(&token, &binding("write", "d1")), "looking uses nothing up");
+        assert!(!sealer.would_open(&token, &binding("write", "d2")), "another call's");
+        assert!(!sealer.would_open("clawai.v1.forged.tag", &binding("write", "d1")));
         assert_eq!(sealer.open(&token, &binding("write", "d1")), Ok(ASKED));
+        assert!(!sealer.would_open(&token, &binding("write", "d1")), "used");
         assert_eq!(sealer.open(&token, &binding("write", "d1")), Err(SealError::Replayed));
     }
 

@@ -481,6 +481,23 @@ impl Guard {
         self.audit.record_decision(&event);
     }
 
+    /// True when `params` are a 2026-07-28 retry carrying a state clawai sealed for
+    /// exactly this call, which opens now (checked, not used up): the call it retries was
+    /// decided, counted and marked when it first came.
+    pub(super) fn is_sealed_retry(&self, method: &str, params: Option<&Json<'_>>, name: Option<&str>) -> bool {
+        let Some(params) = params else { return false };
+        if !reply::is_stateless_request(Some(params)) {
+            return false;
+        }
+        let Some(state) = params.get("requestState").and_then(Json::as_str).filter(|s| Sealer::is_ours(s)) else {
+            return false;
+        };
+        let params = params.to_value();
+        let digest = retry_digest(&params);
+        let binding = Binding { session: &self.session, server: self.server.as_deref(), method, name, digest: &digest };
+        self.asking.sealer.would_open(state, &binding)
+    }
+
     /// A 2026-07-28 request: a retry with clawai's sealed state is decided by the answer
     /// it carries; a first call is answered with the question.
     fn ask_stateless(&self, ask: &Ask) -> Asked {

@@ -14,7 +14,6 @@ use super::Outgoing;
 use super::approvals::{Ask, Asked, not_approved};
 use super::listing::Unlisted;
 use super::{Guard, SERVER_DECIDED, Verdict};
-use crate::ask::seal::Sealer;
 use crate::audit::{Direction, Stamp};
 use crate::redact::Redacted;
 
@@ -85,23 +84,16 @@ impl Guard {
         // for a server on this machine even when the policy does not follow them.
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
-        // The labels the session carried before, to record those this call adds.
-        let labels_before = policy.reads_session().then(|| self.remembered.labels());
-        let decision = protected.unwrap_or_else(|| {
-            // A 2026-07-28 client's retry carrying a person's answer is the call it retries,
-            // which was counted and marked when it first came: decided without counting it
-            // again, if it is still asked about (the approvals stage then opens the sealed
-            // state or refuses it; any other outcome is decided and counted as a new call,
-            // so a forged state skips nothing).
-            let retry = params.and_then(|p| p.get("requestState")).and_then(Json::as_str).is_some_and(Sealer::is_ours);
-            if retry {
-                let again = policy.decide_again(&call, &self.remembered);
-                if again.action == Action::Prompt {
-                    return again;
-                }
-            }
-            policy.decide_in(&call, &self.remembered)
-        });
+        // A 2026-07-28 client's retry carrying a person's answer, under a state clawai sealed
+        // for exactly this call (checked here, used up by the approvals stage), is the call
+        // it retries, which was counted when it first came: decided without counting it
+        // again. Anything else is a new call, counted (a forged state skips nothing).
+        let retry = protected.is_none() && self.is_sealed_retry(method, params, call.name);
+        let (decision, labels_added) = match protected {
+            Some(refused) => (refused, Vec::new()),
+            None if retry => policy.decide_again(&call, &self.remembered),
+            None => policy.decide_and_mark(&call, &self.remembered),
+        };
         // The pinning stage, after the policy (a call it denies is denied in its words)
         // and before anyone is asked: a call to something that changed since it was
         // approved.
@@ -158,9 +150,7 @@ impl Guard {
         event.rule = decision.rule_id();
         event.reason = Some(Cow::Borrowed(&reason));
         event.size = Some(size);
-        let labels_added: Option<Vec<String>> = labels_before
-            .map(|before| self.remembered.labels().into_iter().filter(|label| !before.contains(label)).collect());
-        event.tainted = labels_added.as_deref().filter(|added| !added.is_empty());
+        event.tainted = Some(labels_added.as_slice()).filter(|added| !added.is_empty());
         match &asked {
             Some(Asked::Allowed { channel, scope, by, .. }) => {
                 event.step = Some(if *channel == "client_retry" { "answered" } else { "allowed_without_asking" });
@@ -306,8 +296,10 @@ impl Guard {
 fn depends_on_annotations(policy: &Policy, call: &Call, session: &clawai_policy::Session) -> bool {
     use clawai_policy::ToolAnnotations;
     let outcome = |annotations: ToolAnnotations| {
-        let decision = policy.decide_looking(&call.with_annotations(Some(annotations)), session);
-        (decision.action, decision.rule.map(|(index, _)| index))
+        let call = call.with_annotations(Some(annotations));
+        let decision = policy.decide_looking(&call, session);
+        // A `taint` rule may read annotations without deciding anything.
+        (decision.action, decision.rule.map(|(index, _)| index), policy.would_mark(&call, session))
     };
     let destructive = outcome(ToolAnnotations::default());
     let read_only = outcome(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
