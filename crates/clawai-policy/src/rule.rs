@@ -195,7 +195,8 @@ pub struct Rule {
     /// `rate`: the rule matches only once its other conditions matched more often than
     /// this in the session's window (see [`crate::session`]).
     pub(crate) rate: Option<Rate>,
-    /// `taint`: the labels the session gets when this rule decides a call.
+    /// `taint`: the labels the session gets from every call this rule touches
+    /// ([`Rule::touches`]).
     pub(crate) taint: Vec<String>,
     /// `tainted`: the rule matches only in a session carrying one of these labels.
     pub(crate) tainted: Vec<String>,
@@ -261,11 +262,6 @@ impl Rule {
     /// The rule's `rate`, if it has one.
     pub fn rate(&self) -> Option<crate::session::Rate> {
         self.rate
-    }
-
-    /// The labels the rule puts on the session when it decides a call (`taint`).
-    pub fn taint(&self) -> &[String] {
-        &self.taint
     }
 
     /// True when whether the rule matches depends on the session (`tainted`, `rate`),
@@ -437,6 +433,12 @@ impl Rule {
         self.conditions_match(call)
     }
 
+    /// True when the rule has no `tainted`, or the session carries one of its labels
+    /// (`None`: a new session, which carries none).
+    pub(crate) fn tainted_holds(&self, labels: Option<&std::collections::BTreeSet<String>>) -> bool {
+        self.tainted.is_empty() || labels.is_some_and(|held| self.tainted.iter().any(|l| held.contains(l)))
+    }
+
     /// True when the rule's target and conditions hold for the call read as a deny reads
     /// it: names loosely, any reading of a value, any element of a list, any argument
     /// string. What `taint` marks on: a call that may touch what the rule describes,
@@ -451,7 +453,7 @@ impl Rule {
     /// on the session, `rate` a count beyond its limit. `index` is the rule's position.
     pub(crate) fn check_in(&self, index: usize, call: &Call, session: &SessionView) -> Result<(), Miss> {
         self.check(call)?;
-        if !self.tainted.is_empty() && !session.carries_any(&self.tainted) {
+        if !self.tainted_holds(session.labels) {
             return Err(Miss::NotTainted(self.tainted.clone()));
         }
         if let Some(rate) = self.rate {

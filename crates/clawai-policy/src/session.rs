@@ -159,11 +159,6 @@ pub(crate) struct SessionView<'s> {
 }
 
 impl SessionView<'_> {
-    /// True when the session carries one of `labels`.
-    pub(crate) fn carries_any(&self, labels: &[String]) -> bool {
-        self.labels.is_some_and(|held| labels.iter().any(|l| held.contains(l)))
-    }
-
     /// The count of a rate rule's window with this call's match (1 when only this call
     /// matched).
     pub(crate) fn count(&self, rule: usize) -> u32 {
@@ -211,17 +206,6 @@ impl Policy {
         self.decide_moving(call, session, session_clock(), Effect::AlreadyCounted)
     }
 
-    /// The labels `call` would add to the session now, which it leaves as it was.
-    pub fn would_mark(&self, call: &Call, session: &Session) -> Vec<String> {
-        if self.taint_rules().is_empty() {
-            return Vec::new();
-        }
-        let mut state = session.lock().clone();
-        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        let view = SessionView { labels: Some(&state.labels), counts };
-        self.labels_touched(call, &view).into_iter().filter(|l| !state.labels.contains(l)).collect()
-    }
-
     /// Decides in the session and moves it on: counts (unless `effect` says the call was
     /// counted), then marks; returns the labels newly added.
     fn decide_moving(
@@ -238,48 +222,49 @@ impl Policy {
         let counts = self.count_rates(call, &mut state, now, effect);
         let view = SessionView { labels: Some(&state.labels), counts };
         let decision = self.decide_with(call, &view);
-        let mut added = self.labels_touched(call, &view);
-        added.retain(|label| !state.labels.contains(label));
-        added.sort();
-        added.dedup();
+        let added = self.labels_touched(call, &view);
         state.labels.extend(added.iter().cloned());
         (decision, added)
     }
 
-    /// [`Policy::decide_in`] without moving the session on: what the call would get now.
-    /// For a caller that decides the same call more than once (with other annotations,
-    /// say) besides its one real decision.
-    pub fn decide_looking(&self, call: &Call, session: &Session) -> Decision<'_> {
+    /// [`Policy::decide_and_mark`] without moving the session on: what the call would get
+    /// now, and the labels it would add. For a caller that decides the same call more
+    /// than once (with other annotations, say) besides its one real decision.
+    pub fn decide_looking(&self, call: &Call, session: &Session) -> (Decision<'_>, Vec<String>) {
         if !self.reads_session() {
-            return self.decide(call);
+            return (self.decide(call), Vec::new());
         }
-        let mut state = session.lock().clone();
-        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        self.decide_with(call, &SessionView { labels: Some(&state.labels), counts })
+        self.looking(call, session, |view| (self.decide_with(call, view), self.labels_touched(call, view)))
     }
 
     /// [`Policy::explain`] in a session, which it leaves as it was: the rate counts
     /// include this call as if it were made now. With the labels the call would add.
     pub fn explain_in(&self, call: &Call, session: &Session) -> (Explanation<'_>, Vec<String>) {
+        self.looking(call, session, |view| (self.explain_with(call, view), self.labels_touched(call, view)))
+    }
+
+    /// Runs `then` on the session as this call would find it now, on a copy: the rate
+    /// counts include the call, nothing is recorded.
+    fn looking<R>(&self, call: &Call, session: &Session, then: impl FnOnce(&SessionView) -> R) -> R {
         let mut state = session.lock().clone();
         let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        let view = SessionView { labels: Some(&state.labels), counts };
-        let added = self.labels_touched(call, &view).into_iter().filter(|l| !state.labels.contains(l)).collect();
-        (self.explain_with(call, &view), added)
+        then(&SessionView { labels: Some(&state.labels), counts })
     }
 
     /// The labels of the `taint` rules the call touches in this session (their
-    /// `tainted` and `rate` conditions hold too).
+    /// `tainted` and `rate` conditions hold too) that the session does not carry yet,
+    /// sorted, each once.
     fn labels_touched(&self, call: &Call, view: &SessionView) -> Vec<String> {
         let mut added = Vec::new();
         for &index in self.taint_rules() {
             let rule = &self.rules()[index];
-            let tainted_ok = rule.tainted.is_empty() || view.carries_any(&rule.tainted);
             let rate_ok = rule.rate.is_none_or(|rate| view.count(index) > rate.limit);
-            if tainted_ok && rate_ok && rule.touches(call) {
-                added.extend(rule.taint.iter().cloned());
+            if rule.tainted_holds(view.labels) && rate_ok && rule.touches(call) {
+                added.extend(rule.taint.iter().filter(|l| view.labels.is_none_or(|held| !held.contains(*l))).cloned());
             }
         }
+        added.sort();
+        added.dedup();
         added
     }
 
@@ -289,8 +274,7 @@ impl Policy {
         for &index in self.rate_rules() {
             let rule = &self.rules()[index];
             let Some(rate) = rule.rate else { continue };
-            let tainted_ok = rule.tainted.is_empty() || rule.tainted.iter().any(|l| state.labels.contains(l));
-            if !tainted_ok || rule.check(call).is_err() {
+            if !rule.tainted_holds(Some(&state.labels)) || rule.check(call).is_err() {
                 continue;
             }
             let window = state.windows.entry(rule_key(index, rule.id.as_deref())).or_default();

@@ -352,9 +352,9 @@ fn decide_and_mark_names_only_the_labels_this_call_added() {
     let params = json!({"name": "read_file", "arguments": {"path": "/home/u/private/a"}});
     let params = Json::from(&params);
     let call = Call::from_params("tools/call", Some(&params));
-    assert_eq!(p.would_mark(&call, &s), ["private"], "looking");
+    assert_eq!(p.decide_looking(&call, &s).1, ["private"], "looking");
     assert!(s.labels().is_empty(), "looking marks nothing");
     assert_eq!(p.decide_and_mark(&call, &s).1, ["private"]);
     assert!(p.decide_and_mark(&call, &s).1.is_empty(), "already carried");
-    assert!(p.would_mark(&call, &s).is_empty());
+    assert!(p.decide_looking(&call, &s).1.is_empty());
 }

@@ -492,10 +492,14 @@ impl Guard {
         let Some(state) = params.get("requestState").and_then(Json::as_str).filter(|s| Sealer::is_ours(s)) else {
             return false;
         };
-        let params = params.to_value();
-        let digest = retry_digest(&params);
-        let binding = Binding { session: &self.session, server: self.server.as_deref(), method, name, digest: &digest };
-        self.asking.sealer.would_open(state, &binding)
+        let digest = retry_digest(&params.to_value());
+        self.asking.sealer.would_open(state, &self.sealed_for(method, name, &digest))
+    }
+
+    /// What a sealed state of this session binds: the server, the method, the name and
+    /// the digest of the call's arguments.
+    fn sealed_for<'a>(&'a self, method: &'a str, name: Option<&'a str>, digest: &'a str) -> Binding<'a> {
+        Binding { session: &self.session, server: self.server.as_deref(), method, name, digest }
     }
 
     /// A 2026-07-28 request: a retry with clawai's sealed state is decided by the answer
@@ -503,13 +507,7 @@ impl Guard {
     fn ask_stateless(&self, ask: &Ask) -> Asked {
         let params = ask.params.map(Json::to_value).unwrap_or(Value::Null);
         let digest = retry_digest(&params);
-        let binding = Binding {
-            session: &self.session,
-            server: self.server.as_deref(),
-            method: ask.method,
-            name: ask.call.name,
-            digest: &digest,
-        };
+        let binding = self.sealed_for(ask.method, ask.call.name, &digest);
         let state = params.get("requestState").and_then(Value::as_str);
         if let Some(state) = state.filter(|s| Sealer::is_ours(s)) {
             let opened = match self.asking.sealer.open(state, &binding) {
@@ -571,13 +569,7 @@ impl Guard {
         let approved = self.asking.approved().remove(id.get())?;
         let mut result: Value = serde_json::from_slice(result).ok()?;
         let inner = result.get("requestState").and_then(Value::as_str).map(str::to_owned);
-        let binding = Binding {
-            session: &self.session,
-            server: self.server.as_deref(),
-            method: &approved.method,
-            name: approved.name.as_deref(),
-            digest: &approved.digest,
-        };
+        let binding = self.sealed_for(&approved.method, approved.name.as_deref(), &approved.digest);
         let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Approved, inner }, STATE_TTL);
         result["requestState"] = Value::String(sealed);
         Some(Verdict::Replace(reply::result(Some(id.get()), &result)))

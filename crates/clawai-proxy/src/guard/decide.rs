@@ -297,9 +297,9 @@ fn depends_on_annotations(policy: &Policy, call: &Call, session: &clawai_policy:
     use clawai_policy::ToolAnnotations;
     let outcome = |annotations: ToolAnnotations| {
         let call = call.with_annotations(Some(annotations));
-        let decision = policy.decide_looking(&call, session);
-        // A `taint` rule may read annotations without deciding anything.
-        (decision.action, decision.rule.map(|(index, _)| index), policy.would_mark(&call, session))
+        // A `taint` rule may read annotations without deciding anything: its labels count.
+        let (decision, labels) = policy.decide_looking(&call, session);
+        (decision.action, decision.rule.map(|(index, _)| index), labels)
     };
     let destructive = outcome(ToolAnnotations::default());
     let read_only = outcome(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
