@@ -28,27 +28,8 @@ pub fn fits(template: &str, uri: &str) -> bool {
 
 /// `text` lower-cased with its percent-escapes decoded (invalid ones kept as written).
 fn loose(text: &str) -> String {
-    let decoded = percent_decode(text.as_bytes());
+    let decoded: Vec<u8> = percent_encoding::percent_decode(text.as_bytes()).collect();
     String::from_utf8_lossy(&decoded).to_lowercase()
-}
-
-fn percent_decode(bytes: &[u8]) -> Vec<u8> {
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) =
-                (bytes.get(i + 1).and_then(|&b| hex(b)), bytes.get(i + 2).and_then(|&b| hex(b)))
-        {
-            out.push(high << 4 | low);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    out
 }
 
 /// The matching itself: the literal parts in order, the first at the start and the last
