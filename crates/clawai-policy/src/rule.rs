@@ -467,7 +467,7 @@ impl Rule {
 }
 
 /// Labels as a policy writes them: `"a"`, or `"a" or "b"`.
-fn quoted(labels: &[String]) -> String {
+pub(crate) fn quoted(labels: &[String]) -> String {
     labels.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(" or ")
 }
 

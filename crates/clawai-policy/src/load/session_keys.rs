@@ -75,7 +75,7 @@ pub(super) fn find_unset_labels(rules: &[Rule], c: &mut Collector) {
             message: format!(
                 "rule {} can never match: `tainted` names {}, but {known}; add `taint = {:?}` to the rule that should mark the session, or fix the label",
                 rule.label(index),
-                rule.tainted.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(" or "),
+                crate::rule::quoted(&rule.tainted),
                 rule.tainted[0]
             ),
         });
