@@ -269,7 +269,10 @@ async function main() {
   const shownHash = await page.locator('#pins-approve').getAttribute('data-hash');
   const notesBefore = proxy.notes.filter((n) => n === 'notifications/tools/list_changed').length;
   await page.locator('#pins-approve').click();
-  await page.waitForFunction((sel) => document.querySelector(sel)?.dataset.state === 'pinned', rowSel('echo'), { timeout: 10000 })
+  // The row turns pinned when the list is read again, a moment before the review is
+  // read again and the result is written: wait for both, not the first.
+  await page.waitForFunction((sel) => document.querySelector(sel)?.dataset.state === 'pinned'
+    && document.getElementById('pins-result').textContent.startsWith('approved tool echo'), rowSel('echo'), { timeout: 10000 })
     .catch(() => {});
   const echoRow = await page.locator(rowSel('echo')).getAttribute('data-state');
   const result = await page.locator('#pins-result').textContent();
