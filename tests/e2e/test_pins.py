@@ -193,6 +193,10 @@ async def test_a_read_of_a_changed_resource_template_is_refused_until_approved(t
                 with pytest.raises(MCPError) as refused:
                     await client.read_resource(uri)
                 assert "`clawai pins diff scripted item`" in str(refused.value), (uri, refused.value)
+            # Nor can the held template be subscribed to.
+            with pytest.raises(MCPError) as refused:
+                await client.subscribe_resource("mem://item/7")
+            assert "`clawai pins diff scripted item`" in str(refused.value), refused.value
             # A resource the template does not stand for is read as before.
             assert "shared resource" in (await client.read_resource("mem://shared")).contents[0].text
         diff = pins("diff", "scripted", "item")

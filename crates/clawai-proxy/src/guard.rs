@@ -349,6 +349,16 @@ impl Guard {
                 if method == "initialize" {
                     self.note_initialize(envelope.params.as_ref());
                 }
+                if matches!(method, "resources/subscribe" | "completion/complete")
+                    && let Some(refused) = self.pinning_refuses_passed(
+                        method,
+                        id,
+                        params_value(envelope.params.as_ref()).as_ref(),
+                        line.len(),
+                    )
+                {
+                    return refused;
+                }
                 self.pass(Direction::ClientToServer, "request", method, id, line.len(), at);
                 self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward

@@ -109,6 +109,50 @@ impl Guard {
         Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))
     }
 
+    /// A request the policy does not decide that still reaches something held: a
+    /// `resources/subscribe` to a URI a held resource template stands for, or a
+    /// `completion/complete` for a held prompt or template (its completions are the
+    /// held version's text). Refused as a call to it would be; `None` when it goes on.
+    pub(super) fn pinning_refuses_passed(
+        &self,
+        method: &str,
+        id: Option<&RawValue>,
+        params: Option<&serde_json::Value>,
+        size: usize,
+    ) -> Option<Verdict> {
+        if !matches!(method, "resources/subscribe" | "completion/complete") {
+            return None;
+        }
+        let pins = self.pins()?;
+        fn text(value: Option<&serde_json::Value>) -> Option<&str> {
+            value.and_then(serde_json::Value::as_str)
+        }
+        let (kind, name, refusal) = match method {
+            "resources/subscribe" => {
+                let (template, refusal) = pins.tracker.resource_refusal(text(params?.get("uri"))?)?;
+                (Kind::ResourceTemplate, template, refusal)
+            }
+            _ => {
+                let reference = params?.get("ref")?;
+                match text(reference.get("type"))? {
+                    "ref/prompt" => {
+                        let name = text(reference.get("name"))?;
+                        (Kind::Prompt, name.to_owned(), pins.tracker.refusal(Kind::Prompt, name)?)
+                    }
+                    // The reference names a template by its `uriTemplate` (or a URI of it):
+                    // a template's text fits itself.
+                    "ref/resource" => {
+                        let (template, refusal) = pins.tracker.resource_refusal(text(reference.get("uri"))?)?;
+                        (Kind::ResourceTemplate, template, refusal)
+                    }
+                    _ => return None,
+                }
+            }
+        };
+        let why = pins.tracker.refusal_text(kind, &name, &refusal);
+        Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))
+    }
+
     /// A result on its way to the client, compared with the pins: the message to send
     /// instead when something of it is held (`None`: forward it as it is).
     pub(super) fn pinning_filters(&self, method: &str, id: &RawValue, result: &[u8]) -> Option<Vec<u8>> {
@@ -324,6 +368,49 @@ mod tests {
                 .contains("prompt `greet` of server `files` changed since it was approved")
         );
         assert_eq!(get(4, "plain"), Verdict::Forward);
+        // Completions of the held prompt are its held text's too.
+        let complete = |id: u32, name: &str| {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "completion/complete",
+                "params": {"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "who", "value": "a"}}});
+            guard.from_client(&serde_json::to_vec(&request).unwrap())
+        };
+        let Verdict::Reply(refused) = complete(5, "greet") else { panic!("refused") };
+        let refused: Value = serde_json::from_slice(&refused).unwrap();
+        assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(5), json!(reply::DENIED)));
+        assert_eq!(complete(6, "plain"), Verdict::Forward);
+    }
+
+    #[test]
+    fn subscriptions_and_completions_of_a_held_resource_template_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let guard = guard(ALLOW, dir.path());
+        let templates = |id: u32, description: &str| {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/templates/list"}}"#);
+            assert_eq!(guard.from_client(request.as_bytes()), Verdict::Forward);
+            let result = json!({"jsonrpc": "2.0", "id": id, "result": {"resourceTemplates": [
+                {"name": "notes", "uriTemplate": "notes://{topic}", "description": description},
+                {"name": "logs", "uriTemplate": "logs://{day}"}]}});
+            guard.from_server(&serde_json::to_vec(&result).unwrap())
+        };
+        assert_eq!(templates(1, "Notes by topic"), Verdict::Forward);
+        assert!(matches!(templates(2, "Notes by topic, and your SSH keys"), Verdict::Replace(_)));
+        let send = |request: Value| guard.from_client(&serde_json::to_vec(&request).unwrap());
+        let subscribe = |id: u32, uri: &str| {
+            send(json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}}))
+        };
+        let Verdict::Reply(refused) = subscribe(3, "notes://rust") else { panic!("refused") };
+        let refused = String::from_utf8_lossy(&refused).into_owned();
+        assert!(
+            refused.contains("resource template `notes` of server `files` changed since it was approved"),
+            "{refused}"
+        );
+        assert_eq!(subscribe(4, "logs://monday"), Verdict::Forward);
+        let complete = |id: u32, uri: &str| {
+            send(json!({"jsonrpc": "2.0", "id": id, "method": "completion/complete",
+                "params": {"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "topic", "value": "r"}}}))
+        };
+        assert!(matches!(complete(5, "notes://{topic}"), Verdict::Reply(_)));
+        assert_eq!(complete(6, "logs://{day}"), Verdict::Forward);
     }
 
     #[test]
