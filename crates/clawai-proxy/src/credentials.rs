@@ -8,11 +8,12 @@
 
 use std::sync::LazyLock;
 
-use base64::Engine;
 use clawai_protocol::Json;
 use regex::{Regex, RegexSet};
 
 use crate::redact::CREDENTIAL_SHAPES;
+
+mod encoded;
 
 /// A password in a URL (`https://user:PASSWORD@host`); the password is its group.
 const URL_PASSWORD: &str = r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:(?P<password>[^/\s@]+)@";
@@ -82,30 +83,6 @@ fn may_hold_shape(text: &[u8]) -> bool {
     })
 }
 
-/// The shortest run of base64 that can hold a token once decoded.
-const BASE64_RUN: usize = 24;
-
-/// The maximal runs of the base64 alphabets (standard and URL-safe) at least
-/// [`BASE64_RUN`] long, padding left out.
-fn base64_runs(text: &str) -> impl Iterator<Item = &str> {
-    let is_base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-');
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < bytes.len() {
-            let start = at;
-            while at < bytes.len() && is_base64(bytes[at]) {
-                at += 1;
-            }
-            if at - start >= BASE64_RUN {
-                return Some(&text[start..at]);
-            }
-            at += 1;
-        }
-        None
-    })
-}
-
 /// What credential `arguments` carry, said for a person (`a GitHub token`), if any:
 /// every string at any depth and every key, as written or base64-decoded.
 pub fn credential_in(arguments: &Json<'_>) -> Option<&'static str> {
@@ -120,26 +97,7 @@ pub fn credential_in(arguments: &Json<'_>) -> Option<&'static str> {
 }
 
 fn credential_in_text(text: &str) -> Option<&'static str> {
-    shape_in(text).or_else(|| {
-        base64_runs(text).find_map(|run| {
-            // One alphabet or the other decodes a run, never both; a length of 4n + 1
-            // is neither's.
-            if run.len() % 4 == 1 {
-                return None;
-            }
-            let url_safe = run.bytes().any(|b| matches!(b, b'-' | b'_'));
-            if url_safe && run.bytes().any(|b| matches!(b, b'+' | b'/')) {
-                return None;
-            }
-            let engine = if url_safe {
-                base64::engine::general_purpose::URL_SAFE_NO_PAD
-            } else {
-                base64::engine::general_purpose::STANDARD_NO_PAD
-            };
-            let bytes = engine.decode(run).ok()?;
-            std::str::from_utf8(&bytes).ok().and_then(shape_in)
-        })
-    })
+    shape_in(text).or_else(|| encoded::credential_encoded_in(text))
 }
 
 fn shape_in(text: &str) -> Option<&'static str> {
@@ -153,6 +111,7 @@ fn shape_in(text: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE};
     use serde_json::{Value, json};
 
@@ -188,32 +147,83 @@ mod tests {
     }
 
     #[test]
+    fn glued_wrapped_or_mixed_base64_does_not_hide_them_either() {
+        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let aws = "AKIAIOSFODNN7EXAMPLE";
+        // Up to three characters glued before it: the encoding starts anywhere in a group.
+        for glued in ["x", "xy", "xyz", "wxyz", "Q+"] {
+            assert_eq!(
+                found(json!({"data": format!("{glued}{}", STANDARD.encode(token))})),
+                Some("a GitHub token"),
+                "{glued}"
+            );
+            assert_eq!(
+                found(json!(format!("{glued}{}", URL_SAFE_NO_PAD.encode(aws)))),
+                Some("an AWS access key"),
+                "{glued}"
+            );
+        }
+        // Characters glued after it, and the other alphabet's characters around it.
+        assert_eq!(found(json!(format!("{}abc", STANDARD_NO_PAD.encode(token)))), Some("a GitHub token"));
+        assert_eq!(
+            found(json!(format!("a-_{}", STANDARD_NO_PAD.encode(format!("k={aws}"))))),
+            Some("an AWS access key")
+        );
+        assert_eq!(
+            found(json!(format!("{}+/z", URL_SAFE_NO_PAD.encode(format!("{token}>>>?"))))),
+            Some("a GitHub token")
+        );
+        // Binary bytes before it.
+        let mut bytes = vec![0xff, 0xfe, 0x00];
+        bytes.extend_from_slice(aws.as_bytes());
+        assert_eq!(found(json!(STANDARD.encode(bytes))), Some("an AWS access key"));
+        // Wrapped over lines as MIME (76, CRLF) and PEM (64) write it, the key across a
+        // line's end, so that no line alone holds it.
+        for width in [76, 64, 32] {
+            let per_line = width / 4 * 3;
+            let encoded = STANDARD.encode(format!("{} {aws} and the rest of the mail", "m".repeat(per_line - 6)));
+            let lines: Vec<&str> = encoded.as_bytes().chunks(width).map(|c| std::str::from_utf8(c).unwrap()).collect();
+            for line in &lines {
+                assert_eq!(found(json!(line)), None, "no line alone gives it away at width {width}");
+            }
+            for end in ["\n", "\r\n"] {
+                let wrapped = format!("Content-Transfer-Encoding: base64{end}{end}{}{end}", lines.join(end));
+                assert_eq!(found(json!({"body": wrapped})), Some("an AWS access key"), "width {width}");
+            }
+        }
+    }
+
+    #[test]
     fn shapes_are_redacted_and_names_alone_are_not() {
         let text = "aws AKIAIOSFODNN7EXAMPLE, db https://bob:hunter2@db.example/x";
         assert_eq!(redact_credentials(text).unwrap(), "aws [REDACTED], db https://bob:[REDACTED]@db.example/x");
         assert_eq!(redact_credentials(r#"{"progressToken":"p", "password": input()}"#), None);
     }
 
+    /// A sample of every credential shape, and of other spellings of some.
+    pub(super) const SAMPLES: [&str; CREDENTIAL_SHAPES.len() + 4] = [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "github_pat_abcdefghijklmnopqrstuvwxyz",
+        "sk-ant-abcdefghijklmnopqrstu",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ASIAIOSFODNN7EXAMPLE",
+        "xoxb-1234567890-abcdef",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "glpat-abcdefghijklmnopqrstu",
+        "sk_live_abcdefghijklmnop1234",
+        "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+        "hf_abcdefghijklmnopqrstuvwxyz0123456",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl",
+        "Authorization: BeArEr abcdefghijklmnop",
+        "bearer abcdefghijklmnopqrstuv",
+        "https://bob:hunter2@db.example/x",
+    ];
+
     #[test]
     fn every_shape_passes_the_quick_test() {
-        let samples = [
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
-            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-            "github_pat_abcdefghijklmnopqrstuvwxyz",
-            "sk-ant-abcdefghijklmnopqrstu",
-            "AKIAIOSFODNN7EXAMPLE",
-            "ASIAIOSFODNN7EXAMPLE",
-            "xoxb-1234567890-abcdef",
-            "AIzaSyA1234567890abcdefghijklmnopqrstuv",
-            "glpat-abcdefghijklmnopqrstu",
-            "sk_live_abcdefghijklmnop1234",
-            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
-            "hf_abcdefghijklmnopqrstuvwxyz0123456",
-            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijkl",
-            "Authorization: BeArEr abcdefghijklmnop",
-            "bearer abcdefghijklmnopqrstuv",
-            "https://bob:hunter2@db.example/x",
-        ];
+        let samples = SAMPLES;
         assert_eq!(samples.len(), CREDENTIAL_SHAPES.len() + 4, "a sample per shape (and spellings)");
         for sample in samples {
             assert!(SHAPES.is_match(sample), "{sample} is a shape");
@@ -243,14 +253,6 @@ mod tests {
             proptest::prop_assert!(may_hold_shape(text.as_bytes()), "{}", text);
         }
 
-        /// The hand-written runs are what `[A-Za-z0-9+/_-]{24,}` finds, in order.
-        #[test]
-        fn base64_runs_are_the_patterns_runs(text in "[a-zA-Z0-9+/_=. -]{0,80}") {
-            let pattern = Regex::new(r"[A-Za-z0-9+/_\-]{24,}").unwrap();
-            let expected: Vec<&str> = pattern.find_iter(&text).map(|m| m.as_str()).collect();
-            let found: Vec<&str> = base64_runs(&text).collect();
-            proptest::prop_assert_eq!(found, expected);
-        }
     }
 
     #[test]
@@ -262,6 +264,10 @@ mod tests {
             json!({"data": STANDARD.encode("just some ordinary text that is long enough")}),
             json!({"url": "https://example.com/a:b@c"}),
             json!({"id": "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"}),
+            json!({"path": "/home/me/projects/clawai/crates/clawai-proxy/src/credentials_and_more_of_them.rs"}),
+            json!({"diff": "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n-fn main_function_with_a_long_name() {}\n+fn main_function_with_a_longer_name() {}\n"}),
+            json!({"text": "Internationalization_and_localization_support\nCounterrevolutionaries_and_their_friends\nend"}),
+            json!({"data": STANDARD.encode("ordinary text, wrapped over several lines as mail does it, ".repeat(6))}),
         ] {
             assert_eq!(found(value.clone()), None, "{value}");
         }
