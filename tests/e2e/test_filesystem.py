@@ -137,3 +137,33 @@ args.path = "{tree}/allowed/**"
         # Matched as spelled, both paths are under `allowed/` and not under `.ssh`.
         assert not key.is_error and SECRET in key.content[0].text
         assert not escape.is_error and SECRET in escape.content[0].text
+
+
+async def test_a_pin_store_named_by_flag_is_protected_like_clawais_own_files(tmp_path, tree):
+    # Overwriting a pin file, or moving the store away, would make clawai trust a rug
+    # pull anew: no tool call may, whatever the policy says, wherever `--pins` puts it.
+    policy = write_policy(tmp_path, '[defaults]\naction = "allow"\n')
+    pins = tree / "mypins"
+    params = StdioServerParameters(
+        command=clawai_bin(),
+        args=["proxy", "--policy", str(policy), "--audit", str(tmp_path / "audit.jsonl"), "--pins", str(pins),
+              "--server", "filesystem", "--", "node", str(FILESYSTEM), str(tree)],
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            await client.list_tools()
+            [stored] = list(pins.iterdir())
+            before = stored.read_bytes()
+            for tool, arguments in [
+                ("write_file", {"path": str(stored), "content": "{}"}),
+                ("write_file", {"path": str(pins / "other.json"), "content": "{}"}),
+                ("move_file", {"source": str(pins), "destination": str(tree / "elsewhere")}),
+                ("move_file", {"source": str(tree / "allowed" / "notes.txt"), "destination": str(pins / "n.json")}),
+            ]:
+                refused = await client.call_tool(tool, arguments)
+                assert refused.is_error and "self-protection" in refused.content[0].text, (tool, refused)
+            # Anything else is the policy's business.
+            wrote = await client.call_tool("write_file", {"path": str(tree / "allowed" / "x.txt"), "content": "x"})
+            assert not wrote.is_error, wrote
+    assert stored.read_bytes() == before and sorted(p.name for p in pins.iterdir()) == [stored.name]
+    assert not (tree / "elsewhere").exists()

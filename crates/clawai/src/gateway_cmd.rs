@@ -200,6 +200,7 @@ fn serve(
         served.audit.as_ref(),
         served.audit_max_bytes,
         served.no_reload,
+        options.pins_dir.as_deref(),
         &protect_also,
     )?;
     // Flushed when dropped, after the runtime below has stopped.

@@ -8,9 +8,11 @@ use clawai_proxy::self_protection::{Protected, SelfProtection};
 
 use crate::paths;
 
-/// The protection of a process that reads `policy` and writes `audit`; `also`: other
-/// files it reads (standing approvals given by flag, the gateway's configuration).
-pub(crate) fn self_protection(policy: &Path, audit: &Path, also: &[PathBuf]) -> SelfProtection {
+/// The protection of a process that reads `policy`, writes `audit` and keeps its pins
+/// in `pins` (any directory `--pins` or `CLAWAI_PINS` names: a pin file overwritten or
+/// a store moved away trusts a rug pull anew); `also`: other files it reads (standing
+/// approvals given by flag, the gateway's configuration).
+pub(crate) fn self_protection(policy: &Path, audit: &Path, pins: Option<&Path>, also: &[PathBuf]) -> SelfProtection {
     let mut protected = vec![
         Protected::file(policy),
         // clawai's configuration (policy, approvals, skills) and state (audit, pins).
@@ -20,6 +22,10 @@ pub(crate) fn self_protection(policy: &Path, audit: &Path, also: &[PathBuf]) -> 
     ];
     // The trail's rotated files.
     protected.extend((1..=9).map(|n| Protected::file(format!("{}.{n}", audit.display()))));
+    protected.extend(pins.map(Protected::tree));
+    // The store other clawai processes of this environment use (`clawai mcp-server`
+    // keeps none of its own, yet its tools must not rewrite the proxies' pins).
+    protected.extend(std::env::var_os("CLAWAI_PINS").filter(|dir| !dir.is_empty()).map(Protected::tree));
     protected.extend(also.iter().map(Protected::file));
     let dirs = clawai_clients::known::Dirs::from_env();
     // The project's own clawai directory (`./.clawai/skills`).

@@ -1,6 +1,6 @@
 //! `clawai proxy`: run an MCP server behind the policy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -213,16 +213,19 @@ impl Guarded {
     /// Loads the policy (refusing to start without a valid one) and opens the trail.
     pub(crate) fn open(args: &ProxyArgs) -> Result<Guarded> {
         let also: Vec<PathBuf> = args.approvals.iter().cloned().collect();
-        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload, &also)
+        let pins = paths::pins_dir(args.pins.as_ref());
+        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload, Some(&pins), &also)
     }
 
     /// [`Guarded::open`] from the options themselves (`clawai gateway` has them too);
-    /// `protect_also`: files besides the policy and the trail that no tool call may change.
+    /// `pins`: the pin store; `protect_also`: files besides the policy and the trail that
+    /// no tool call may change.
     pub(crate) fn open_with(
         policy: &PolicyArg,
         audit: Option<&PathBuf>,
         audit_max_bytes: u64,
         no_reload: bool,
+        pins: Option<&Path>,
         protect_also: &[PathBuf],
     ) -> Result<Guarded> {
         let policy_path = policy.resolve();
@@ -240,7 +243,7 @@ impl Guarded {
         let audit_path = audit.cloned().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
         let audit = AuditLog::open(&audit_path, audit_max_bytes, AuditLog::DEFAULT_KEEP)
             .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
-        let protection = crate::protected::self_protection(&policy_path, &audit_path, protect_also);
+        let protection = crate::protected::self_protection(&policy_path, &audit_path, pins, protect_also);
         let handle = PolicyHandle::new(policy).with_self_protection(protection);
         if !no_reload && let Err(e) = handle.watch_in_background(&policy_path, read) {
             tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
