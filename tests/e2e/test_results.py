@@ -24,6 +24,7 @@ pytestmark = pytest.mark.anyio
 SCRIPTED = pathlib.Path(__file__).parent / "servers" / "scripted_server.py"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+DB_PASSWORD = "s3cr3t-value-42"
 
 
 @pytest.fixture
@@ -32,7 +33,8 @@ def anyio_backend():
 
 
 def server_env() -> dict:
-    return {**os.environ, "AWS_ACCESS_KEY_ID": AWS_KEY, "GH_TOKEN": GITHUB_TOKEN}
+    return {**os.environ, "AWS_ACCESS_KEY_ID": AWS_KEY, "GH_TOKEN": GITHUB_TOKEN, "DB_PASSWORD": DB_PASSWORD,
+            "DB_PASSWORD_FILE_HINT": "see the wiki", GITHUB_TOKEN: "a secret as a name"}
 
 
 def proxy_args(tmp_path, policy_text: str) -> list[str]:
@@ -58,9 +60,13 @@ async def test_secrets_in_a_result_reach_the_client_redacted(tmp_path):
         async with stdio(tmp_path) as client:
             seen = text(await client.call_tool("whoami", {}))
     assert AWS_KEY not in seen and GITHUB_TOKEN not in seen, seen
+    assert DB_PASSWORD not in seen, seen
     env = json.loads(seen)["env"]
     assert env["AWS_ACCESS_KEY_ID"] == "[REDACTED]" and env["GH_TOKEN"] == "[REDACTED]"
+    # A secret literal next to a secret's name, and a secret used as a name.
+    assert env["DB_PASSWORD"] == "[REDACTED]" and env["[REDACTED]"] == "a secret as a name"
     assert env["PATH"] == os.environ["PATH"], "the rest of the result is untouched"
+    assert env["DB_PASSWORD_FILE_HINT"] == "see the wiki"
     events = result_events(tmp_path)
     assert len(events) == 1 and "redacted" in events[0]["reason"] and events[0]["method"] == "tools/call"
     assert AWS_KEY not in (tmp_path / "audit.jsonl").read_text()

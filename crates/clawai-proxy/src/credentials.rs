@@ -13,7 +13,10 @@ use regex::{Regex, RegexSet};
 
 use crate::redact::CREDENTIAL_SHAPES;
 
+mod assigned;
 mod encoded;
+
+pub use assigned::{is_literal_secret, names_secret};
 
 /// A password in a URL (`https://user:PASSWORD@host`); the password is its group.
 const URL_PASSWORD: &str = r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:(?P<password>[^/\s@]+)@";
@@ -32,10 +35,18 @@ static ANY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `text` with every credential shape replaced by `[REDACTED]` (of a URL, only the
-/// password), or `None` when it has none. Unlike the audit trail's redaction, a value
-/// merely next to a secret-sounding name (`token: …`) is left: in what a tool returns
-/// (source code, JSON, logs) that is more often not a secret than one.
+/// password), and every secret literal assigned to a secret's name (`DB_PASSWORD=…`;
+/// not code such as `password = input()`: see [`assigned`]), or `None` when it has
+/// none.
 pub fn redact_credentials(text: &str) -> Option<String> {
+    let shaped = redact_shapes(text);
+    match assigned::redact_assigned(shaped.as_deref().unwrap_or(text)) {
+        Some(both) => Some(both),
+        None => shaped,
+    }
+}
+
+fn redact_shapes(text: &str) -> Option<String> {
     if text.len() < 12 || !may_hold_shape(text.as_bytes()) || !SHAPES.is_match(text) {
         return None;
     }

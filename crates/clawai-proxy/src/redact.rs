@@ -38,13 +38,15 @@ pub const CREDENTIAL_SHAPES: [(&str, &str); 12] = [
 const NAMED_SECRETS: [&str; 2] = [
     // A password in a URL (`https://user:PASSWORD@host`): only the password goes.
     r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:(?P<url_password>[^/\s@]+)@",
-    // A value assigned to a secret-named key in text (`DB_PASSWORD=…`, `token: …`,
-    // `"api_key": "…"`, `Authorization: Basic …`): only the value goes.
-    concat!(
-        r#"(?i:(?-u:\b)[A-Za-z0-9_\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|authorization|pwd)["']?\s*[=:]\s*["']?)"#,
-        r#"(?P<assigned>(?:(?i:basic|bearer|token)\s+)?[^\s"'&;,]+)"#,
-    ),
+    NAMED_ASSIGNMENT,
 ];
+
+/// A value assigned to a secret-named key in text (`DB_PASSWORD=…`, `token: …`,
+/// `"api_key": "…"`, `Authorization: Basic …`): only the value (group `assigned`) goes.
+pub(crate) const NAMED_ASSIGNMENT: &str = concat!(
+    r#"(?i:(?-u:\b)[A-Za-z0-9_\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?|authorization|pwd)["']?\s*[=:]\s*["']?)"#,
+    r#"(?P<assigned>(?:(?i:basic|bearer|token)\s+)?[^\s"'&;,]+)"#,
+);
 
 /// Every secret the audit trail redacts, as one pattern.
 fn secret_pattern() -> String {
@@ -157,7 +159,12 @@ impl Redacted<'_> {
                     if i > 0 {
                         out.push(b',');
                     }
-                    json_str(out, key);
+                    // A key can be a secret too (`{"ghp_…": 1}`).
+                    if has_secret_value(key) {
+                        json_str(out, &redact_str(key));
+                    } else {
+                        json_str(out, key);
+                    }
                     out.push(b':');
                     if is_secret_key(key) && *value != Json::Null {
                         json_str(out, REDACTED);
@@ -204,7 +211,7 @@ mod tests {
                     .map(|(k, v)| {
                         let v =
                             if is_secret_key(k) && !v.is_null() { Value::String(REDACTED.into()) } else { redact(v) };
-                        (k.clone(), v)
+                        (redact_str(k), v)
                     })
                     .collect(),
             ),
@@ -301,6 +308,7 @@ mod tests {
             json!({"a": ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", {"token": "t", "n": 1}], "ok": "fine", "password": null}),
             json!({"text": "quote \" backslash \\ newline \n tab \t bell \u{7} del \u{7f} é 😀 \u{1f}", "n": [-1, 2.5, 1e300, 18446744073709551615u64], "b": [true, false, null], "": {}}),
             json!([]),
+            json!({"ghp_abcdefghijklmnopqrstuvwxyz0123456789": "value", "key AKIAIOSFODNN7EXAMPLE": 1}),
             json!("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"),
         ];
         for v in values {
@@ -308,6 +316,15 @@ mod tests {
             Redacted(&Json::from(&v)).write_json(&mut out);
             assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&redact(&v)).unwrap());
         }
+    }
+
+    #[test]
+    fn a_secret_used_as_a_key_is_replaced() {
+        let value = json!({"args": {"ghp_abcdefghijklmnopqrstuvwxyz0123456789": "value", "plain": 1}});
+        let mut out = Vec::new();
+        Redacted(&Json::from(&value)).write_json(&mut out);
+        let written = String::from_utf8(out).unwrap();
+        assert_eq!(written, r#"{"args":{"[REDACTED]":"value","plain":1}}"#);
     }
 
     proptest::proptest! {

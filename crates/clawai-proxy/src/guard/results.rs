@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 
 use super::Guard;
 use crate::audit::Direction;
-use crate::credentials::redact_credentials;
+use crate::credentials::{is_literal_secret, names_secret, redact_credentials};
 
 /// The methods whose results the stage reads.
 const GUARDED: [&str; 4] = ["tools/call", "resources/read", "prompts/get", "tasks/result"];
@@ -140,7 +140,7 @@ fn inspect(text: &str, mode: ResultsGuard) -> Option<Outcome> {
     let findings = SCANNER.scan_text(&joined);
     let mut redacted = 0;
     if mode == ResultsGuard::Flag {
-        redacted = strings.iter().filter(|s| redact_credentials(s).is_some()).count();
+        redacted = count_secrets(&value);
     } else {
         redact_in(&mut value, &mut redacted);
     }
@@ -151,7 +151,10 @@ fn collect(value: &Value, strings: &mut Vec<String>) {
     match value {
         Value::String(text) => strings.push(text.clone()),
         Value::Array(items) => items.iter().for_each(|item| collect(item, strings)),
-        Value::Object(members) => members.values().for_each(|item| collect(item, strings)),
+        Value::Object(members) => members.iter().for_each(|(key, item)| {
+            strings.push(key.clone());
+            collect(item, strings);
+        }),
         _ => {}
     }
 }
@@ -165,8 +168,56 @@ fn redact_in(value: &mut Value, count: &mut usize) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|item| redact_in(item, count)),
-        Value::Object(members) => members.values_mut().for_each(|item| redact_in(item, count)),
+        Value::Object(members) => {
+            // A key can be a secret too (`{"ghp_…": 1}`): the object is rebuilt only then.
+            if members.keys().any(|key| redact_credentials(key).is_some()) {
+                *members = std::mem::take(members)
+                    .into_iter()
+                    .map(|(key, value)| match redact_credentials(&key) {
+                        Some(redacted) => {
+                            *count += 1;
+                            (redacted, value)
+                        }
+                        None => (key, value),
+                    })
+                    .collect();
+            }
+            for (key, item) in members.iter_mut() {
+                match item {
+                    Value::String(text) if secret_member(key, text) => {
+                        *count += 1;
+                        *text = crate::redact::REDACTED.to_owned();
+                    }
+                    _ => redact_in(item, count),
+                }
+            }
+        }
         _ => {}
+    }
+}
+
+/// A member whose name says it holds a secret (`"api_key"`) and whose value reads as
+/// one: what `DB_PASSWORD=…` is in text.
+fn secret_member(key: &str, value: &str) -> bool {
+    value != crate::redact::REDACTED && names_secret(key) && is_literal_secret(value)
+}
+
+/// How many secrets [`redact_in`] would replace, changing nothing (`results = "flag"`).
+fn count_secrets(value: &Value) -> usize {
+    match value {
+        Value::String(text) => usize::from(redact_credentials(text).is_some()),
+        Value::Array(items) => items.iter().map(count_secrets).sum(),
+        Value::Object(members) => members
+            .iter()
+            .map(|(key, item)| {
+                usize::from(redact_credentials(key).is_some())
+                    + match item {
+                        Value::String(text) if secret_member(key, text) => 1,
+                        _ => count_secrets(item),
+                    }
+            })
+            .sum(),
+        _ => 0,
     }
 }
 
@@ -227,6 +278,24 @@ mod tests {
         assert_eq!(outcome.redacted, 2);
         let flagged = inspect(&text, ResultsGuard::Flag).unwrap();
         assert!(flagged.result.is_none() && flagged.redacted == 2);
+    }
+
+    #[test]
+    fn secret_keys_and_secret_literals_under_secret_names_are_redacted_too() {
+        let text = json!({"content": [{"type": "text", "text": "DB_PASSWORD=s3cr3tvalue\npassword = input()"}],
+                          "structuredContent": {"ghp_abcdefghijklmnopqrstuvwxyz0123456789": 1, "api_key": "abc123def456",
+                                                "token": "response", "max_tokens": 1024}})
+        .to_string();
+        let outcome = inspect(&text, ResultsGuard::Redact).unwrap();
+        let result = outcome.result.unwrap();
+        assert_eq!(result["content"][0]["text"], "DB_PASSWORD=[REDACTED]\npassword = input()");
+        assert_eq!(
+            result["structuredContent"],
+            json!({"[REDACTED]": 1, "api_key": "[REDACTED]", "token": "response", "max_tokens": 1024})
+        );
+        assert_eq!(outcome.redacted, 3);
+        assert_eq!(inspect(&text, ResultsGuard::Flag).unwrap().redacted, 3);
+        assert!(may_need_reading(&text));
     }
 
     #[test]
