@@ -52,6 +52,12 @@ async def record_session(tmp_path):
             written = await client.call_tool("write_file", {"path": str(root / "docs" / "b.txt"), "content": "beta"})
             assert not written.is_error
             await client.call_tool("read_text_file", {"path": str(root / "docs" / "b.txt")})
+            # Two calls the guards decide, not the rules: a write to the policy
+            # (self-protection) and one carrying a credential (the arguments guard asks,
+            # and this client cannot be asked).
+            for arguments in [{"path": str(policy), "content": "[defaults]\naction = \"allow\"\n"},
+                              {"path": str(root / "docs" / "c.txt"), "content": "AKIAIOSFODNN7EXAMPLE"}]:
+                assert (await client.call_tool("write_file", arguments)).is_error
     return audit, root
 
 
@@ -65,7 +71,8 @@ def replay(tmp_path, audit, policy_text: str, *extra: str) -> subprocess.Complet
 
 async def test_a_stricter_policy_lists_the_calls_it_would_deny(tmp_path):
     audit, root = await record_session(tmp_path)
-    recorded = [e for e in read_audit(audit) if e.get("method") == "tools/call" and e.get("kind") == "request"]
+    recorded = [e for e in read_audit(audit) if e.get("method") == "tools/call" and e.get("kind") == "request"
+                and e.get("rule") not in ("self-protection", "secrets-in-arguments")]
     assert len(recorded) == 4 and all(e["decision"] == "audit" for e in recorded)
     # The server's list said what each tool does: the trail holds it with the call.
     assert {e["tool"]: e["annotations"].get("readOnlyHint") for e in recorded} == {
@@ -106,6 +113,8 @@ method = "**"
 
 async def test_the_same_policy_changes_nothing_and_exits_0(tmp_path):
     audit, _ = await record_session(tmp_path)
+    guarded = [e for e in read_audit(audit) if e.get("rule") in ("self-protection", "secrets-in-arguments")]
+    assert {e["rule"] for e in guarded} == {"self-protection", "secrets-in-arguments"}, guarded
     out = replay(tmp_path, audit, RECORDING)
     assert out.returncode == 0, out
     assert "would change" in out.stdout and ": 0 would change" in out.stdout, out.stdout

@@ -35,6 +35,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
+pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
 pub use pinning::scan_settings;
 
 use compact_str::CompactString;

@@ -19,6 +19,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
+use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
+use clawai_proxy::self_protection;
 use serde_json::{Value, json};
 
 use crate::ExitCode;
@@ -136,18 +138,41 @@ fn replay(policy: &Policy, event: Value, session: &Session) -> Replayed {
         .with_annotations(recorded_annotations);
     // Each call at the time it was made, in its session: rate windows as they were.
     let at = recorded_at(&event).map_or(Duration::ZERO, |t| Duration::from_millis(t.as_millisecond().max(0) as u64));
+    let recorded_rule = event.get("rule").and_then(Value::as_str);
+    let recorded = event["decision"].as_str().unwrap_or_default().to_owned();
+    // Self-protection refuses before any rule is asked, whatever the policy: the call is
+    // refused again, and (as in the proxy) counted by no rate.
+    if recorded_rule == Some(self_protection::RULE_ID) {
+        return Replayed {
+            recorded,
+            decided: Action::Deny,
+            rule: recorded_rule.map(str::to_owned),
+            unfaithful: None,
+            event,
+        };
+    }
     let decision = policy.decide_at(&call, session, at);
     let considered = decision.rule.map_or(policy.rules().len(), |(index, _)| index + 1);
     let reads_arguments = policy.rules()[..considered].iter().any(|rule| rule.reads_arguments());
-    let unfaithful = if reads_arguments && event.get("arguments").is_some_and(holds_redacted) {
+    let redacted = event.get("arguments").is_some_and(holds_redacted);
+    // A call the arguments guard decided carried a credential: the candidate's
+    // `secrets_in_arguments` decides it as the proxy would.
+    let carried_credential = recorded_rule == Some(SECRETS_IN_ARGUMENTS);
+    let decision = if carried_credential { decided_with_credential(policy, &call, decision) } else { decision };
+    let unfaithful = if reads_arguments && redacted {
         Some("a rule reads the arguments, and the trail holds a value redacted")
+    } else if redacted
+        && !carried_credential
+        && decided_with_credential(policy, &call, decision).action != decision.action
+    {
+        Some("the trail holds a value redacted, which may be a credential the arguments guard decides on")
     } else if method == "tools/call" && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
         Some("the decision turns on the tool's annotations, which the trail does not hold")
     } else {
         None
     };
     Replayed {
-        recorded: event["decision"].as_str().unwrap_or_default().to_owned(),
+        recorded,
         decided: decision.action,
         rule: decision.rule.map(|(index, rule)| rule.id.clone().unwrap_or_else(|| rule.label(index))),
         unfaithful,
@@ -265,6 +290,35 @@ mod tests {
     fn call_event(tool: &str, arguments: Value, decision: &str) -> Value {
         json!({"time": "2026-11-25T10:00:00Z", "server": "fs", "kind": "request", "method": "tools/call",
                "direction": "client->server", "tool": tool, "arguments": arguments, "decision": decision})
+    }
+
+    #[test]
+    fn calls_the_guards_decided_are_decided_as_the_guards_would() {
+        let allow = policy("[defaults]\naction = \"allow\"\n");
+        // Self-protection refuses whatever the policy says.
+        let mut protected = call_event("write_file", json!({"path": "/home/u/.cursor/mcp.json"}), "deny");
+        protected["rule"] = json!("self-protection");
+        let replayed = replay_alone(&allow, protected);
+        assert_eq!((replayed.decided, replayed.rule.as_deref()), (Action::Deny, Some("self-protection")));
+        // A call the arguments guard decided carried a credential: the candidate's
+        // `secrets_in_arguments` decides it, unless its rules are stricter.
+        let mut carried = call_event("send", json!({"body": "key [REDACTED]"}), "prompt");
+        carried["rule"] = json!("secrets-in-arguments");
+        let replayed = replay_alone(&allow, carried.clone());
+        assert_eq!((replayed.decided, replayed.rule.as_deref()), (Action::Prompt, Some("secrets-in-arguments")));
+        let deny_secrets = policy("[guards]\nsecrets_in_arguments = \"deny\"\n\n[defaults]\naction = \"allow\"\n");
+        assert_eq!(replay_alone(&deny_secrets, carried.clone()).decided, Action::Deny);
+        let no_send = policy(
+            "[[rule]]\nid = \"no-send\"\naction = \"deny\"\ntool = \"send\"\n\n[defaults]\naction = \"allow\"\n",
+        );
+        let replayed = replay_alone(&no_send, carried);
+        assert_eq!((replayed.decided, replayed.rule.as_deref()), (Action::Deny, Some("no-send")));
+        // A redacted value the rules decided on may have been a credential: a candidate
+        // that lets it through cannot say what the guard would have done.
+        let denied = call_event("send", json!({"body": "key [REDACTED]"}), "deny");
+        let replayed = replay_alone(&allow, denied);
+        assert_eq!(replayed.decided, Action::Allow);
+        assert!(replayed.unfaithful.is_some_and(|why| why.contains("arguments guard")));
     }
 
     #[test]

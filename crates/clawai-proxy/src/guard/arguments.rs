@@ -32,23 +32,43 @@ pub(super) fn secrets_stage<'p>(
     call: &Call<'_>,
     decision: Decision<'p>,
 ) -> (Decision<'p>, Option<&'static str>) {
-    let wanted = policy.guards().secrets_in_arguments;
+    if !applies(policy, call, &decision) {
+        return (decision, None);
+    }
+    match call.arguments.and_then(credential_in) {
+        Some(kind) => (stage_decision(policy, call), Some(kind)),
+        None => (decision, None),
+    }
+}
+
+/// The decision of a call known to carry a credential: the rules' `decision`, or what
+/// `[guards] secrets_in_arguments` says when that is stricter. `clawai policy replay`
+/// decides with it a recorded call the stage decided (the trail holds the credential
+/// redacted, so it cannot be found again).
+pub fn decided_with_credential<'p>(policy: &Policy, call: &Call<'_>, decision: Decision<'p>) -> Decision<'p> {
+    if applies(policy, call, &decision) { stage_decision(policy, call) } else { decision }
+}
+
+/// Whether the stage can change `decision`: a call of a method with arguments, and a
+/// `secrets_in_arguments` stricter than what the rules decided.
+fn applies(policy: &Policy, call: &Call<'_>, decision: &Decision<'_>) -> bool {
     let stricter = |action: Action| match action {
         Action::Deny => 3,
         Action::Prompt => 2,
         Action::Audit => 1,
         Action::Allow => 0,
     };
-    if !matches!(call.method, "tools/call" | "prompts/get") || stricter(wanted) <= stricter(decision.action) {
-        return (decision, None);
-    }
-    let Some(kind) = call.arguments.and_then(credential_in) else { return (decision, None) };
-    let stage = &STAGE[match wanted {
+    matches!(call.method, "tools/call" | "prompts/get")
+        && stricter(policy.guards().secrets_in_arguments) > stricter(decision.action)
+}
+
+fn stage_decision<'p>(policy: &Policy, call: &Call<'_>) -> Decision<'p> {
+    let stage = &STAGE[match policy.guards().secrets_in_arguments {
         Action::Deny => 0,
         Action::Prompt => 1,
         _ => 2,
     }];
-    (stage.decide(call), Some(kind))
+    stage.decide(call)
 }
 
 #[cfg(test)]
