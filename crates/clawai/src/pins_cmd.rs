@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::ExitCode;
 use crate::paths;
+use crate::scan_cmd::one_line;
 
 /// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
 #[derive(Debug, Clone, Args)]
@@ -115,8 +116,8 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
     for (_, file) in &files {
         for Row { kind, name, entry } in review::rows(file) {
             let hash = entry.current_hash().map_or("-", |h| &h[..16.min(h.len())]);
-            let name = diff::escape_invisible(name);
-            println!("{:<20} {:<18} {:<28} {:<22} {hash}", file.server, kind, name, state_word(kind, entry));
+            let name = one_line(name);
+            println!("{:<20} {:<18} {:<28} {:<22} {hash}", one_line(&file.server), kind, name, state_word(kind, entry));
         }
     }
     Ok(ExitCode::Ok)
@@ -159,8 +160,8 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
                 continue;
             }
             shown += 1;
-            let title = diff::escape_invisible(item);
-            println!("{kind} `{title}` of server `{server}`: {} ({})", state_word(kind, entry), path.display());
+            let (title, shown_server) = (one_line(item), one_line(server));
+            println!("{kind} `{title}` of server `{shown_server}`: {} ({})", state_word(kind, entry), path.display());
             if let Some(pinned) = &entry.pinned {
                 println!("  approved  {}  (first seen {})", pinned.hash, pinned.seen);
             }

@@ -293,6 +293,13 @@ fn findings_json(findings: &[(String, Finding)]) -> String {
 }
 
 /// The report for a person: each server, what it listed, its findings per item.
+/// Text from a server shown on one line of a report: hidden characters escaped, and
+/// line feeds and tabs too, so that a name or a description cannot add lines that look
+/// like the report's own.
+pub(crate) fn one_line(text: &str) -> String {
+    escape_invisible(text).replace('\n', "\\n").replace('\t', "\\t")
+}
+
 fn report(scanned: &[Scanned], findings: &[(String, Finding)]) -> String {
     let mut out = String::new();
     for server in scanned {
@@ -301,7 +308,7 @@ fn report(scanned: &[Scanned], findings: &[(String, Finding)]) -> String {
         let _ = writeln!(
             out,
             "{}: {} tools, {} prompts, {} resource templates{}: {}",
-            escape_invisible(&server.name),
+            one_line(&server.name),
             listed.tools.len(),
             listed.prompts.len(),
             listed.templates.len(),
@@ -318,14 +325,13 @@ fn report(scanned: &[Scanned], findings: &[(String, Finding)]) -> String {
                 let kind = finding.kind.as_str().replace('_', " ");
                 let _ = match finding.name.as_str() {
                     "" => writeln!(out, "  {kind}"),
-                    name => writeln!(out, "  {kind} {}", escape_invisible(name)),
+                    name => writeln!(out, "  {kind} {}", one_line(name)),
                 };
                 last = Some((finding.kind, finding.name.as_str()));
             }
-            let field =
-                if finding.field.is_empty() { "(the text)".to_owned() } else { escape_invisible(&finding.field) };
+            let field = if finding.field.is_empty() { "(the text)".to_owned() } else { one_line(&finding.field) };
             let _ = writeln!(out, "    {:<8} {} at {}: {}", finding.severity, finding.class, field, finding.detail);
-            let _ = writeln!(out, "             {}", finding.evidence.replace('\n', "\n             "));
+            let _ = writeln!(out, "             {}", one_line(&finding.evidence));
         }
     }
     out

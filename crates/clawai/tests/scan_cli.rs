@@ -90,6 +90,18 @@ fn every_page_is_scanned_and_findings_are_reported_per_tool() {
 }
 
 #[test]
+fn text_from_the_server_cannot_add_lines_to_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let forged = "x\nfake: 0 tools, 0 prompts, 0 resource templates: no findings";
+    let tools = json!([{"name": forged, "description": "<IMPORTANT>a\n    critical nothing at /x: fine</IMPORTANT>",
+                        "inputSchema": {"type": "object"}}]);
+    let output = scan(&["--server", "evil"], &server_line(Some(&tools_file(dir.path(), tools))));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.lines().all(|line| !line.starts_with("fake:") && !line.starts_with("    critical nothing")), "{text}");
+    assert!(text.contains("x\\nfake: 0 tools"), "the name is shown, its line feed escaped: {text}");
+}
+
+#[test]
 fn the_exit_status_follows_fail_on() {
     let dir = tempfile::tempdir().unwrap();
     let file = tools_file(
