@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, onJsonLines, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -25,43 +25,16 @@ const here = dirname(fileURLToPath(import.meta.url));
 function proxyConnection(socketPath) {
   const socket = createConnection(socketPath);
   cleanups.push(() => socket.destroy());
-  const lines = [];
-  const waiters = [];
-  let buffer = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk) => {
-    buffer += chunk;
-    let at;
-    while ((at = buffer.indexOf('\n')) >= 0) {
-      const line = JSON.parse(buffer.slice(0, at));
-      buffer = buffer.slice(at + 1);
-      const waiter = waiters.shift();
-      if (waiter) waiter(line); else lines.push(line);
-    }
-  });
-  return {
-    send: (object) => socket.write(JSON.stringify(object) + '\n'),
-    next: (what) => withTimeout(new Promise((r) => (lines.length ? r(lines.shift()) : waiters.push(r))), 15000, what),
-  };
+  return { send: (object) => socket.write(JSON.stringify(object) + '\n'), next: jsonLines(socket).next };
 }
 
 // Reads JSON lines from a stream: next(what) resolves with the next line's object.
 function jsonLines(stream) {
   const lines = [];
   const waiters = [];
-  let buffer = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk) => {
-    buffer += chunk;
-    let at;
-    while ((at = buffer.indexOf('\n')) >= 0) {
-      const text = buffer.slice(0, at).trim();
-      buffer = buffer.slice(at + 1);
-      if (!text) continue;
-      const line = JSON.parse(text);
-      const waiter = waiters.shift();
-      if (waiter) waiter(line); else lines.push(line);
-    }
+  onJsonLines(stream, (line) => {
+    const waiter = waiters.shift();
+    if (waiter) waiter(line); else lines.push(line);
   });
   return { next: (what, ms = 15000) => withTimeout(new Promise((r) => (lines.length ? r(lines.shift()) : waiters.push(r))), ms, what) };
 }

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, onJsonLines, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -31,20 +31,10 @@ async function runProxy(home, audit, calls) {
     'python3', resolve(here, '../e2e/servers/scripted_server.py')], { env: homeEnv(home), stdio: ['pipe', 'pipe', 'inherit'] });
   cleanups.unshift(() => proxy.kill('SIGTERM'));
   const answered = new Set();
-  let buffer = '';
   const done = new Promise((resolveDone) => {
-    proxy.stdout.setEncoding('utf8');
-    proxy.stdout.on('data', (chunk) => {
-      buffer += chunk;
-      let at;
-      while ((at = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, at).trim();
-        buffer = buffer.slice(at + 1);
-        if (!line) continue;
-        const message = JSON.parse(line);
-        if (message.id !== undefined) answered.add(message.id);
-        if (calls.every((_, i) => answered.has(`call-${i}`))) resolveDone();
-      }
+    onJsonLines(proxy.stdout, (message) => {
+      if (message.id !== undefined) answered.add(message.id);
+      if (calls.every((_, i) => answered.has(`call-${i}`))) resolveDone();
     });
   });
   const send = (object) => proxy.stdin.write(JSON.stringify(object) + '\n');

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 
-import { check, cleanups, clawai, homeEnv, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
+import { check, cleanups, clawai, homeEnv, onJsonLines, openBrowser, results, run, startUi, withTimeout } from './support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -40,22 +40,12 @@ function startProxy(home, toolsFile) {
   cleanups.unshift(() => proxy.kill('SIGTERM'));
   const waiting = new Map();
   const notes = [];
-  let buffer = '';
   let next = 0;
-  proxy.stdout.setEncoding('utf8');
-  proxy.stdout.on('data', (chunk) => {
-    buffer += chunk;
-    let at;
-    while ((at = buffer.indexOf('\n')) >= 0) {
-      const line = buffer.slice(0, at).trim();
-      buffer = buffer.slice(at + 1);
-      if (!line) continue;
-      const message = JSON.parse(line);
-      if (message.method && message.id === undefined) notes.push(message.method);
-      else if (message.id !== undefined && waiting.has(message.id)) {
-        waiting.get(message.id)(message);
-        waiting.delete(message.id);
-      }
+  onJsonLines(proxy.stdout, (message) => {
+    if (message.method && message.id === undefined) notes.push(message.method);
+    else if (message.id !== undefined && waiting.has(message.id)) {
+      waiting.get(message.id)(message);
+      waiting.delete(message.id);
     }
   });
   const send = (object) => proxy.stdin.write(JSON.stringify(object) + '\n');

@@ -31,6 +31,22 @@ export function check(name, ok, detail = '') {
 }
 
 /** `promise`, or an error naming `what` after `ms` milliseconds. */
+// Calls `handler` with each JSON line `stream` sends (a proxy's stdout, the broker's
+// socket), parsed; blank lines are skipped.
+export function onJsonLines(stream, handler) {
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    buffer += chunk;
+    let at;
+    while ((at = buffer.indexOf('\n')) >= 0) {
+      const text = buffer.slice(0, at).trim();
+      buffer = buffer.slice(at + 1);
+      if (text) handler(JSON.parse(text));
+    }
+  });
+}
+
 export function withTimeout(promise, ms, what) {
   let timer;
   return Promise.race([
