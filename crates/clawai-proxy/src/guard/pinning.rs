@@ -120,9 +120,6 @@ impl Guard {
         params: Option<&serde_json::Value>,
         size: usize,
     ) -> Option<Verdict> {
-        if !matches!(method, "resources/subscribe" | "completion/complete") {
-            return None;
-        }
         let pins = self.pins()?;
         fn text(value: Option<&serde_json::Value>) -> Option<&str> {
             value.and_then(serde_json::Value::as_str)
@@ -132,7 +129,7 @@ impl Guard {
                 let (template, refusal) = pins.tracker.resource_refusal(text(params?.get("uri"))?)?;
                 (Kind::ResourceTemplate, template, refusal)
             }
-            _ => {
+            "completion/complete" => {
                 let reference = params?.get("ref")?;
                 match text(reference.get("type"))? {
                     "ref/prompt" => {
@@ -148,6 +145,7 @@ impl Guard {
                     _ => return None,
                 }
             }
+            _ => return None,
         };
         let why = pins.tracker.refusal_text(kind, &name, &refusal);
         Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))

@@ -131,7 +131,8 @@ fn may_need_reading(text: &str) -> bool {
     suspicious || redact_credentials(text).is_some()
 }
 
-/// Reads a result: its strings scanned, its secrets redacted (not with `Flag`).
+/// Reads a result: its strings scanned, its secrets counted and redacted (the redacted
+/// copy is returned except with `Flag`).
 fn inspect(text: &str, mode: ResultsGuard) -> Option<Outcome> {
     let mut value: Value = serde_json::from_str(text).ok()?;
     let mut strings = Vec::new();
@@ -139,11 +140,9 @@ fn inspect(text: &str, mode: ResultsGuard) -> Option<Outcome> {
     let joined = strings.join("\n\n");
     let findings = SCANNER.scan_text(&joined);
     let mut redacted = 0;
-    if mode == ResultsGuard::Flag {
-        redacted = count_secrets(&value);
-    } else {
-        redact_in(&mut value, &mut redacted);
-    }
+    // Redacted and counted in any mode; with `Flag` the redacted copy is dropped and the
+    // result passes as it came.
+    redact_in(&mut value, &mut redacted);
     Some(Outcome { result: (redacted > 0 && mode != ResultsGuard::Flag).then_some(value), redacted, findings })
 }
 
@@ -199,26 +198,7 @@ fn redact_in(value: &mut Value, count: &mut usize) {
 /// A member whose name says it holds a secret (`"api_key"`) and whose value reads as
 /// one: what `DB_PASSWORD=…` is in text.
 fn secret_member(key: &str, value: &str) -> bool {
-    value != crate::redact::REDACTED && names_secret(key) && is_literal_secret(value)
-}
-
-/// How many secrets [`redact_in`] would replace, changing nothing (`results = "flag"`).
-fn count_secrets(value: &Value) -> usize {
-    match value {
-        Value::String(text) => usize::from(redact_credentials(text).is_some()),
-        Value::Array(items) => items.iter().map(count_secrets).sum(),
-        Value::Object(members) => members
-            .iter()
-            .map(|(key, item)| {
-                usize::from(redact_credentials(key).is_some())
-                    + match item {
-                        Value::String(text) if secret_member(key, text) => 1,
-                        _ => count_secrets(item),
-                    }
-            })
-            .sum(),
-        _ => 0,
-    }
+    names_secret(key) && is_literal_secret(value)
 }
 
 fn error_message(id: &RawValue, code: i64, message: &str) -> Vec<u8> {
