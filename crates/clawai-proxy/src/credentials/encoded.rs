@@ -91,11 +91,11 @@ fn decoded_credential(run: &str) -> Option<&'static str> {
     if !may_encode_shape(run) {
         return None;
     }
-    let url_safe_only = run.bytes().any(|b| matches!(b, b'-' | b'_'));
-    let standard_only = run.bytes().any(|b| matches!(b, b'+' | b'/'));
-    let standard =
-        (standard_only || !url_safe_only).then(|| run.split(['-', '_']).map(|part| (part, &LENIENT_STANDARD)));
-    let url_safe = url_safe_only.then(|| run.split(['+', '/']).map(|part| (part, &LENIENT_URL_SAFE)));
+    let has_url_safe_chars = run.bytes().any(|b| matches!(b, b'-' | b'_'));
+    let has_standard_chars = run.bytes().any(|b| matches!(b, b'+' | b'/'));
+    let standard = (has_standard_chars || !has_url_safe_chars)
+        .then(|| run.split(['-', '_']).map(|part| (part, &LENIENT_STANDARD)));
+    let url_safe = has_url_safe_chars.then(|| run.split(['+', '/']).map(|part| (part, &LENIENT_URL_SAFE)));
     let parts = standard.into_iter().flatten().chain(url_safe.into_iter().flatten());
     parts.filter(|(part, _)| part.len() >= BASE64_RUN && may_encode_shape(part)).find_map(|(part, engine)| {
         (0..4).find_map(|offset| {
