@@ -44,6 +44,9 @@ pub struct Compared {
     pub seen: Seen,
     /// For a quarantined item, its worst finding.
     pub finding: Option<Flag>,
+    /// This listing changed what the store records of it (a first sight, a new live
+    /// version, a hold that began): for a held item, the moment it was held.
+    pub fresh: bool,
 }
 
 /// What `clawai pins approve` did.
@@ -152,7 +155,7 @@ impl PinFile {
         for item in items {
             let hash = view_digest(kind, item);
             let Some(name) = item_name(kind, item) else {
-                out.push(Compared { name: String::new(), hash, seen: Seen::Unnamed, finding: None });
+                out.push(Compared { name: String::new(), hash, seen: Seen::Unnamed, finding: None, fresh: false });
                 continue;
             };
             // The view is copied, and the item scanned, only when a new version is recorded.
@@ -177,7 +180,7 @@ impl PinFile {
             changed |= wrote;
             let finding =
                 known.get(name).and_then(Entry::quarantined_by).filter(|_| seen == Seen::Quarantined).cloned();
-            out.push(Compared { name: name.to_owned(), hash, seen, finding });
+            out.push(Compared { name: name.to_owned(), hash, seen, finding, fresh: wrote });
         }
         (out, changed)
     }

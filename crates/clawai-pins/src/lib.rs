@@ -27,6 +27,7 @@ pub mod diff;
 pub mod identity;
 pub mod review;
 mod screen;
+mod shadowing;
 pub mod store;
 pub mod template;
 mod tracker;

@@ -16,6 +16,7 @@ use crate::canonical::Kind;
 use crate::compare::Compared;
 use crate::identity::Identity;
 use crate::screen::{Flag, ScanSettings, Screen};
+use crate::shadowing;
 use crate::store::{self, Entry, PinFile};
 
 /// What a list result became.
@@ -227,17 +228,21 @@ impl Tracker {
         let walk = inner.walks.entry(kind).or_default();
         walk.extend(compared.iter().map(|c| c.name.clone()));
         let mut removed = Vec::new();
+        let mut first_complete = false;
         if last_page {
+            first_complete = !inner.file.was_listed(kind);
             let listed = inner.walks.remove(&kind);
             let (gone, more) = inner.file.finish_listing(kind, listed.as_ref());
             removed = gone;
             changed |= more;
         }
+        changed |= self.after_observing(&mut inner, kind, &compared, first_complete, scan);
         let blocked = inner.file.blocked();
         if changed {
             self.save(&mut inner);
         }
         drop(inner);
+        self.screen_others(kind, &compared, scan);
         let held = compared.iter().any(|c| c.seen.is_held());
         let result = if blocked {
             members.insert(member.to_owned(), Value::Array(Vec::new()));
@@ -268,12 +273,15 @@ impl Tracker {
         };
         let listed: BTreeSet<String> = compared.iter().map(|c| c.name.clone()).collect();
         inner.walks.remove(&kind);
+        let first_complete = !inner.file.was_listed(kind);
         changed |= inner.file.finish_listing(kind, Some(&listed)).1;
+        changed |= self.after_observing(&mut inner, kind, &compared, first_complete, scan);
         let blocked = inner.file.blocked();
         if changed {
             self.save(&mut inner);
         }
         drop(inner);
+        self.screen_others(kind, &compared, scan);
         if blocked {
             items.clear();
         } else {
@@ -293,12 +301,20 @@ impl Tracker {
         let instructions = members.get("instructions").and_then(Value::as_str);
         self.refresh();
         let mut inner = self.inner();
-        let (seen, changed) = {
+        let (seen, changed) = if inner.file.was_listed(Kind::Tool) {
             let names = self.other_servers_tools();
             inner.file.observe_instructions(instructions, &Screen::new(scan, names))
+        } else {
+            // They name the server's own tools, not known yet: the cross-server check
+            // waits for its first complete tool list (`shadowing::judge_instructions`).
+            inner.file.observe_instructions(instructions, &Screen::alone(scan))
         };
         if changed {
             self.save(&mut inner);
+        }
+        if seen.is_held() && changed {
+            let finding = inner.file.instructions.as_ref().and_then(Entry::quarantined_by).cloned();
+            self.log_held("instructions", "instructions", finding.as_ref());
         }
         drop(inner);
         if seen.is_held() && members.remove("instructions").is_some() {
@@ -309,8 +325,8 @@ impl Tracker {
 
     /// Whether a call to the item `name` of `kind` is refused: the server is blocked,
     /// or the item is held. A name no list showed is left to the server to answer (as
-    /// an unknown name: conformance suites check how). The store file is re-read first, so an approval counts from
-    /// the next call.
+    /// an unknown name: conformance suites check how). The store file is re-read first
+    /// when someone else wrote it, so an approval, or a hold, counts from the next call.
     pub fn refusal(&self, kind: Kind, name: &str) -> Option<Refusal> {
         let check = |file: &PinFile| {
             if file.blocked() {
@@ -324,7 +340,8 @@ impl Tracker {
                 None => Refusal::Held,
             })
         };
-        check(&self.inner().file)?;
+        // Re-read first: an approval releases from the next call, and a hold another
+        // server's first listing wrote here (`shadowing::quarantine_others`) holds from it.
         self.refresh();
         check(&self.inner().file)
     }
@@ -388,6 +405,91 @@ impl Tracker {
                 found(finding)
             ),
         }
+    }
+
+    /// What follows a comparison of one list, under the lock: each item held by it is
+    /// logged (once: at the listing that held it), and after the server's first complete
+    /// tool list its instructions are judged for other servers' tool names. Returns
+    /// whether the store changed.
+    fn after_observing(
+        &self,
+        inner: &mut Inner,
+        kind: Kind,
+        compared: &[Compared],
+        first_complete: bool,
+        scan: ScanSettings,
+    ) -> bool {
+        for held in compared.iter().filter(|c| c.fresh && c.seen.is_held()) {
+            let what = match held.seen {
+                crate::Seen::Changed => "changed since it was approved",
+                crate::Seen::Added => "added after the first listing",
+                crate::Seen::Unnamed => "an item without a name",
+                _ => "quarantined by the scan",
+            };
+            let name = if held.name.is_empty() { "(no name)" } else { held.name.as_str() };
+            self.log_held_as(shadowing::kind_word(Some(kind)), name, what, held.finding.as_ref());
+        }
+        if !(first_complete && kind == Kind::Tool) {
+            return false;
+        }
+        let names = crate::screen::other_servers_tool_names(&self.path, &self.identity.server);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        match shadowing::judge_instructions(&mut inner.file, &names, scan) {
+            Some(finding) => {
+                self.log_held("instructions", "instructions", Some(&finding));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// After a list is recorded: the tools it shows for the first time are looked for
+    /// in the other servers' pins (see [`shadowing::quarantine_others`]).
+    fn screen_others(&self, kind: Kind, compared: &[Compared], scan: ScanSettings) {
+        if kind != Kind::Tool {
+            return;
+        }
+        let new: BTreeSet<String> = compared
+            .iter()
+            .filter(|c| {
+                c.fresh && matches!(c.seen, crate::Seen::FirstSight | crate::Seen::Added | crate::Seen::Quarantined)
+            })
+            .map(|c| c.name.clone())
+            .filter(|name| !name.is_empty())
+            .collect();
+        for (server, what, name, finding) in shadowing::quarantine_others(&self.path, self.server(), &new, scan) {
+            let review = if what == "instructions" {
+                String::new()
+            } else {
+                format!(" {}", clawai_scan::escape_invisible(&name))
+            };
+            tracing::warn!(
+                "clawai holds {what} `{}` of server `{server}`: it directs the model at a tool of server `{}`: {}; \
+                 review with `clawai pins diff {server}{review}`",
+                clawai_scan::escape_invisible(&name),
+                self.server(),
+                found(&finding),
+            );
+        }
+    }
+
+    fn log_held(&self, what: &str, name: &str, finding: Option<&Flag>) {
+        let why = if finding.is_some() { "quarantined by the scan" } else { "changed since they were approved" };
+        self.log_held_as(what, name, why, finding);
+    }
+
+    /// One warning, at the moment something is held: what, why, and the commands that
+    /// review and approve it.
+    fn log_held_as(&self, what: &str, name: &str, why: &str, finding: Option<&Flag>) {
+        let server = self.server();
+        let name = clawai_scan::escape_invisible(name);
+        let found = finding.map(|f| format!(": {}", found(f))).unwrap_or_default();
+        let target = if what == "instructions" { String::new() } else { format!(" {name}") };
+        tracing::warn!(
+            "clawai holds {what}{} of server `{server}`, {why}{found}; review with `clawai pins diff {server}{target}`, \
+             approve with `clawai pins approve {server} {name} --hash HASH`",
+            if what == "instructions" { String::new() } else { format!(" `{name}`") },
+        );
     }
 
     /// A scanner that knows the tool names of the other servers pinned in the same

@@ -27,6 +27,12 @@ impl ToolAnnotations {
         self.read_only_hint.unwrap_or(false)
     }
 
+    /// True when the server said anything of what the tool does (`readOnlyHint` or
+    /// `destructiveHint`): only then do the defaults not stand in for it.
+    pub fn is_annotated(&self) -> bool {
+        self.read_only_hint.is_some() || self.destructive_hint.is_some()
+    }
+
     /// Destructive as the specification defines it: not read-only, and
     /// `destructiveHint` true or absent.
     pub fn is_destructive(&self) -> bool {

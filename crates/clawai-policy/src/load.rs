@@ -185,6 +185,7 @@ struct RawRule {
     detector: Option<Spanned<String>>,
     destructive: Option<bool>,
     read_only: Option<bool>,
+    annotated: Option<bool>,
     rate: Option<Spanned<String>>,
     taint: Option<Spanned<OneOrMany>>,
     tainted: Option<Spanned<OneOrMany>>,
@@ -433,6 +434,7 @@ fn compile_entry(raw: RawRule, start: usize, line: usize, approval: Option<()>, 
         detector,
         destructive: raw.destructive,
         read_only: raw.read_only,
+        annotated: raw.annotated,
         rate,
         taint,
         tainted,
@@ -474,6 +476,7 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
         raw.operation.is_some().then_some("operation"),
         raw.destructive.is_some().then_some("destructive"),
         raw.read_only.is_some().then_some("read_only"),
+        raw.annotated.is_some().then_some("annotated"),
     ]
     .into_iter()
     .flatten()

@@ -192,6 +192,8 @@ pub struct Rule {
     pub(crate) detector: Detector,
     pub(crate) destructive: Option<bool>,
     pub(crate) read_only: Option<bool>,
+    /// `annotated`: whether the server declared `readOnlyHint` or `destructiveHint`.
+    pub(crate) annotated: Option<bool>,
     /// `rate`: the rule matches only once its other conditions matched more often than
     /// this in the session's window (see [`crate::session`]).
     pub(crate) rate: Option<Rate>,
@@ -225,6 +227,8 @@ pub enum Miss {
     Destructive(bool),
     /// The `read_only` condition (the tool's effective value).
     ReadOnly(bool),
+    /// The `annotated` condition (whether the server annotated the tool).
+    Annotated(bool),
     /// The `tainted` condition: the session carries none of these labels.
     NotTainted(Vec<String>),
     /// The `rate` condition: this call is the `count`-th match in the window, within
@@ -256,6 +260,7 @@ impl Rule {
             && self.operations.is_empty()
             && self.destructive.is_none()
             && self.read_only.is_none()
+            && self.annotated.is_none()
             && !self.depends_on_session()
     }
 
@@ -297,6 +302,9 @@ impl Rule {
         }
         if let Some(r) = self.read_only {
             parts.push(format!("read_only = {r}"));
+        }
+        if let Some(a) = self.annotated {
+            parts.push(format!("annotated = {a}"));
         }
         if !self.tainted.is_empty() {
             parts.push(format!("only in a session tainted {}", quoted(&self.tainted)));
@@ -395,6 +403,11 @@ impl Rule {
             && annotations.is_read_only() != want
         {
             return Err(Miss::ReadOnly(annotations.is_read_only()));
+        }
+        if let Some(want) = self.annotated
+            && annotations.is_annotated() != want
+        {
+            return Err(Miss::Annotated(annotations.is_annotated()));
         }
         Ok(())
     }
@@ -560,6 +573,13 @@ impl fmt::Display for Miss {
                 write!(f, "tool is {}destructive", if *v { "" } else { "not " })
             }
             Miss::ReadOnly(v) => write!(f, "tool is {}read-only", if *v { "" } else { "not " }),
+            Miss::Annotated(v) => {
+                write!(
+                    f,
+                    "the server {} whether the tool is read-only or destructive",
+                    if *v { "says" } else { "does not say" }
+                )
+            }
             Miss::NotTainted(labels) => write!(f, "the session is not tainted {}", quoted(labels)),
             Miss::WithinRate { count, rate } => {
                 write!(f, "call {count} of the {rate} the rule lets by (its other conditions match)")

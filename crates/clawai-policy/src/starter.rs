@@ -44,9 +44,11 @@ follow_links = true                 # rules also see where symbolic links lead
 "#,
     credential_rules!(),
     r#"
-# --- Ask before anything destructive -------------------------------------------------
-# `destructive` uses the tool's MCP annotations (absent hints count as destructive);
-# `operation` reads the tool name (delete_file, dropTable, github_delete_repo…).
+# --- Ask before anything that deletes, runs or changes --------------------------------
+# `operation` reads the tool name (delete_file, dropTable, github_delete_repo, Bash…).
+# `destructive` and `read_only` read the MCP annotations a server declares in tools/list;
+# `annotated = false` picks the tools whose server declares neither (many servers
+# declare nothing: those are decided by what their names say).
 [[rule]]
 id = "ask-before-delete"
 action = "prompt"
@@ -56,8 +58,23 @@ description = "Deleting or running commands needs a person's approval"
 [[rule]]
 id = "ask-before-destructive"
 action = "prompt"
+annotated = true
 destructive = true
-description = "The server marks this tool as destructive"
+description = "The server's annotations say this tool may change or delete data"
+
+[[rule]]
+id = "ask-before-unannotated-write"
+action = "prompt"
+annotated = false
+operation = ["write", "admin"]
+description = "The server does not say whether this tool changes anything, and its name reads as a write"
+
+[[rule]]
+id = "ask-before-unannotated-unknown"
+action = "prompt"
+annotated = false
+operation = "unknown"
+description = "The server does not say whether this tool changes anything, and its name does not tell"
 
 # --- Servers asking the model or the person ----------------------------------------
 [[rule]]
@@ -97,7 +114,43 @@ mod tests {
         assert_eq!(
             decide("write_file", json!({"path": "/tmp/x"}), None),
             Action::Prompt,
-            "unlisted tools count as destructive"
+            "unannotated, a write by its name"
+        );
+        // Tools whose server says nothing of them (Claude Code, claude-flow) are decided
+        // by their names: reads pass, writes, deletes, runs and names that say nothing ask.
+        assert_eq!(decide("memory_retrieve", json!({"key": "k"}), None), Action::Audit);
+        assert_eq!(decide("Read", json!({"file_path": "/home/u/p/a.rs"}), None), Action::Audit);
+        assert_eq!(decide("search_code", json!({"q": "x"}), None), Action::Audit);
+        assert_eq!(decide("Bash", json!({"command": "ls"}), None), Action::Prompt);
+        assert_eq!(decide("Edit", json!({"file_path": "/tmp/x"}), None), Action::Prompt);
+        assert_eq!(decide("swarm_frobnicate", json!({}), None), Action::Prompt, "the name does not tell");
+        let said = |read_only_hint, destructive_hint| Some(ToolAnnotations { read_only_hint, destructive_hint });
+        assert_eq!(
+            decide("sync", json!({}), said(Some(false), None)),
+            Action::Prompt,
+            "annotated, destructive by default"
+        );
+        assert_eq!(
+            decide("update_note", json!({}), said(None, Some(false))),
+            Action::Audit,
+            "annotated, not destructive"
+        );
+        assert_eq!(decide("frobnicate", json!({}), said(Some(true), None)), Action::Audit, "annotated read-only");
+        let why = |name: &str, ann: Option<ToolAnnotations>| {
+            let params = json!({"name": name, "arguments": {}});
+            p.decide(&Call::from_params("tools/call", Some(&Json::from(&params))).with_annotations(ann))
+                .reason()
+                .to_owned()
+        };
+        assert!(
+            why("Write", None).contains("does not say whether this tool changes anything"),
+            "{}",
+            why("Write", None)
+        );
+        assert!(
+            why("sync", said(Some(false), None)).contains("annotations say"),
+            "{}",
+            why("sync", said(Some(false), None))
         );
         assert_eq!(decide("read_file", json!({"path": "/home/u/notes.txt"}), ro), Action::Audit);
         let res = json!({"uri": "file:///home/u/.ssh/id_rsa"});

@@ -275,12 +275,33 @@ fn agentshield_mistakes_are_refused_with_what_to_do() {
     assert!(e.contains("would ignore it") && e.contains("write BLOCK"), "{e}");
     let e = refused("rules:\n  - match: {tool_name: x}\n    decision: DENY\n");
     assert!(e.contains("has no DENY"), "{e}");
-    let e = refused("rules:\n  - match: {tool_nme: x}\n    decision: BLOCK\n");
-    assert!(e.contains("tool_nme"), "{e}");
     let e = refused(
         "structural_rules:\n  - id: s\n    match:\n      args_match:\n        p: { pattern_all: [a, b] }\n    decision: BLOCK\n",
     );
     assert!(e.contains("rule `s`") && e.contains("by hand"), "{e}");
+}
+
+/// Keys AgentShield does not read are ignored as AgentShield ignores them, each named in
+/// the notes; the rules they sit in are applied without them (the newest packs put
+/// `tool_name_pattern` in structural matches).
+#[test]
+fn agentshield_keys_it_does_not_read_are_ignored_with_a_note() {
+    let text = "structural_rules:\n  - id: no-rm\n    match:\n      tool_name_pattern: \"*shell*\"\n      args_match:\n        command: { pattern_any: [\"rm -rf*\"] }\n    decision: BLOCK\nrules:\n  - match: {tool_nme: x}\n    decision: BLOCK\n";
+    let converted = clawai_policy::convert(text, Format::AgentShield, "pack.yaml").unwrap();
+    assert!(
+        converted.notes.iter().any(|n| n.contains("`tool_name_pattern` in structural_rules[0].match (`no-rm`)")),
+        "{:#?}",
+        converted.notes
+    );
+    assert!(converted.notes.iter().any(|n| n.contains("`tool_nme` in rules[0].match")), "{:#?}", converted.notes);
+    let policy = load_str(text, Format::AgentShield, "pack.yaml").unwrap();
+    let call = |tool: &str, args: Value| decide(&policy, "tools/call", &json!({"name": tool, "arguments": args}), None);
+    // AgentShield applies the structural rule to every tool: its name key is not one it reads.
+    assert_eq!(call("run_shell", json!({"command": "rm -rf /"})), Action::Deny);
+    assert_eq!(call("anything", json!({"command": "rm -rf /"})), Action::Deny);
+    assert_eq!(call("run_shell", json!({"command": "ls"})), Action::Audit);
+    // The rule with only a misspelt key names nothing: it never matches, as in AgentShield.
+    assert_eq!(call("x", json!({})), Action::Audit);
 }
 
 /// mcp-gov's own tests and examples, with the decisions they expect.

@@ -89,17 +89,23 @@ pub enum Class {
     /// instructions", "disregard prior…", "you must now", "new instructions": critical.
     OverridePhrase,
     /// Text that tells the model to hide something from the user: "do not tell the
-    /// user", "without informing the user", "secretly": critical.
+    /// user", "without informing the user", "secretly": critical. A prediction ("the
+    /// user will not notice") with nothing covert in its paragraph is not one.
     Concealment,
     /// A path to credentials or secrets: `~/.ssh`, `id_rsa`, `.aws/credentials`,
     /// `/etc/passwd`, a `.env` file in a path (`./.env`; a bare `.env` is too common in
-    /// developer tools), an MCP client's config…: warn.
+    /// developer tools), an MCP client's config…: warn. Not in advice against exposing
+    /// it ("do not commit files that contain secrets (.env, credentials.json)").
     CredentialPath,
-    /// The name of a tool of another server (tool shadowing): warn.
+    /// The name of a tool of another server (tool shadowing): warn when the sentence
+    /// tells the model to use or avoid it, or how it must behave ("send_email must BCC
+    /// …", "before createIssue, call me", "never call read_file"); info for a mention
+    /// ("unlike WebFetch, this tool renders JavaScript").
     CrossServerToolName,
     /// A long run of whitespace followed by more text, which pushes it out of view: warn.
     HiddenWhitespace,
-    /// An HTML comment, which renderers hide and models read: warn.
+    /// An HTML comment, which renderers hide and models read: warn. Not one shown as
+    /// code (in a code span or a fenced block), which a renderer shows as written.
     HtmlComment,
     /// A base64 blob (40 characters or more) that decodes to text with findings of its
     /// own: the highest of theirs, at least warn.

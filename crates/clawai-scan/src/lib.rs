@@ -30,6 +30,7 @@
 //! assert!(findings.iter().any(|f| f.severity == Severity::Critical && f.field == "/description"));
 //! ```
 
+mod context;
 mod encoded;
 mod finding;
 mod fold;

@@ -58,17 +58,30 @@ impl OtherNames {
         // marks, which are far fewer than letters, instead of word by word.
         let words: Box<dyn Iterator<Item = (usize, usize)> + 't> =
             if self.camel.is_empty() { Box::new(marked_words(lowered)) } else { Box::new(words(lowered)) };
-        words.filter(move |&(start, end)| {
+        words.filter_map(move |(start, end)| {
             let word = &lowered[start..end];
-            let known = if word.bytes().any(is_mark) {
-                self.marked.contains(word)
-            } else {
-                self.camel_lengths & length_bit(word.len()) != 0 && self.camel.contains(word)
-            };
-            known && !own(word)
+            if !word.bytes().any(is_mark) {
+                let known = self.camel_lengths & length_bit(word.len()) != 0 && self.camel.contains(word);
+                return (known && !own(word)).then_some((start, end));
+            }
+            // The name itself, or the name behind a prefix that only says where it is
+            // (`mcp_tool_send_email`, `github__create_issue`, `functions.read_file`).
+            let namespaced = PREFIXES.iter().find(|p| word.starts_with(*p)).map(|p| p.len());
+            let gateway = word.find("__").map(|at| at + 2);
+            [Some(0), namespaced, gateway]
+                .into_iter()
+                .flatten()
+                .filter(|&at| at < word.len())
+                .map(|at| (start + at, &word[at..]))
+                .find(|(_, name)| name.bytes().any(is_mark) && self.marked.contains(*name))
+                .filter(|(_, name)| !own(name))
+                .map(|(at, _)| (at, end))
         })
     }
 }
+
+/// Prefixes that say where a tool is, not what it is: what follows is the tool's name.
+const PREFIXES: [&str; 5] = ["mcp_tool_", "mcp__", "mcp_", "functions.", "tool_"];
 
 /// A separator or digit: what makes a word an identifier rather than prose.
 fn is_mark(b: u8) -> bool {

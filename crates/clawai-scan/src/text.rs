@@ -6,6 +6,7 @@
 use serde_json::Value;
 use std::borrow::Cow;
 
+use crate::context;
 use crate::encoded::decode_base64;
 use crate::finding::{Class, Severity};
 use crate::fold::fold_owned;
@@ -112,14 +113,19 @@ fn scan_into(texts: &[&str], scope: Scope<'_>, depth: u8, found: &mut Vec<(usize
             continue;
         }
         let name = &folded[index][start..end];
+        // A name in a sentence that tells the model to use or avoid the tool, or how it
+        // must behave, is shadowing; a mere mention ("unlike WebFetch, …") is recorded.
+        let (severity, detail) = if context::directs_at(&folded[index], start, end) {
+            (
+                Severity::Warn,
+                format!("names {name:?}, a tool of another server, and tells the model to use or avoid it"),
+            )
+        } else {
+            (Severity::Info, format!("names {name:?}, a tool of another server (a mention, not a direction)"))
+        };
         found.push((
             index,
-            Found {
-                class: Class::CrossServerToolName,
-                severity: Severity::Warn,
-                evidence: escape_invisible(name),
-                detail: format!("names {name:?}, a tool of another server"),
-            },
+            Found { class: Class::CrossServerToolName, severity, evidence: escape_invisible(name), detail },
         ));
     }
 }
@@ -155,6 +161,14 @@ fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: S
                 format!("{} ({blanks} whitespace characters)", detector.detail),
             )
         }
+        Class::CredentialPath
+            if context::advised_against(folded, start, end) || context::public_key(folded, start, end) =>
+        {
+            return None;
+        }
+        Class::InstructionTag if context::placeholder(folded, start) => return None,
+        Class::Concealment if context::only_a_prediction(folded, start, end) => return None,
+        Class::HtmlComment if context::shown_as_code(folded, start, end) => return None,
         _ => (detector.severity, window(folded, start, end), detector.detail.to_owned()),
     };
     Some(Found { class: detector.class, severity, evidence, detail })

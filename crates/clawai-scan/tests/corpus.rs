@@ -1,14 +1,15 @@
-//! No false positives: the listings of real MCP servers and text in many languages and
-//! emoji give no finding at all.
+//! No false alarms: the listings of real MCP servers give no finding at `warn` or above
+//! (what quarantines a tool by default; a mention of another server's tool is `info`),
+//! and text in many languages and emoji gives no finding at all.
 
 mod support;
 
-use clawai_scan::{ItemKind, Scanner, escape_invisible, scan_text};
+use clawai_scan::{ItemKind, Scanner, Severity, escape_invisible, scan_text};
 
 #[test]
 fn real_listings_have_no_findings() {
     let listings = support::listings();
-    assert!(listings.len() >= 15, "the corpus has {} servers", listings.len());
+    assert!(listings.len() >= 25, "the corpus has {} servers", listings.len());
     // Every server sees the others' tool names, as behind the gateway.
     let all_names: Vec<(String, String)> = listings
         .iter()
@@ -32,7 +33,7 @@ fn real_listings_have_no_findings() {
         let scanner = Scanner::new(&others).excluding(&own_items);
         for (kind, item) in &listing.items {
             tools += usize::from(*kind == ItemKind::Tool);
-            for f in scanner.scan_item(*kind, item) {
+            for f in scanner.scan_item(*kind, item).into_iter().filter(|f| f.severity >= Severity::Warn) {
                 findings.push(format!(
                     "{}: {} {}{} {} {}: {}",
                     listing.server, f.kind, f.name, f.field, f.severity, f.class, f.evidence
@@ -40,7 +41,8 @@ fn real_listings_have_no_findings() {
             }
         }
         if let Some(text) = &listing.instructions {
-            for f in scanner.scan_item(ItemKind::Instructions, &serde_json::Value::String(text.clone())) {
+            let found = scanner.scan_item(ItemKind::Instructions, &serde_json::Value::String(text.clone()));
+            for f in found.into_iter().filter(|f| f.severity >= Severity::Warn) {
                 findings.push(format!("{}: instructions {} {}: {}", listing.server, f.severity, f.class, f.evidence));
             }
         }

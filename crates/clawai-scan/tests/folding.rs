@@ -11,7 +11,13 @@ use proptest::prelude::*;
 
 static STRINGS: LazyLock<Vec<String>> = LazyLock::new(support::corpus_strings);
 static WORDS: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let mut words: Vec<String> = STRINGS.iter().flat_map(|s| s.split_whitespace().map(str::to_owned)).collect();
+    // Without the opening of an HTML comment (a real description shows one in a code
+    // span: "`<!--"): taken out of its span and joined to random words, it does hide them.
+    let mut words: Vec<String> = STRINGS
+        .iter()
+        .flat_map(|s| s.split_whitespace().map(str::to_owned))
+        .filter(|word| !word.contains("<!--"))
+        .collect();
     words.sort();
     words.dedup();
     words

@@ -301,10 +301,11 @@ fn depends_on_annotations(policy: &Policy, call: &Call, session: &clawai_policy:
         let (decision, labels) = policy.decide_looking(&call, session);
         (decision.action, decision.rule.map(|(index, _)| index), labels)
     };
-    let destructive = outcome(ToolAnnotations::default());
+    let unannotated = outcome(ToolAnnotations::default());
     let read_only = outcome(ToolAnnotations { read_only_hint: Some(true), destructive_hint: None });
     let harmless = outcome(ToolAnnotations { read_only_hint: Some(false), destructive_hint: Some(false) });
-    destructive != read_only || destructive != harmless
+    let destructive = outcome(ToolAnnotations { read_only_hint: Some(false), destructive_hint: Some(true) });
+    unannotated != read_only || unannotated != harmless || unannotated != destructive
 }
 
 impl Unlisted {
@@ -318,7 +319,8 @@ impl Unlisted {
         };
         format!(
             "{what}, so nothing says whether `{tool}` is read-only or destructive; \
-             MCP counts such a tool as destructive and not read-only, and {decided_by} decided on that"
+             {decided_by} decided it as a tool its server does not annotate (MCP's defaults for such a tool: \
+             destructive, not read-only)"
         )
     }
 }

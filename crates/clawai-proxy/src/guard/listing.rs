@@ -137,7 +137,7 @@ impl Listing {
         self.fetch().complete = false;
     }
 
-    /// True when some rule of `policy` has a `destructive` or `read_only` condition: only
+    /// True when some rule of `policy` has a `destructive`, `read_only` or `annotated` condition: only
     /// then can a decision turn on annotations, and a call to an unlisted tool be worth
     /// asking the server about (a policy without such rules decides every call at once,
     /// at no extra cost). Worked out once per policy in force.
@@ -151,7 +151,7 @@ impl Listing {
         // The summary names every condition a rule has; the policy's API says no more.
         let reads = policy.rules().iter().any(|rule| {
             let summary = rule.summary();
-            summary.contains("destructive = ") || summary.contains("read_only = ")
+            summary.contains("destructive = ") || summary.contains("read_only = ") || summary.contains("annotated = ")
         });
         *known = Some((Arc::clone(policy), reads));
         reads

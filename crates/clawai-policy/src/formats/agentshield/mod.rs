@@ -11,6 +11,7 @@
 
 mod schema;
 mod structural;
+mod unknown;
 
 use super::{ConvertError, Converted, RuleOut, head, key, pass_through_rule, quote, quote_all};
 use schema::{File, Match, ResourceRule, Rule, ValueLimit};
@@ -83,7 +84,14 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
         None | Some("") => Severity::Audit,
         Some(d) => severity(Some(d), "defaults.decision")?,
     };
-    let mut notes = Vec::new();
+    let mut notes = if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        // Read a second time as plain data, for the keys the typed reading dropped.
+        let plain: serde_json::Value =
+            serde_saphyr::from_str(text).map_err(|e| ConvertError::new(format!("not an AgentShield policy: {e}")))?;
+        unknown::ignored_keys(&plain)
+    };
     let mut entries = Vec::new();
     for (n, rule) in file.rules.iter().enumerate() {
         if let Some(entry) = tool_rule(rule, n, &mut notes)? {

@@ -1,9 +1,10 @@
 //! The shape of AgentShield's `mcp-policy.yaml` and its rule packs, as serde reads it.
 //!
-//! AgentShield ignores keys it does not know. clawai reads every key AgentShield reads,
-//! accepts the metadata AgentShield carries but never decides on (`taxonomy`, `tests`,
-//! `confidence`, pack names…), and refuses any other key: a misspelt `tool_nme` would
-//! silently disable a rule there, and the import says so instead.
+//! AgentShield ignores keys it does not know, and so does this reading: a rule pack
+//! that carries a key AgentShield never looks at (`tool_name_pattern` in a structural
+//! match) is applied as AgentShield applies it. Every such key is named in the
+//! conversion's notes ([`super::unknown`]), so a misspelt `tool_nme` that silently
+//! disables a rule in AgentShield is at least pointed out here.
 
 use std::collections::BTreeMap;
 
@@ -38,7 +39,6 @@ impl OneOrMany {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct File {
     #[serde(default)]
     pub(super) defaults: Option<Defaults>,
@@ -60,26 +60,15 @@ pub(super) struct File {
     /// Decided by a content scanner that clawai does not have.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) data_labels: Vec<IgnoredAny>,
-    // A rule pack's metadata.
-    #[serde(default, rename = "name")]
-    _name: Option<IgnoredAny>,
-    #[serde(default, rename = "description")]
-    _description: Option<IgnoredAny>,
-    #[serde(default, rename = "version")]
-    _version: Option<IgnoredAny>,
-    #[serde(default, rename = "author")]
-    _author: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct Defaults {
     #[serde(default)]
     pub(super) decision: Option<String>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct Rule {
     #[serde(default)]
     pub(super) id: Option<String>,
@@ -92,18 +81,9 @@ pub(super) struct Rule {
     /// A rule claimed by one of AgentShield's built-in scanners, never pattern-matched.
     #[serde(default)]
     pub(super) engine: Option<String>,
-    #[serde(default, rename = "taxonomy")]
-    _taxonomy: Option<IgnoredAny>,
-    #[serde(default, rename = "tests")]
-    _tests: Option<IgnoredAny>,
-    #[serde(default, rename = "confidence")]
-    _confidence: Option<IgnoredAny>,
-    #[serde(default, rename = "suggested")]
-    _suggested: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct Match {
     pub(super) tool_name: Option<String>,
     pub(super) tool_name_regex: Option<String>,
@@ -116,13 +96,9 @@ pub(super) struct Match {
     pub(super) exclude_argument_patterns: BTreeMap<String, OneOrMany>,
     #[serde(default)]
     pub(super) structural: Option<StructuralMatch>,
-    /// Parsed but never evaluated inside `rules` by AgentShield.
-    #[serde(default, rename = "semantic")]
-    _semantic: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct StructuralMatch {
     #[serde(default)]
     pub(super) tool_name_any: Option<Vec<String>>,
@@ -135,7 +111,6 @@ pub(super) struct StructuralMatch {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct FieldMatch {
     #[serde(default, deserialize_with = "null_as_empty")]
     pub(super) pattern_any: Vec<String>,
@@ -152,7 +127,6 @@ pub(super) struct FieldMatch {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct StructuralRule {
     #[serde(default)]
     pub(super) id: Option<String>,
@@ -162,16 +136,9 @@ pub(super) struct StructuralRule {
     pub(super) decision: Option<String>,
     #[serde(default)]
     pub(super) reason: Option<String>,
-    #[serde(default, rename = "taxonomy")]
-    _taxonomy: Option<IgnoredAny>,
-    #[serde(default, rename = "tests")]
-    _tests: Option<IgnoredAny>,
-    #[serde(default, rename = "confidence")]
-    _confidence: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct ResourceRule {
     #[serde(default)]
     pub(super) id: Option<String>,
@@ -181,12 +148,9 @@ pub(super) struct ResourceRule {
     pub(super) decision: Option<String>,
     #[serde(default)]
     pub(super) reason: Option<String>,
-    #[serde(default, rename = "taxonomy")]
-    _taxonomy: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(super) struct ResourceMatch {
     pub(super) uri_pattern: Option<String>,
     pub(super) uri_regex: Option<String>,
@@ -194,7 +158,6 @@ pub(super) struct ResourceMatch {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct ValueLimit {
     #[serde(default)]
     pub(super) id: Option<String>,
@@ -211,6 +174,4 @@ pub(super) struct ValueLimit {
     pub(super) decision: Option<String>,
     #[serde(default)]
     pub(super) reason: Option<String>,
-    #[serde(default, rename = "taxonomy")]
-    _taxonomy: Option<IgnoredAny>,
 }
