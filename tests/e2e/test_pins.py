@@ -117,6 +117,33 @@ async def test_a_rug_pulled_tool_is_held_until_its_reviewed_version_is_approved(
     assert any("`echo` (quarantined: " in e.get("reason", "") for e in held), held
 
 
+async def test_a_changed_tool_is_refused_even_if_the_client_never_lists_again(tmp_path):
+    """Design §10: compared after every `list_changed` and at call time. The client calls
+    the changed tool straight after the server's `list_changed`, without a new
+    `tools/list`: clawai lists the server itself (its own ids, never shown to the client)
+    and refuses the call."""
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    changes = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.append(message)
+
+    with anyio.fail_after(30):
+        async with Client(proxied(tmp_path, policy), mode="legacy", cache=None, message_handler=on_message) as client:
+            assert "echo" in names(await client.list_tools())
+            assert "changed echo" in text(await client.call_tool("mutate", {"tool": "echo", "part": "schema"}))
+            await until(lambda: changes, "the server's list_changed")
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("echo", {"text": "after"})
+            assert "tool `echo` of server `scripted` changed since it was approved" in str(refused.value)
+            # The tools that did not change are called as before.
+            assert '"name": "scripted"' in text(await client.call_tool("whoami", {}))
+    audit = read_audit(tmp_path / "audit.jsonl")
+    own = [e for e in audit if e.get("method") == "tools/list" and "clawai's own request" in (e.get("reason") or "")]
+    assert own, "clawai listed the server itself"
+
+
 async def test_a_tool_changed_again_after_the_review_is_not_approved_by_the_old_hash(tmp_path):
     policy = write_policy(tmp_path, ALLOW_ALL)
     with anyio.fail_after(30):

@@ -31,6 +31,8 @@ pub struct Filtered {
     pub blocked: bool,
     /// Items the server's list no longer has (the listing was complete).
     pub removed: Vec<String>,
+    /// This page ended the listing (no `nextCursor`): the whole list was compared.
+    pub complete: bool,
 }
 
 /// Why a call is refused.
@@ -256,7 +258,7 @@ impl Tracker {
         } else {
             None
         };
-        Some(Filtered { result, compared, blocked, removed })
+        Some(Filtered { result, compared, blocked, removed, complete: last_page })
     }
 
     /// A server's complete list of one kind (every page read), as a gateway that lists

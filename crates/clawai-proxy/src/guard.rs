@@ -503,7 +503,7 @@ impl Guard {
             return self.refuse_look_alike(Direction::ServerToClient, method, id, size);
         }
         if method == "notifications/tools/list_changed" {
-            self.listing.changed();
+            self.listing.changed(self.pins().is_some());
         }
         let kind = if id.is_some() { "request" } else { "notification" };
         self.pass(Direction::ServerToClient, kind, method, id, size, at);

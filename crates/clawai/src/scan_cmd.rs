@@ -3,11 +3,12 @@
 //! print the findings per tool, and optionally write a starter policy from the live tool
 //! list. Runs in the `clawai-http` binary (a remote server needs the HTTP stack).
 
+mod name;
+mod report;
 mod session;
 mod starter;
 
 use std::collections::{BTreeSet, HashSet};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,11 +17,13 @@ use clap::Args;
 use clawai_gateway::config::McpServerConfig;
 use clawai_http::link::Link;
 use clawai_http::{RemoteOptions, child, remote};
-use clawai_scan::{Finding, ItemKind, Scanner, Severity, escape_invisible};
-use serde_json::{Value, json};
+use clawai_scan::{Finding, ItemKind, Scanner, Severity};
+use serde_json::Value;
 
 use crate::ExitCode;
 use crate::proxy_cmd::HttpTransport;
+use name::{NamedBy, default_name};
+pub(crate) use report::one_line;
 use session::{Listed, Session};
 use starter::{ServerTools, starter_policy};
 
@@ -37,12 +40,14 @@ pub struct ScanArgs {
     /// gateway's): `mcpServers` with `command` or `url` entries.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The server's name in the report and the policy [default: the command's program
-    /// name, or the URL's host].
+    /// The server's name in the report and the policy [default: what a client
+    /// configuration would call it: the package's short name (`filesystem` for
+    /// @modelcontextprotocol/server-filesystem), else the server's serverInfo.name].
     #[arg(long, value_name = "NAME")]
     server: Option<String>,
-    /// Print the findings as JSON: {"findings": [{server, kind, name, field, severity,
-    /// class, evidence}]}.
+    /// Print the report as JSON: {"findings": [{server, kind, name, field, severity,
+    /// class, evidence}], "servers": [{name, named_by, server_info, scanned, error,
+    /// items: [{kind, name, status, findings}]}]}.
     #[arg(long)]
     json: bool,
     /// Exit with status 1 when a finding is at least this severe: info, warn or critical.
@@ -100,13 +105,20 @@ enum Transport {
 
 /// One server to scan.
 struct Target {
-    name: String,
+    /// Its name when `--server` or the configuration gives it; else it is named once
+    /// it answered ([`default_name`]).
+    given: Option<(String, NamedBy)>,
+    /// The command line it starts with (empty for a remote server).
+    command: Vec<String>,
+    /// A remote server's host.
+    host: Option<String>,
     transport: Transport,
 }
 
 /// What one server listed, or why it could not be listed.
 struct Scanned {
     name: String,
+    named_by: NamedBy,
     listed: Result<Listed>,
 }
 
@@ -120,15 +132,19 @@ pub fn run_scan(args: ScanArgs) -> Result<ExitCode> {
         let mut scanned = Vec::new();
         for target in targets {
             let listed = list(target.transport, timeout).await;
-            scanned.push(Scanned { name: target.name, listed });
+            let (name, named_by) = target.given.unwrap_or_else(|| {
+                let info = listed.as_ref().ok().and_then(|l| l.server_info.as_ref());
+                default_name(&target.command, target.host.as_deref(), info)
+            });
+            scanned.push(Scanned { name, named_by, listed });
         }
         scanned
     });
     let findings = scan(&scanned);
     if args.json {
-        println!("{}", findings_json(&findings));
+        println!("{}", report::json(&scanned, &findings));
     } else {
-        print!("{}", report(&scanned, &findings));
+        print!("{}", report::text(&scanned, &findings, args.policy_out.is_some()));
     }
     let failed: Vec<String> =
         scanned.iter().filter_map(|s| s.listed.as_ref().err().map(|error| format!("{}: {error:#}", s.name))).collect();
@@ -156,15 +172,16 @@ fn targets(args: &ScanArgs) -> Result<Vec<Target>> {
     if let Some(url) = &args.upstream {
         let options =
             RemoteOptions::parse(url, &args.headers, |name| std::env::var(name).ok()).map_err(anyhow::Error::msg)?;
-        let name = args.server.clone().unwrap_or_else(|| options.url.host_str().unwrap_or("remote").to_owned());
-        return Ok(vec![Target { name, transport: Transport::Remote(options) }]);
+        let given = args.server.clone().map(|name| (name, NamedBy::Flag));
+        let host = Some(options.url.host_str().unwrap_or("remote").to_owned());
+        return Ok(vec![Target { given, command: Vec::new(), host, transport: Transport::Remote(options) }]);
     }
     if let Some(path) = &args.config {
         return config_targets(path);
     }
-    let program = Path::new(&args.command[0]).file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = args.server.clone().or(program).unwrap_or_else(|| "server".to_owned());
-    Ok(vec![Target { name, transport: Transport::Command { line: args.command.clone(), env: Vec::new(), cwd: None } }])
+    let given = args.server.clone().map(|name| (name, NamedBy::Flag));
+    let transport = Transport::Command { line: args.command.clone(), env: Vec::new(), cwd: None };
+    Ok(vec![Target { given, command: args.command.clone(), host: None, transport }])
 }
 
 /// Every enabled server of a configuration file, read as the gateway reads it.
@@ -201,7 +218,7 @@ fn config_targets(path: &Path) -> Result<Vec<Target>> {
                 Transport::Remote(options)
             }
         };
-        targets.push(Target { name, transport });
+        targets.push(Target { given: Some((name, NamedBy::Config)), command: Vec::new(), host: None, transport });
     }
     if targets.is_empty() {
         bail!("{} has no server to scan", path.display());
@@ -271,70 +288,6 @@ fn scan(scanned: &[Scanned]) -> Vec<(String, Finding)> {
         findings.extend(found.into_iter().map(|f| (server.name.clone(), f)));
     }
     findings
-}
-
-/// `{"findings": [{server, kind, name, field, severity, class, evidence}]}`.
-fn findings_json(findings: &[(String, Finding)]) -> String {
-    let list: Vec<Value> = findings
-        .iter()
-        .map(|(server, f)| {
-            json!({
-                "server": server,
-                "kind": f.kind,
-                "name": f.name,
-                "field": f.field,
-                "severity": f.severity,
-                "class": f.class,
-                "evidence": f.evidence,
-            })
-        })
-        .collect();
-    json!({ "findings": list }).to_string()
-}
-
-/// The report for a person: each server, what it listed, its findings per item.
-/// Text from a server shown on one line of a report: hidden characters escaped, and
-/// line feeds and tabs too, so that a name or a description cannot add lines that look
-/// like the report's own.
-pub(crate) fn one_line(text: &str) -> String {
-    escape_invisible(text).replace('\n', "\\n").replace('\t', "\\t")
-}
-
-fn report(scanned: &[Scanned], findings: &[(String, Finding)]) -> String {
-    let mut out = String::new();
-    for server in scanned {
-        let Ok(listed) = &server.listed else { continue };
-        let mine: Vec<&Finding> = findings.iter().filter(|(s, _)| *s == server.name).map(|(_, f)| f).collect();
-        let _ = writeln!(
-            out,
-            "{}: {} tools, {} prompts, {} resource templates{}: {}",
-            one_line(&server.name),
-            listed.tools.len(),
-            listed.prompts.len(),
-            listed.templates.len(),
-            if listed.instructions.is_some() { ", instructions" } else { "" },
-            match mine.len() {
-                0 => "no findings".to_owned(),
-                1 => "1 finding".to_owned(),
-                n => format!("{n} findings"),
-            }
-        );
-        let mut last: Option<(ItemKind, &str)> = None;
-        for finding in mine {
-            if last != Some((finding.kind, finding.name.as_str())) {
-                let kind = finding.kind.as_str().replace('_', " ");
-                let _ = match finding.name.as_str() {
-                    "" => writeln!(out, "  {kind}"),
-                    name => writeln!(out, "  {kind} {}", one_line(name)),
-                };
-                last = Some((finding.kind, finding.name.as_str()));
-            }
-            let field = if finding.field.is_empty() { "(the text)".to_owned() } else { one_line(&finding.field) };
-            let _ = writeln!(out, "    {:<8} {} at {}: {}", finding.severity, finding.class, field, finding.detail);
-            let _ = writeln!(out, "             {}", one_line(&finding.evidence));
-        }
-    }
-    out
 }
 
 /// Writes the starter policy, after checking it loads as `clawai policy check` loads it.

@@ -103,7 +103,9 @@ fn other_messages_flow_while_a_call_waits_for_the_list_and_every_page_is_read() 
 
 #[test]
 fn a_policy_that_does_not_read_annotations_asks_nothing() {
-    let policy = "[[rule]]\nid = \"no-wipe\"\naction = \"deny\"\ntool = \"wipe\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+    // Without pinning: with it, the server's `list_changed` at start has clawai compare
+    // the list with the pins before the first call (tests/e2e/test_pins.py).
+    let policy = "[guards]\npinning = false\n[[rule]]\nid = \"no-wipe\"\naction = \"deny\"\ntool = \"wipe\"\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
     let mut p = Setup::new(policy).start();
     p.initialize();
     assert_eq!(text(&p.call(&call(1, "safe_read"))), "called safe_read");

@@ -83,8 +83,9 @@ fn every_page_is_scanned_and_findings_are_reported_per_tool() {
     let output = scan(&["--server", "evil"], &server_line(Some(&file)));
     assert_eq!(output.status.code(), Some(1));
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("evil: "), "{text}");
-    assert!(text.contains("  tool zz_mailer\n"), "{text}");
+    assert!(text.contains("server evil (scripted 1.0.0)\n  named `evil`: given with --server\n"), "{text}");
+    assert!(text.contains("  tool zz_mailer: 3 findings\n"), "{text}");
+    assert!(text.contains("  tool add: clean\n"), "every item is shown, the clean ones too: {text}");
     assert!(text.contains("critical concealment at /inputSchema/properties/to/description"), "{text}");
     assert!(!text.contains('\u{E0069}'), "hidden characters are escaped: {text}");
 }
@@ -98,7 +99,7 @@ fn text_from_the_server_cannot_add_lines_to_the_report() {
     let output = scan(&["--server", "evil"], &server_line(Some(&tools_file(dir.path(), tools))));
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.lines().all(|line| !line.starts_with("fake:") && !line.starts_with("    critical nothing")), "{text}");
-    assert!(text.contains("x\\nfake: 0 tools"), "the name is shown, its line feed escaped: {text}");
+    assert!(text.contains("tool x\\nfake: 0 tools"), "the name is shown, its line feed escaped: {text}");
 }
 
 #[test]
@@ -117,6 +118,36 @@ fn the_exit_status_follows_fail_on() {
     assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
     assert!(String::from_utf8_lossy(&clean.stdout).contains("no findings"));
     assert_eq!(scan(&["--fail-on", "high"], &line).status.code(), Some(2));
+}
+
+/// What was scanned is shown, clean or not, and the name the starter policy uses is
+/// the server's own (`serverInfo.name`) unless `--server` gives one.
+#[test]
+fn every_item_is_reported_and_the_server_is_named_as_a_client_would() {
+    let output = scan(&["--json"], &server_line(None));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let server = &report["servers"][0];
+    assert_eq!(server["name"], "scripted");
+    assert_eq!(server["named_by"], "server_info");
+    assert_eq!(server["server_info"]["name"], "scripted");
+    let items = server["items"].as_array().unwrap();
+    assert!(items.len() >= 3, "{items:#?}");
+    assert!(items.iter().all(|i| i["status"] == "clean" && i["findings"] == json!([])), "{items:#?}");
+    let kinds: std::collections::BTreeSet<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains("tool") && kinds.contains("prompt") && kinds.contains("resource_template"), "{kinds:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("policy.toml");
+    let output = scan(&["--policy-out", out.to_str().unwrap()], &server_line(None));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("  named `scripted`: the name the server gives itself (serverInfo.name)"), "{text}");
+    assert!(
+        text.contains("the starter policy names it `server = \"scripted\"`") && text.contains("--server NAME"),
+        "{text}"
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(written.contains("server = \"scripted\""), "{written}");
 }
 
 #[test]
@@ -223,7 +254,7 @@ fn a_remote_server_is_scanned_over_http() {
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let found = findings(&output);
     assert!(
-        found.iter().any(|f| f["server"] == "127.0.0.1" && f["name"] == "zz_mailer" && f["class"] == "concealment"),
+        found.iter().any(|f| f["server"] == "scripted" && f["name"] == "zz_mailer" && f["class"] == "concealment"),
         "{found:#?}"
     );
     assert!(found.iter().any(|f| f["name"] == "notes" && f["class"] == "tag_characters"), "{found:#?}");

@@ -61,6 +61,17 @@ impl Guard {
         let call = Call::from_params(method, params)
             .with_server(self.server.as_deref())
             .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
+        // The pinning stage needs the server's tools as they are now: after the server
+        // said they changed, a call waits for clawai's own listing (compared with the
+        // pins as it passes), so a changed tool is refused even if the client never lists.
+        if let ("tools/call", Some(tool), Some(id), Some(line), Direction::ClientToServer) =
+            (method, call.name, id, arrived.line, direction)
+            && self.listing.pins_stale()
+            && self.pins().is_some()
+            && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params)
+        {
+            return verdict;
+        }
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),

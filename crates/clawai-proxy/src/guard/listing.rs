@@ -33,6 +33,10 @@ pub(super) struct Listing {
     /// True while one of clawai's own requests is out: responses are compared with it
     /// only then, without taking a lock otherwise.
     fetching: AtomicBool,
+    /// The server said its tools changed and no complete list was compared with the pins
+    /// since: a call waits for clawai's own listing, so a changed tool is refused even if
+    /// the client never lists again.
+    pins_stale: AtomicBool,
     /// How clawai's own ids begin, as written: `"clawai-tools-list-<random>-`.
     prefix: String,
     /// The policy last asked about, and whether any of its rules reads annotations. The
@@ -81,6 +85,7 @@ impl Listing {
             tools: RwLock::default(),
             fetch: Mutex::default(),
             fetching: AtomicBool::new(false),
+            pins_stale: AtomicBool::new(false),
             prefix: format!("\"clawai-tools-list-{}-", &random[16..]),
             reads_annotations: Mutex::default(),
         }
@@ -132,9 +137,24 @@ impl Listing {
         }
     }
 
-    /// The server said its list changed: a tool not known yet may be in it now.
-    pub(super) fn changed(&self) {
+    /// The server said its list changed: a tool not known yet may be in it now, and a
+    /// known one may have changed (`pinning`: the pins are compared before the next call).
+    pub(super) fn changed(&self, pinning: bool) {
         self.fetch().complete = false;
+        if pinning {
+            self.pins_stale.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// True when the server said its tools changed and no complete list was compared
+    /// with the pins since.
+    pub(super) fn pins_stale(&self) -> bool {
+        self.pins_stale.load(Ordering::Relaxed)
+    }
+
+    /// A complete list was compared with the pins (the client's, or clawai's own).
+    pub(super) fn pins_compared(&self) {
+        self.pins_stale.store(false, Ordering::SeqCst);
     }
 
     /// True when some rule of `policy` has a `destructive`, `read_only` or `annotated` condition: only
@@ -248,6 +268,7 @@ impl Guard {
                 }
                 fetch.complete = true;
                 fetch.failed = None;
+                self.listing.pins_compared();
             }
             (_, why) => {
                 // Decided as unlisted now; the next call to an unknown tool asks again.

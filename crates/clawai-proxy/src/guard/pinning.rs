@@ -56,7 +56,7 @@ impl Guard {
     }
 
     /// The pinning stage, when it runs for the policy in force.
-    fn pins(&self) -> Option<&Pinning> {
+    pub(super) fn pins(&self) -> Option<&Pinning> {
         self.pinning.as_deref().filter(|_| self.policy.current().guards().pinning)
     }
 
@@ -159,6 +159,9 @@ impl Guard {
             "initialize" | "server/discover" => pins.tracker.filter_instructions(result, scan),
             _ => {
                 let filtered = pins.tracker.filter_list(method, result, scan)?;
+                if method == "tools/list" && filtered.complete {
+                    self.listing.pins_compared();
+                }
                 let held: Vec<String> = filtered.compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();
                 if filtered.blocked || !held.is_empty() || !filtered.removed.is_empty() {
                     self.record_pinning(method, id, &filtered, &held, pins.tracker.server());

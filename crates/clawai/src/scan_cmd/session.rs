@@ -18,6 +18,8 @@ const MAX_PAGES: usize = 1000;
 /// What a server lists.
 #[derive(Debug, Default)]
 pub(crate) struct Listed {
+    /// The `serverInfo` of the `initialize` result (`name`, `version`…), when given.
+    pub(crate) server_info: Option<Value>,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: Vec<Value>,
     pub(crate) prompts: Vec<Value>,
@@ -48,6 +50,7 @@ impl Session {
         let instructions = init.get("instructions").and_then(Value::as_str).map(str::to_owned);
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
         Ok(Listed {
+            server_info: init.get("serverInfo").filter(|info| info.is_object()).cloned(),
             instructions,
             tools: self.list_all("tools/list", "tools").await?,
             prompts: self.list_all("prompts/list", "prompts").await?,
