@@ -60,12 +60,16 @@ pub struct Scanner {
 }
 
 /// Everything is checked in what a server lists.
-const LISTING: Checks = Checks { credential_paths: true, whitespace: true, html_comments: true };
+const LISTING: Checks =
+    Checks { credential_paths: true, credential_requests: false, whitespace: true, html_comments: true };
 
 /// Results are ordinary output: a directory listing names `.env`, a table has long
 /// runs of spaces, an HTML file has comments. Only hidden characters and
 /// instruction-like text are looked for.
-const RESULT: Checks = Checks { credential_paths: false, whitespace: false, html_comments: false };
+/// A credential path is looked for only where the result asks for it back in a call
+/// (result-side poisoning).
+const RESULT: Checks =
+    Checks { credential_paths: false, credential_requests: true, whitespace: false, html_comments: false };
 
 impl Scanner {
     /// A scanner that reports these names, when a description mentions them, as

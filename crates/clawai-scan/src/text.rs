@@ -109,24 +109,29 @@ fn scan_into(texts: &[&str], scope: Scope<'_>, depth: u8, found: &mut Vec<(usize
     };
     for (start, end) in scope.others.find(&lowered, own) {
         let Some((index, start, end)) = locate(start, end) else { continue };
-        if has(found, index, Class::CrossServerToolName) {
+        let earlier = found.iter().position(|(i, f)| *i == index && f.class == Class::CrossServerToolName);
+        if earlier.is_some_and(|at| found[at].1.severity >= Severity::Warn) {
             continue;
         }
         let name = &folded[index][start..end];
         // A name in a sentence that tells the model to use or avoid the tool, or how it
         // must behave, is shadowing; a mere mention ("unlike WebFetch, …") is recorded.
+        // Every mention is read: a harmless one first must not hide an order after it.
         let (severity, detail) = if context::directs_at(&folded[index], start, end) {
             (
                 Severity::Warn,
                 format!("names {name:?}, a tool of another server, and tells the model to use or avoid it"),
             )
+        } else if earlier.is_some() {
+            continue;
         } else {
             (Severity::Info, format!("names {name:?}, a tool of another server (a mention, not a direction)"))
         };
-        found.push((
-            index,
-            Found { class: Class::CrossServerToolName, severity, evidence: escape_invisible(name), detail },
-        ));
+        let finding = Found { class: Class::CrossServerToolName, severity, evidence: escape_invisible(name), detail };
+        match earlier {
+            Some(at) => found[at].1 = finding,
+            None => found.push((index, finding)),
+        }
     }
 }
 
@@ -162,7 +167,9 @@ fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: S
             )
         }
         Class::CredentialPath
-            if context::advised_against(folded, start, end) || context::public_key(folded, start, end) =>
+            if context::advised_against(folded, start, end)
+                || context::public_key(folded, start, end)
+                || (!scope.checks.credential_paths && !context::asked_back(folded, start, end)) =>
         {
             return None;
         }

@@ -11,12 +11,17 @@ use proptest::prelude::*;
 
 static STRINGS: LazyLock<Vec<String>> = LazyLock::new(support::corpus_strings);
 static WORDS: LazyLock<Vec<String>> = LazyLock::new(|| {
-    // Without the opening of an HTML comment (a real description shows one in a code
-    // span: "`<!--"): taken out of its span and joined to random words, it does hide them.
+    // Only words that are clean on their own: a real description shows "`<!--" in a
+    // code span and "--secret <secret>" as a placeholder, but taken out of their place
+    // and joined to random words, they are the comment and the tag they look like.
     let mut words: Vec<String> = STRINGS
         .iter()
         .flat_map(|s| s.split_whitespace().map(str::to_owned))
-        .filter(|word| !word.contains("<!--"))
+        .filter(|word| {
+            !word.contains("<!--")
+                && scan_text(word).is_empty()
+                && scan_item(ItemKind::Tool, &serde_json::json!({"name": "t", "description": word}), &[]).is_empty()
+        })
         .collect();
     words.sort();
     words.dedup();
