@@ -477,8 +477,11 @@ async def test_children_get_a_minimal_environment_plus_their_own_env(tmp_path):
             seen = json.loads(text_of(await c.call_tool("a__whoami", {})))["env"]
     assert "SECRET_API_KEY" not in seen and "GW_TEST_VALUE" not in seen
     assert seen["GIVEN_VAR"] == "given" and seen["EXPANDED_VAR"] == "expanded"
-    allowed = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL", "GIVEN_VAR", "EXPANDED_VAR"}
+    # CLAWAI_SERVER_TAG: clawai's mark of the server's process tree (nothing of the gateway's own).
+    allowed = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "SHELL", "GIVEN_VAR", "EXPANDED_VAR",
+               "CLAWAI_SERVER_TAG"}
     assert {k for k in seen if k not in allowed and not k.startswith("LC_")} == set(), seen
+    assert len(seen["CLAWAI_SERVER_TAG"]) == 32, seen
 
 
 def test_an_unset_variable_in_env_stops_the_gateway_naming_it(tmp_path):

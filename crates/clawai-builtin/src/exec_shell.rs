@@ -13,7 +13,7 @@ use clawai_sdk::{ToolResult, claw_tool};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 /// The time a program gets when the call names none.
 const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
@@ -66,8 +66,10 @@ pub(crate) async fn exec_shell(
         process.current_dir(dir);
     }
     process.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
-    let mut child = match process.spawn() {
-        Ok(child) => child,
+    // Registered as clawai's own while it runs: a gateway that adopts orphans never
+    // reaps it from under tokio.
+    let (mut child, _own) = match clawai_proxy::process_tree::spawn_own(|| process.spawn(), Child::id) {
+        Ok(started) => started,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound && !shell && command.contains(' ') => {
             return ToolResult::error(format!(
                 "there is no program named `{command}`: give the program alone in `command` and its arguments in \

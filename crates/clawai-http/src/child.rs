@@ -1,8 +1,9 @@
 //! A stdio MCP server run as a child process behind a [`Link`] (one per HTTP session).
 //!
-//! The child leads its own process group, so that shutting it down reaches the
-//! grandchildren `npx` starts: close stdin, wait a grace period, SIGTERM the group, wait
-//! again, SIGKILL the group.
+//! The child leads its own process group and carries a tag of its own in its
+//! environment ([`clawai_proxy::process_tree`]), so that shutting it down reaches the
+//! grandchildren `npx` starts, and those that left its tree: close stdin, wait a grace
+//! period, SIGTERM the tree, wait again, SIGKILL the tree.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -10,8 +11,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use clawai_proxy::pipe::enlarge_pipe;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use clawai_proxy::process_tree::{OwnChild, ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -36,7 +37,12 @@ pub fn minimal_environment(command: &mut Command) {
 /// A running child server.
 pub struct ChildServer {
     child: Child,
-    group: Option<Pid>,
+    /// The server and everything it started.
+    tree: Option<ServerTree>,
+    /// Registered as clawai's own until reaped (dropped after `child`).
+    _own: Option<OwnChild>,
+    /// Shut down and reaped: nothing is left to end when it is dropped.
+    ended: bool,
 }
 
 /// Starts `command` and links it. Messages larger than `max_message` bytes are not
@@ -66,20 +72,20 @@ pub fn spawn_piped(
     let mut command = Command::new(program);
     command.args(args);
     prepare(&mut command);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")))?;
-    let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    // Set after `prepare`, which may clear the environment: everything the server
+    // starts inherits it, and that is how what leaves its tree is found.
+    let tag = ServerTag::new();
+    command.env(TAG_VARIABLE, tag.value());
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0).kill_on_drop(true);
+    let spawn =
+        || command.spawn().map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")));
+    let (mut child, own) = spawn_own(spawn, Child::id)?;
+    let tree = child.id().map(|id| ServerTree::new(id, tag));
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     enlarge_pipe(stdin.as_fd());
     enlarge_pipe(stdout.as_fd());
-    Ok((stdin, stdout, ChildServer { child, group }))
+    Ok((stdin, stdout, ChildServer { child, tree, _own: own, ended: false }))
 }
 
 /// The link of a started child: a task writes what the link sends to its stdin, another
@@ -130,24 +136,47 @@ impl ChildServer {
     }
 
     /// Ends the child once its stdin is closed (drop the link's senders first): waits
-    /// `grace`, then SIGTERM to the group, `grace` again, then SIGKILL.
+    /// `grace`, then SIGTERM to its tree, `grace` again, then SIGKILL; then what is left
+    /// of the tree (grandchildren, those that left it) gets SIGTERM, `grace`, SIGKILL.
     pub async fn shut_down(mut self, grace: Duration) -> Option<ExitStatus> {
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => self.terminate(grace).await,
+        };
+        self.ended = true;
+        if let Some(tree) = self.tree.clone() {
+            let ended = tokio::task::spawn_blocking(move || tree.end_left(grace)).await;
+            if let Err(error) = ended {
+                tracing::warn!("ending what a server started failed: {error}");
+            }
+        }
+        status
+    }
+
+    /// SIGTERM to the tree, `grace`, SIGKILL; returns once the child is reaped.
+    async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+        self.signal_all(Signal::SIGTERM);
         if let Ok(status) = tokio::time::timeout(grace, self.child.wait()).await {
-            self.kill_group(Signal::SIGKILL); // grandchildren left behind
             return status.ok();
         }
-        self.kill_group(Signal::SIGTERM);
-        if let Ok(status) = tokio::time::timeout(grace, self.child.wait()).await {
-            self.kill_group(Signal::SIGKILL);
-            return status.ok();
-        }
-        self.kill_group(Signal::SIGKILL);
+        self.signal_all(Signal::SIGKILL);
         self.child.wait().await.ok()
     }
 
-    fn kill_group(&self, signal: Signal) {
-        if let Some(group) = self.group {
-            let _ = killpg(group, signal);
+    fn signal_all(&self, signal: Signal) {
+        if let Some(tree) = &self.tree {
+            tree.signal_all(signal);
+        }
+    }
+}
+
+impl Drop for ChildServer {
+    /// Dropped without [`ChildServer::shut_down`] (its session given up, the runtime
+    /// stopping): the tree is killed at once, nothing waited for; the adopted zombies are
+    /// reaped later.
+    fn drop(&mut self) {
+        if !self.ended {
+            self.signal_all(Signal::SIGKILL);
         }
     }
 }

@@ -8,6 +8,7 @@
 //! * `in_flight`: requests forwarded and not yet answered, matched to their responses.
 //! * [`reload`]: the policy in force, reloaded when its file changes.
 //! * [`pipe`]: room in the pipes every transport reads and writes.
+//! * [`process_tree`]: nothing a server started outlives it.
 
 pub mod ask;
 pub mod audit;
@@ -16,6 +17,7 @@ pub mod guard;
 mod in_flight;
 pub mod links;
 pub mod pipe;
+pub mod process_tree;
 pub mod redact;
 pub mod reload;
 pub mod self_protection;

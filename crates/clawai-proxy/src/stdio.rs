@@ -8,7 +8,8 @@
 //! carries a decided message writes the audit trail first: no message leaves before
 //! the event that decided it. The main thread supervises: client EOF or a signal
 //! closes the server's stdin, waits a grace period, then SIGTERM, then SIGKILL, always
-//! to the whole process group (`npx` starts grandchildren); a server that exits fails every request still
+//! to the server's whole tree (`npx` starts grandchildren; see [`crate::process_tree`]
+//! for those that leave the tree); a server that exits fails every request still
 //! waiting.
 
 use std::fs::File;
@@ -22,12 +23,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clawai_protocol::{FrameRef, LineReader};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::audit::{Stamp, stamp};
 use crate::guard::{Deferred, Guard, Later, Outgoing, Outlet, Verdict};
 use crate::pipe::enlarge_pipe;
+use crate::process_tree::{ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
 
 /// How the proxy runs its server.
 #[derive(Debug, Clone)]
@@ -122,8 +123,13 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
-    let pgid = Pid::from_raw(child.id() as i32);
+    // Inherited by everything the server starts: how what leaves its tree is found.
+    let tag = ServerTag::new();
+    command.env(TAG_VARIABLE, tag.value());
+    let spawn = || command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")));
+    // `_own` is dropped at the end of this function, after the child was reaped.
+    let (mut child, _own) = spawn_own(spawn, |child| Some(child.id()))?;
+    let tree = ServerTree::new(child.id(), tag);
     let server_in = child.stdin.take().expect("stdin is piped");
     let server_out = child.stdout.take().expect("stdout is piped");
     let (client_in, client_out) = (raw_stdin()?, raw_stdout()?);
@@ -160,7 +166,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
     };
     drop(events);
 
-    let code = supervise(&mut child, pgid, &rx, &server_in, &guard, options.grace);
+    let code = supervise(&mut child, &tree, &rx, &server_in, &guard, options.grace);
     // Whatever the server still said is relayed before its pending requests are failed.
     let _ = server_reader.join();
     {
@@ -176,7 +182,7 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
 
 fn supervise(
     child: &mut Child,
-    pgid: Pid,
+    tree: &ServerTree,
     events: &Receiver<Event>,
     server_in: &Shared<Option<Outbound<ChildStdin>>>,
     guard: &Guard,
@@ -185,20 +191,20 @@ fn supervise(
     match first_event(events) {
         Ok(Event::ServerClosed) => {
             // The server closed stdout: it is exiting. Give it the grace period, then
-            // make sure nothing of its group is left.
-            let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, pgid, grace));
-            kill_group(pgid, Signal::SIGKILL);
+            // make sure nothing of its tree is left.
+            let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, tree, grace));
+            tree.end_left(grace);
             tracing::info!("the MCP server exited ({})", describe(&status));
             exit_code(&status)
         }
         Ok(Event::ClientClosed) | Err(_) => {
-            let status = shut_down(child, pgid, server_in, guard, grace);
+            let status = shut_down(child, tree, server_in, guard, grace);
             tracing::debug!("client closed the connection; server {}", describe(&status));
             if status.code().is_some_and(|c| c != 0) { exit_code(&status) } else { 0 }
         }
         Ok(Event::Signal(signal)) => {
             tracing::info!("received signal {signal}; stopping the MCP server");
-            shut_down(child, pgid, server_in, guard, grace);
+            shut_down(child, tree, server_in, guard, grace);
             128 + signal
         }
     }
@@ -262,10 +268,10 @@ fn map_large_buffers_apart() {
 /// mapping of its own.
 const OWN_MAPPING: usize = 64 * 1024;
 
-/// Closes the server's stdin, waits, then SIGTERM, then SIGKILL, to the whole group.
+/// Closes the server's stdin, waits, then SIGTERM, then SIGKILL, to the whole tree.
 fn shut_down(
     child: &mut Child,
-    pgid: Pid,
+    tree: &ServerTree,
     server_in: &Shared<Option<Outbound<ChildStdin>>>,
     guard: &Guard,
     grace: Duration,
@@ -274,23 +280,20 @@ fn shut_down(
         // What was already decided and queued still reaches the server, then EOF.
         let _ = input.flush(guard);
     }
-    let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, pgid, grace));
-    kill_group(pgid, Signal::SIGKILL);
+    let status = wait_for(child, grace).unwrap_or_else(|| terminate(child, tree, grace));
+    tree.end_left(grace);
     status
 }
 
-fn terminate(child: &mut Child, pgid: Pid, grace: Duration) -> ExitStatus {
-    kill_group(pgid, Signal::SIGTERM);
+/// SIGTERM to the server and its tree, the grace period, then SIGKILL; returns once
+/// the server is reaped.
+fn terminate(child: &mut Child, tree: &ServerTree, grace: Duration) -> ExitStatus {
+    tree.signal_all(Signal::SIGTERM);
     if let Some(status) = wait_for(child, grace) {
         return status;
     }
-    kill_group(pgid, Signal::SIGKILL);
+    tree.signal_all(Signal::SIGKILL);
     child.wait().unwrap_or_else(|_| ExitStatus::from_raw(9))
-}
-
-fn kill_group(pgid: Pid, signal: Signal) {
-    // ESRCH (nobody left in the group) is the normal case.
-    let _ = killpg(pgid, signal);
 }
 
 fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {

@@ -207,6 +207,8 @@ fn serve(
     let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
     options.ask = served.ask_options();
     options.max_message = served.max_message_size;
+    let grace = options.grace;
+    crate::proxy_cmd::adopt_orphans();
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
@@ -258,6 +260,7 @@ fn serve(
             None => clawai_gateway::stdio::serve(&gateway, served.max_message_size).await?,
         };
         gateway.shutdown().await;
+        tokio::task::spawn_blocking(move || clawai_proxy::process_tree::end_adopted(grace)).await?;
         anyhow::Ok(code)
     })?;
     // stdin is read on a blocking thread that cannot be interrupted.

@@ -44,6 +44,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             None => Upstream::Command(args.command.clone()),
         };
         let target = args.upstream.clone().unwrap_or_else(|| args.command.join(" "));
+        crate::proxy_cmd::adopt_orphans();
         return runtime()?.block_on(async move {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -52,6 +53,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             eprintln!("clawai: serving http://{local}{} guarding {target}", options.path);
             let front = Front::new(options, upstream, handle, audit);
             front.serve(listener, shutdown_signal()).await?;
+            tokio::task::spawn_blocking(move || clawai_proxy::process_tree::end_adopted(grace)).await?;
             Ok(ExitCode::Code(0))
         });
     }

@@ -173,8 +173,20 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
         grace: Duration::from_secs_f64(args.grace),
         max_message: args.max_message_size,
     };
+    adopt_orphans();
     let code = clawai_proxy::stdio::run(guard, &options)?;
+    clawai_proxy::process_tree::end_adopted(options.grace);
     Ok(ExitCode::Code(code))
+}
+
+/// From now on, what the servers start and orphan is clawai's to end (see
+/// [`clawai_proxy::process_tree`]); without it, a server's tree is its process group.
+pub(crate) fn adopt_orphans() {
+    if let Err(error) = clawai_proxy::process_tree::adopt_orphans() {
+        tracing::warn!(
+            "cannot adopt the processes servers leave behind ({error}); only their process groups are ended"
+        );
+    }
 }
 
 /// The host of a URL (`https://mcp.example.com/x` → `mcp.example.com`), read without a
