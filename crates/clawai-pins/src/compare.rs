@@ -111,10 +111,10 @@ impl Entry {
         let mut wrote = std::mem::take(&mut self.removed);
         match &mut self.live {
             Some(live) if live.hash == hash => {
-                let scanned = live.findings.is_some();
+                let scanned_by = live.scanned_by;
                 rescan(live);
                 let quarantined = settings.quarantines(live.findings.as_deref());
-                wrote |= scanned != live.findings.is_some() || quarantined != live.quarantined;
+                wrote |= scanned_by != live.scanned_by || quarantined != live.quarantined;
                 live.quarantined = quarantined;
             }
             _ => {
@@ -162,11 +162,20 @@ impl PinFile {
             let fresh = |hash: &str| {
                 let findings = screen.item(kind, item, items);
                 let quarantined = screen.settings().quarantines(findings.as_deref());
-                Version { hash: hash.to_owned(), value: view(kind, item), seen: now(), findings, quarantined }
+                let scanned_by = if findings.is_some() { clawai_scan::REVISION } else { 0 };
+                Version {
+                    hash: hash.to_owned(),
+                    value: view(kind, item),
+                    seen: now(),
+                    findings,
+                    scanned_by,
+                    quarantined,
+                }
             };
             let rescan = |version: &mut Version| {
-                if version.findings.is_none() && screen.settings().on {
+                if version.needs_scan() && screen.settings().on {
                     version.findings = screen.item(kind, item, items);
+                    version.scanned_by = clawai_scan::REVISION;
                 }
             };
             let (seen, wrote) = match known.get_mut(name) {
@@ -230,11 +239,13 @@ impl PinFile {
         let fresh = |hash: &str| {
             let findings = screen.instructions(&value);
             let quarantined = screen.settings().quarantines(findings.as_deref());
-            Version { hash: hash.to_owned(), value: value.clone(), seen: now(), findings, quarantined }
+            let scanned_by = if findings.is_some() { clawai_scan::REVISION } else { 0 };
+            Version { hash: hash.to_owned(), value: value.clone(), seen: now(), findings, scanned_by, quarantined }
         };
         let rescan = |version: &mut Version| {
-            if version.findings.is_none() && screen.settings().on {
+            if version.needs_scan() && screen.settings().on {
                 version.findings = screen.instructions(&value);
+                version.scanned_by = clawai_scan::REVISION;
             }
         };
         match &mut self.instructions {

@@ -192,7 +192,7 @@ mod tests {
     use serde_json::json;
 
     fn version(value: Value) -> Version {
-        Version { hash: String::new(), value, seen: String::new(), findings: None, quarantined: false }
+        Version { hash: String::new(), value, seen: String::new(), findings: None, scanned_by: 0, quarantined: false }
     }
 
     #[test]

@@ -35,10 +35,18 @@ pub struct Version {
     /// again while it is listed unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findings: Option<Vec<Flag>>,
+    /// The scan's revision (`clawai_scan::REVISION`) that found `findings`; 0 for a
+    /// store written before revisions were kept. An older one scans again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub scanned_by: u32,
     /// The findings reached `quarantine_on` at the last listing: the version is held
     /// (quarantined) until a person approves it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+}
+
+fn is_zero(revision: &u32) -> bool {
+    *revision == 0
 }
 
 /// What the store knows of one item.
@@ -95,6 +103,13 @@ impl State {
     /// True when calls are refused and the item is left out of lists.
     pub fn is_held(self) -> bool {
         matches!(self, State::Changed | State::Added | State::Quarantined)
+    }
+}
+
+impl Version {
+    /// True when the scan has not looked at this version, or an older scan did.
+    pub fn needs_scan(&self) -> bool {
+        self.findings.is_none() || self.scanned_by < clawai_scan::REVISION
     }
 }
 
@@ -296,6 +311,7 @@ mod tests {
                     value: Value::Null,
                     seen: "now".into(),
                     findings: None,
+                    scanned_by: 0,
                     quarantined: false,
                 }),
                 ..Entry::default()
@@ -353,6 +369,7 @@ mod tests {
                 value: Value::Null,
                 seen: String::new(),
                 findings: None,
+                scanned_by: 0,
                 quarantined: false,
             })
         };

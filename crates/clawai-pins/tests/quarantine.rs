@@ -354,3 +354,35 @@ fn real_servers_pinned_side_by_side_are_not_quarantined() {
         assert_eq!(pass_everything(&pins, dump, SCAN), Vec::<String>::new(), "{server}");
     }
 }
+
+/// A version an older scan quarantined is scanned again by this one when it is listed:
+/// what only the older scan held (a false alarm since fixed) is pinned as trust on first
+/// use would have pinned it.
+#[test]
+fn what_an_older_scan_held_is_scanned_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let pins = tracker(dir.path());
+    let bash = tool("Bash", "Do not commit files that likely contain secrets (.env, credentials.json, etc).");
+    assert_eq!(listed(&pins, json!([bash.clone()]), SCAN), ["Bash"]);
+    // As an older clawai left it: quarantined on sight by a credential_path finding.
+    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let entry = file.tools.get_mut("Bash").unwrap();
+    let mut version = entry.pinned.take().unwrap();
+    version.quarantined = true;
+    version.scanned_by = 0;
+    version.findings = Some(vec![clawai_pins::Flag {
+        class: "credential_path".into(),
+        severity: Severity::Warn,
+        field: "/description".into(),
+        evidence: "credentials.json".into(),
+        detail: String::new(),
+    }]);
+    entry.live = Some(version);
+    entry.held_on_sight = true;
+    store::save(pins.path(), &file).unwrap();
+    let pins = tracker(dir.path());
+    assert!(pins.refusal(Kind::Tool, "Bash").is_some(), "held as the older scan left it");
+    assert_eq!(listed(&pins, json!([bash]), SCAN), ["Bash"], "released by the rescan");
+    assert_eq!(pins.refusal(Kind::Tool, "Bash"), None);
+    assert_eq!(pins.snapshot().state(Kind::Tool, "Bash"), Some(State::Pinned));
+}
