@@ -74,6 +74,9 @@ pub struct StatusArgs {
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
+    /// The pin store whose held tools are shown [default: $XDG_STATE_HOME/clawai/pins].
+    #[arg(long, env = "CLAWAI_PINS", value_name = "DIR")]
+    pins: Option<PathBuf>,
 }
 
 /// `clawai watch`.
@@ -337,10 +340,46 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
-    } else if wrappable {
-        println!("`clawai wrap --all --dry-run` shows what wrapping would change.");
+    } else {
+        if wrappable {
+            println!("`clawai wrap --all --dry-run` shows what wrapping would change.");
+        }
+        print!("{}", held_report(&paths::pins_dir(args.pins.as_ref())));
     }
     Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+/// What pinning holds across the pin store: each held tool, prompt, template or
+/// server's instructions, why, and the command that reviews it (empty when nothing is).
+fn held_report(dir: &Path) -> String {
+    use std::fmt::Write as _;
+    let files = match clawai_proxy::pins::store::load_all(dir) {
+        Ok(files) => files,
+        Err(e) => return format!("\nHeld by pinning: the pin store cannot be read ({e})\n"),
+    };
+    let mut out = String::new();
+    for (_, file) in &files {
+        for row in clawai_proxy::pins::review::rows(file).into_iter().filter(|row| row.entry.state().is_held()) {
+            if out.is_empty() {
+                out.push_str("\nHeld by pinning (calls refused until a person approves):\n");
+            }
+            let server = crate::scan_cmd::one_line(&file.server);
+            let name = crate::scan_cmd::one_line(row.name);
+            let why = match row.entry.quarantined_by() {
+                Some(f) => format!(": {} ({})", f.class, f.severity),
+                None => String::new(),
+            };
+            let target =
+                if row.kind == clawai_proxy::pins::review::INSTRUCTIONS { String::new() } else { format!(" {name}") };
+            let _ = writeln!(
+                out,
+                "  {server} {} {name}: {}{why}; review: clawai pins diff {server}{target}",
+                row.kind,
+                clawai_proxy::pins::review::state_word(row.kind, row.entry),
+            );
+        }
+    }
+    out
 }
 
 /// What `status` reports as the policy of an entry that pins none.

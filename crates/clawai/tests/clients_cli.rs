@@ -358,3 +358,29 @@ fn status_names_each_file_for_what_it_is_and_the_policy_each_server_uses() {
     assert_eq!((&status[0]["client"], &status[0]["label"]), (&json!("custom"), &json!("custom config")));
     assert_eq!(status[0]["servers"][0]["policy_state"], "missing");
 }
+
+/// Quarantine says so: `clawai status` lists what pinning holds, why, and the command
+/// that reviews it.
+#[test]
+fn status_shows_what_pinning_holds() {
+    let home = Home::new();
+    home.write(".cursor/mcp.json", CURSOR);
+    let pins = home.dir.path().join("state/clawai/pins");
+    std::fs::create_dir_all(&pins).unwrap();
+    let version = |quarantined: bool| {
+        json!({"hash": "ab", "value": {"name": "add"}, "seen": "2026-11-28T00:00:00Z", "quarantined": quarantined,
+               "findings": [{"class": "instruction_tag", "severity": "warn", "field": "/description", "evidence": "<IMPORTANT>", "detail": "a tag"}]})
+    };
+    let file = json!({"format": 1, "server": "math", "source": {"command": ["npx", "math"]},
+                      "tools": {"add": {"live": version(true), "held_on_sight": true}, "sub": {"pinned": version(false)}},
+                      "prompts": {}, "resource_templates": {}, "listed": ["tool"]});
+    std::fs::write(pins.join("math-0123456789abcdef.json"), file.to_string()).unwrap();
+    let (code, out, err) = home.run(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Held by pinning"), "{out}");
+    assert!(
+        out.contains("  math tool add: quarantined: instruction_tag (warn); review: clawai pins diff math add"),
+        "{out}"
+    );
+    assert!(!out.contains("math tool sub"), "a pinned tool is not listed: {out}");
+}
