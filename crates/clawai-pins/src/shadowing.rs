@@ -91,7 +91,11 @@ pub(crate) fn quarantine_others(
             continue;
         }
         let Ok(Some(mut file)) = store::load(&path) else { continue };
-        if file.server == server {
+        // A server whose first complete tool list is not in yet is judged when it is
+        // (its items against every name known then, its instructions against the others'
+        // names less its own): before that, its own names are not known, and the same
+        // server under another name would look like another server.
+        if file.server == server || !file.was_listed(Kind::Tool) {
             continue;
         }
         // A name that server lists itself is its own word.

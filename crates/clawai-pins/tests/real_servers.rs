@@ -129,3 +129,21 @@ fn the_same_server_under_two_names_has_nothing_held() {
         assert_nothing_held(start(dir.path(), &dump.server, &dump), &dump.server);
     }
 }
+
+/// Behind a gateway the servers start at once: one server's first listing can come
+/// between another's `initialize` and its first listing. Its instructions, which name
+/// its own tools, are not another server's words then either.
+#[test]
+fn a_server_listed_between_another_s_start_and_its_listing_holds_nothing() {
+    let dumps = corpus();
+    let everything = dumps.iter().find(|d| d.server == "everything").expect("everything is in the corpus");
+    let dir = tempfile::tempdir().unwrap();
+    let first =
+        Tracker::open(dir.path(), Identity::command("everything", &["npx".to_owned(), everything.package.clone()]))
+            .unwrap();
+    let init = json!({"protocolVersion": "2025-06-18", "instructions": everything.value["instructions"]});
+    assert_eq!(first.filter_instructions(&serde_json::to_vec(&init).unwrap(), SCAN), None);
+    // The second name starts and lists everything before the first lists anything.
+    assert_nothing_held(start(dir.path(), "everything-2", everything), "everything-2");
+    assert_nothing_held(start(dir.path(), "everything", everything), "everything, listed after");
+}
