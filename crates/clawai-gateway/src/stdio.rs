@@ -9,9 +9,9 @@ use std::os::fd::AsFd;
 
 use std::io::Write as _;
 
-use clawai_protocol::envelope::{Envelope, EnvelopeError};
+use clawai_protocol::envelope::Envelope;
 use clawai_protocol::reply;
-use clawai_protocol::skim::{leading_id, salvage};
+use clawai_protocol::skim::leading_id;
 use clawai_protocol::{Frame, LineReader};
 use clawai_proxy::pipe::enlarge_pipe;
 use tokio::signal::unix::{SignalKind, signal};
@@ -97,15 +97,7 @@ pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
 /// (the gateway re-encodes what it forwards, and must read what the client meant).
 fn refusal(line: &[u8]) -> Option<Vec<u8>> {
     let error = Envelope::parse_deciding(line, |_| true).err()?;
-    let salvaged;
-    let id = match &error {
-        EnvelopeError::Invalid { id: Some(id), .. } => Some(id.as_str()),
-        EnvelopeError::Invalid { id: None, .. } => {
-            salvaged = salvage(line);
-            salvaged.id.filter(|_| salvaged.request && !salvaged.response).and_then(|id| std::str::from_utf8(id).ok())
-        }
-        _ => None,
-    };
+    let id = error.answer_id(line);
     tracing::warn!("refused a message from the client: {error}");
     Some(reply::error(id, error.code(), &format!("clawai refused the message: {error}"), None))
 }

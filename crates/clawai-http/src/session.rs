@@ -69,6 +69,8 @@ pub(crate) struct Session {
     max_message: usize,
     /// The server is gone (exited, or its link closed).
     gone: AtomicBool,
+    /// The client ended the session: the server going away is what was asked for.
+    closing: AtomicBool,
     /// For a remote upstream: the client's `Authorization`, forwarded to that upstream.
     pub(crate) client_authorization: Option<Arc<Mutex<Option<axum::http::HeaderValue>>>>,
 }
@@ -125,6 +127,7 @@ impl Session {
             next_id: AtomicU64::new(1),
             max_message,
             gone: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             client_authorization,
         });
         tokio::spawn(Arc::clone(&session).pump(link.from_server));
@@ -313,7 +316,11 @@ impl Session {
                 None => break "the server is gone".to_string(),
             }
         };
-        tracing::info!("session {}: {reason}", self.guard.session());
+        if self.closing.load(Ordering::SeqCst) {
+            tracing::debug!("session {}: closed by the client ({reason})", self.guard.session());
+        } else {
+            tracing::info!("session {}: {reason}", self.guard.session());
+        }
         self.gone.store(true, Ordering::SeqCst);
         for error in self.guard.server_gone(&reason) {
             self.deliver(error).await;
@@ -326,6 +333,7 @@ impl Session {
     /// Ends the session: the server's input is closed, a child is shut down after
     /// `grace` (SIGTERM, then SIGKILL, to its process group).
     pub(crate) async fn close(&self, grace: Duration) {
+        self.closing.store(true, Ordering::SeqCst);
         lock(&self.to_server).take();
         let child = lock(&self.child).take();
         if let Some(child) = child {

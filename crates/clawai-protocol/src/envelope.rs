@@ -53,9 +53,9 @@ pub enum EnvelopeError {
     /// Not one JSON value (JSON-RPC "Parse error", -32700).
     #[error("parse error: {0}")]
     Parse(String),
-    /// JSON, but `jsonrpc` is missing or not `"2.0"`: a message of another protocol (or
-    /// none), answered like a parse error (-32700, id null): nothing in it, its id
-    /// included, is taken at its word.
+    /// JSON, but `jsonrpc` is missing or not `"2.0"` (-32700). Nothing in it is taken
+    /// at its word, but a request whose id can be read is answered under that id
+    /// ([`EnvelopeError::answer_id`]): its sender waits for that id.
     #[error("not a JSON-RPC 2.0 message: `jsonrpc` must be \"2.0\"")]
     NotJsonRpc,
     /// A JSON array: a batch, which MCP removed in 2025-06-18 ("Invalid Request", -32600).
@@ -73,6 +73,22 @@ pub enum EnvelopeError {
 }
 
 impl EnvelopeError {
+    /// The id the error answering the refused `line` goes under, as written: the
+    /// request's id whenever it can be read, whatever else is wrong with the message
+    /// (a client waits for an answer under its id, and `null` never reaches it); none
+    /// for a batch or a line that is no request (a response, a notification, not JSON).
+    pub fn answer_id<'l>(&'l self, line: &'l [u8]) -> Option<&'l str> {
+        match self {
+            EnvelopeError::Invalid { id: Some(id), .. } => Some(id.as_str()),
+            EnvelopeError::Batch => None,
+            _ => {
+                let salvaged = crate::skim::salvage(line);
+                let id = salvaged.id.filter(|_| salvaged.request && !salvaged.response)?;
+                std::str::from_utf8(id).ok()
+            }
+        }
+    }
+
     /// The JSON-RPC error code for this refusal.
     pub fn code(&self) -> i64 {
         match self {

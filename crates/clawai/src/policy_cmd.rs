@@ -189,11 +189,12 @@ fn init(path: PathBuf) -> Result<ExitCode> {
         .with_context(|| format!("cannot create {}", path.display()))?;
     file.write_all(STARTER_POLICY.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
     println!("Wrote the starter policy to {}.", path.display());
-    println!("It denies credential files, asks before deleting or running commands, and audits the rest.");
     println!(
-        "Next: edit it, then `clawai policy check {}` and `clawai policy explain --tool read_file --arg path=/etc/passwd`.",
-        path.display()
+        "It denies credential files, asks before writes, deletes and commands, and lets reads through, marked in the audit trail."
     );
+    println!("Next: edit it, then `clawai policy check {}`, and try a call each way:", path.display());
+    println!("  clawai policy explain --tool read_file --arg path=/home/me/project/README.md   # allowed (audit)");
+    println!("  clawai policy explain --tool read_file --arg path=/home/me/.ssh/id_rsa        # denied");
     Ok(ExitCode::Ok)
 }
 

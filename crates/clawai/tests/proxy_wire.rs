@@ -85,18 +85,20 @@ fn invalid_lines_get_parse_errors_and_are_never_forwarded() {
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\",\"x-extra\":\"\xfe\"}",
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"test/echo\"}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"test/echo\"}",
     ];
-    for line in &bad {
+    // A request whose id can be read is answered under it, whatever else is wrong with
+    // it (its sender waits for that id); what has none is answered with id null.
+    for (line, id) in bad.iter().zip([json!(null), json!(null), json!(1), json!(1), json!(1)]) {
         p.send(line);
         let r = p.recv();
         assert_eq!(r["error"]["code"], -32700, "{}", String::from_utf8_lossy(line));
-        assert!(r["id"].is_null());
+        assert_eq!(r["id"], id, "{}", String::from_utf8_lossy(line));
     }
-    // Not JSON-RPC 2.0: answered as a parse error too, its id not taken at its word.
+    // Not JSON-RPC 2.0: a parse error too, under the request's id.
     for line in [&br#"{"jsonrpc":"1.0","id":9,"method":"test/echo"}"#[..], br#"{"id":9,"method":"test/echo"}"#] {
         p.send(line);
         let r = p.recv();
         assert_eq!(r["error"]["code"], -32700, "{}", String::from_utf8_lossy(line));
-        assert!(r["id"].is_null());
+        assert_eq!(r["id"], 9, "{}", String::from_utf8_lossy(line));
     }
     p.send(br#"[{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"wipe"}}]"#);
     let r = p.recv();

@@ -72,18 +72,12 @@ impl Guard {
         self.gather_answer(error).map_or(Verdict::Drop, Verdict::Replace)
     }
 
-    /// A client message that is not forwarded: the client gets an error. A line that is
-    /// not JSON-RPC 2.0 at all is answered with id null; a request that is not valid (a
-    /// member twice, a bad `params`) for its id, read leniently when the strict reading
-    /// stopped before it, so that the client does not wait for an answer.
+    /// A client message that is not forwarded: the client gets an error, under the
+    /// request's id whenever it can be read (read leniently when the strict reading
+    /// stopped before it), so that the client does not wait for an answer; id null only
+    /// for what is no request at all.
     pub(super) fn refuse_from_client(&self, line: &[u8], error: &EnvelopeError) -> Verdict {
-        let id = match error {
-            EnvelopeError::Invalid { id: Some(id), .. } => raw(id.as_bytes()),
-            EnvelopeError::Invalid { id: None, .. } => {
-                Some(salvage(line)).filter(|s| s.request && !s.response).and_then(|s| s.id).and_then(raw)
-            }
-            _ => None,
-        };
+        let id = error.answer_id(line).and_then(|id| raw(id.as_bytes()));
         self.record_refusal(Direction::ClientToServer, None, id, error.to_string(), line.len());
         tracing::warn!("refused a message from the client: {error}");
         Verdict::Reply(reply::error(
