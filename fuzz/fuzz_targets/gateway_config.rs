@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use clawai_gateway::Transport;
 use clawai_gateway::config::{McpServerConfig, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -38,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!name.is_empty() && !name.contains("__") && !name.ends_with('_'));
                 assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
                 match &entry.transport {
-                    McpServerConfig::Stdio { command, args, env } => {
+                    Transport::Mcp(McpServerConfig::Stdio { command, args, env }) => {
                         assert!(!command.is_empty() && !command.contains('\0'));
                         assert!(args.iter().all(|a| !a.contains('\0')));
                         assert!(env.keys().all(|k| !k.is_empty() && !k.contains(['=', '\0'])));
@@ -46,12 +47,14 @@ fuzz_target!(|data: &[u8]| {
                             assert!(env.values().all(|v| !v.contains('\0')));
                         }
                     }
-                    McpServerConfig::Sse { url, headers } | McpServerConfig::Http { url, headers } => {
+                    Transport::Mcp(McpServerConfig::Sse { url, headers } | McpServerConfig::Http { url, headers }) => {
                         assert!(!url.is_empty() && entry.cwd.is_none());
                         if !entry.disabled {
                             assert!(headers.values().all(|v| !v.contains(['\r', '\n', '\0'])));
                         }
                     }
+                    // clawai's own tools: no command or URL from the file to check.
+                    Transport::Builtin | Transport::InProcess(_) => {}
                 }
             }
         }

@@ -154,7 +154,7 @@ fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: S
             let worst = inner.iter().map(|(_, f)| f.severity).max()?;
             let classes: Vec<&str> = inner.iter().map(|(_, f)| f.class.as_str()).collect();
             let detail = format!("{} ({})", detector.detail, classes.join(", "));
-            (worst.max(detector.severity), cut(&escape_invisible(&decoded)), detail)
+            (worst.max(detector.severity), shown(&decoded), detail)
         }
         Class::HiddenWhitespace => {
             // The match is the run of blanks and the first character after it.
@@ -162,7 +162,7 @@ fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: S
             let rest = &folded[start + blanks..];
             (
                 detector.severity,
-                cut(&escape_invisible(rest)),
+                shown(rest),
                 format!("{} ({blanks} whitespace characters)", detector.detail),
             )
         }
@@ -251,11 +251,18 @@ fn window(text: &str, start: usize, end: usize) -> String {
     if from > 0 {
         out.push('…');
     }
-    out.push_str(&cut(&escape_invisible(&text[from..to])));
+    out.push_str(&shown(&text[from..to]));
     if to < text.len() && !out.ends_with('…') {
         out.push('…');
     }
     out
+}
+
+/// `text` cut to [`EVIDENCE_CHARS`] characters, then escaped: escaping first would
+/// decide on the whole text (a bidi mark is left as it is in text with right-to-left
+/// letters) and the cut could then drop the letters that made the mark harmless.
+fn shown(text: &str) -> String {
+    escape_invisible(&cut(text))
 }
 
 /// At most [`EVIDENCE_CHARS`] characters of `text`.

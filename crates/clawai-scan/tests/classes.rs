@@ -311,3 +311,18 @@ fn severities_are_ordered_named_and_parsed() {
     assert_eq!(serde_json::from_value::<Finding>(value).unwrap(), *finding);
     assert_eq!(clawai_scan::worst(&described("<IMPORTANT> secretly")), Some(Severity::Critical));
 }
+
+/// Evidence is cut before it is escaped: a bidi mark left as it is because the whole
+/// text has right-to-left letters is escaped when the cut leaves those letters out
+/// (found by the `scan` fuzz target).
+#[test]
+fn evidence_cut_away_from_its_right_to_left_letters_escapes_their_marks() {
+    let text = format!("{}r}}\u{5}_-\u{200F}\0$\0\0$шtt\0@&{}\u{5F8}", "\0".repeat(20), "\0".repeat(40));
+    for finding in scan_text(&text) {
+        let hidden: Vec<_> = scan_text(&finding.evidence)
+            .into_iter()
+            .filter(|f| matches!(f.class, Class::BidiControl | Class::ZeroWidth | Class::ControlCharacter))
+            .collect();
+        assert!(hidden.is_empty(), "evidence {:?} hides {hidden:?}", finding.evidence);
+    }
+}
