@@ -33,6 +33,12 @@ pub struct GatewayOptions {
     pub page_size: usize,
     /// The pin store (`clawai pins`); `None`: what servers list is not pinned.
     pub pins_dir: Option<std::path::PathBuf>,
+    /// How long a client session's own instance of a `"session": "per-client"` server
+    /// may sit unused (no call) before it is stopped; its next call starts a new one.
+    pub per_client_idle: Duration,
+    /// The gateway serves one client session only (stdio): a per-client server then runs
+    /// once, as a shared one does (an instance of its own would change nothing).
+    pub one_client: bool,
 }
 
 impl Default for GatewayOptions {
@@ -44,6 +50,8 @@ impl Default for GatewayOptions {
             max_message: 64 << 20,
             page_size: 500,
             pins_dir: None,
+            per_client_idle: Duration::from_secs(600),
+            one_client: false,
         }
     }
 }

@@ -38,7 +38,7 @@ use clawai_http::link::{Link, OpenLink};
 use clawai_policy::glob::Glob;
 use clawai_proxy::{AuditLog, PolicyHandle};
 
-pub use crate::config::{GatewayConfig, InProcessServer, McpServerConfig, ServerEntry, Transport};
+pub use crate::config::{GatewayConfig, InProcessServer, McpServerConfig, ServerEntry, SessionMode, Transport};
 use crate::core::Core;
 pub use crate::core::GatewayOptions;
 use crate::upstream::Upstream;
@@ -153,10 +153,13 @@ impl Gateway {
         self.core.set_skills(skills);
     }
 
-    /// Stops every server (and every process they started).
+    /// Stops every server (and every process they started), per-client servers' instances
+    /// included.
     pub async fn shutdown(&self) {
         let mut all = self.core.upstreams();
         all.extend(self.core.draining.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+        let instances: Vec<Arc<Upstream>> = all.iter().flat_map(|upstream| upstream.take_instances()).collect();
+        all.extend(instances);
         let stopping: Vec<_> =
             all.into_iter().map(|upstream| tokio::spawn(async move { upstream.stop().await })).collect();
         for stopped in stopping {

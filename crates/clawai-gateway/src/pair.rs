@@ -55,7 +55,7 @@ impl Pair {
 
     /// Teaches the guard the server's tools (their annotations), when they changed.
     pub fn learn_tools(&self) {
-        let lists = self.upstream.lists();
+        let lists = self.upstream.catalog_lists();
         if self.tools_version.swap(lists.version, Ordering::Relaxed) != lists.version {
             let tools = &lists.items[crate::catalog::ListKind::Tools.index()];
             self.guard.know_tools(tools.iter().map(|tool| (tool.original.as_str(), tool.annotations)));

@@ -365,6 +365,20 @@ impl Session {
         for pair in lock(&self.pairs).values() {
             pair.guard.flush_audit();
         }
+        // This session's own instances of per-client servers stop, with all they started.
+        let ending: Vec<_> = self
+            .core
+            .upstreams()
+            .into_iter()
+            .filter(|upstream| upstream.is_per_client())
+            .map(|lister| {
+                let session = self.id.clone();
+                tokio::spawn(async move { lister.end_instance_of(&session).await })
+            })
+            .collect();
+        for ended in ending {
+            let _ = ended.await;
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! One server behind the gateway: one persistent session shared by every client
-//! session, started, listed, restarted when it dies, drained when it is removed.
+//! session, started, listed, restarted when it dies, drained when it is removed (a
+//! per-client server: one per client session, [`per_client`]).
 //!
 //! The gateway's own traffic with the server (`initialize`, the lists) goes through a
 //! guard of its own, so the audit trail records it like any other; the clients' calls
@@ -7,6 +8,7 @@
 
 pub(crate) mod connect;
 mod messages;
+pub(crate) mod per_client;
 mod pins;
 
 use std::collections::HashMap;
@@ -19,11 +21,12 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::catalog::ListKind;
-use crate::config::ServerEntry;
+use crate::config::{ServerEntry, SessionMode};
 use crate::core::Core;
 use crate::lock;
 use crate::rewrite::{encode, id_key};
 use crate::session::Session;
+use per_client::Role;
 
 /// How long the gateway waits for a server's answer to `initialize` (a server may take
 /// long to start: `npx` downloading it).
@@ -132,8 +135,11 @@ pub struct Upstream {
     restart: tokio::sync::Notify,
     /// Counts the server's runs: a listing from an earlier run is not kept.
     run: AtomicU64,
-    /// What a person approved of what the server lists.
-    pins: pins::Pins,
+    /// What a person approved of what the server lists (a per-client server's instances
+    /// share their lister's).
+    pins: Arc<pins::Pins>,
+    /// Shared, a per-client server's lister, or a client session's own instance.
+    role: Role,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -151,13 +157,26 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 impl Upstream {
     /// Starts server `name` and returns at once: it comes up in the background.
     pub fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
+        let pins = Arc::new(pins::Pins::open(core.options.pins_dir.as_deref(), &name, &entry.transport));
+        let per_client = entry.session == SessionMode::PerClient && !core.options.one_client;
+        let role = if per_client { Role::Lister(Default::default()) } else { Role::Shared };
+        let upstream = Upstream::new(core, name, entry, pins, role);
+        tokio::spawn(Arc::clone(&upstream).run());
+        if per_client {
+            tokio::spawn(per_client::stop_idle_instances(Arc::downgrade(&upstream), core.options.per_client_idle));
+        }
+        upstream
+    }
+
+    /// An instance of server `name`, not started yet.
+    fn new(core: &Arc<Core>, name: String, entry: ServerEntry, pins: Arc<pins::Pins>, role: Role) -> Arc<Upstream> {
         let remote = entry.transport.is_remote();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(name.clone()))
             .with_session(format!("gateway-{}", uuid::Uuid::new_v4().simple()));
         let guard = if remote { guard.for_remote_server() } else { guard };
         let (stop, _) = watch::channel(false);
-        let pins = pins::Pins::open(core.options.pins_dir.as_deref(), &name, &entry.transport);
-        let upstream = Arc::new(Upstream {
+        Arc::new(Upstream {
+            role,
             pins,
             name,
             entry,
@@ -175,9 +194,7 @@ impl Upstream {
             stop,
             restart: tokio::sync::Notify::new(),
             run: AtomicU64::new(0),
-        });
-        tokio::spawn(Arc::clone(&upstream).run());
-        upstream
+        })
     }
 
     /// Where the server is in its life.
@@ -487,8 +504,21 @@ impl Upstream {
     }
 
     /// Removed from the configuration: no new calls; the calls in flight get `drain` to
-    /// finish, then are cancelled, and the server is stopped.
+    /// finish, then are cancelled, and the server is stopped, with the instances of a
+    /// per-client server.
     pub async fn drain(self: Arc<Self>, drain: Duration) {
+        // Draining before the instances are taken: no session starts one after.
+        self.set_status(Status::Draining);
+        let instances: Vec<_> =
+            self.take_instances().into_iter().map(|instance| tokio::spawn(instance.retire(drain))).collect();
+        Arc::clone(&self).retire(drain).await;
+        for instance in instances {
+            let _ = instance.await;
+        }
+    }
+
+    /// Drains this instance alone (see [`Upstream::drain`]).
+    pub(crate) async fn retire(self: Arc<Self>, drain: Duration) {
         self.set_status(Status::Draining);
         let deadline = Instant::now() + drain;
         while self.calls_in_flight() > 0 && Instant::now() < deadline {
@@ -516,6 +546,9 @@ impl Upstream {
 
     /// Lists the server's items of `kind` again (every page) and tells the sessions.
     pub async fn refresh(self: &Arc<Self>, kind: ListKind) {
+        if self.is_own_instance() {
+            return; // the catalog lists its lister's items
+        }
         let _one_at_a_time = self.refreshing[kind.index()].lock().await;
         let run = self.run.load(Ordering::SeqCst);
         let declared = self.capability(kind.capability()).is_some();

@@ -36,6 +36,10 @@ pub struct GatewayArgs {
     /// The most tools (prompts, resources) on one page of a list.
     #[arg(long, default_value_t = 500, value_name = "N")]
     page_size: usize,
+    /// Seconds a client session's own instance of a `"session": "per-client"` server may
+    /// sit unused before it is stopped (its next call starts a new one).
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    per_client_idle: f64,
     /// The pin store: what each server listed when first seen, and what changed since
     /// (`clawai pins`) [default: $XDG_STATE_HOME/clawai/pins].
     #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
@@ -121,7 +125,7 @@ pub fn run_mcp_server_command(args: McpServerArgs, http: HttpTransport) -> Resul
 pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
     let mut config = GatewayConfig::default();
     config.servers.insert(clawai_gateway::BUILTIN_SERVER.to_owned(), ServerEntry::builtin(false));
-    let options = GatewayOptions { page_size: 500, ..GatewayOptions::default() };
+    let options = GatewayOptions { page_size: 500, one_client: true, ..GatewayOptions::default() };
     serve(&args.served, "mcp-server", config, None, options, None)
 }
 
@@ -135,7 +139,11 @@ fn read_config(path: &Path) -> Result<GatewayConfig, String> {
 
 /// The gateway, in process.
 pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
-    for (name, value, zero_ok) in [("--drain", args.drain, true), ("--grace", args.grace, true)] {
+    for (name, value, zero_ok) in [
+        ("--drain", args.drain, true),
+        ("--grace", args.grace, true),
+        ("--per-client-idle", args.per_client_idle, false),
+    ] {
         if !(value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0)) && value <= 86_400.0) {
             bail!(
                 "{name} must be a number of seconds{}, at most 86400 (a day)",
@@ -158,6 +166,9 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         max_message: args.served.max_message_size,
         page_size: args.page_size,
         pins_dir: Some(crate::paths::pins_dir(args.pins.as_ref())),
+        per_client_idle: Duration::from_secs_f64(args.per_client_idle),
+        // Over stdio the gateway has one client session: per-client servers run once.
+        one_client: args.front.listen.is_none(),
     };
     let listen = match args.front.listen {
         Some(_) => Some(args.front.options(FrontSettings {

@@ -14,7 +14,8 @@
 //!     "mcpServers": {
 //!       "github": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
 //!                   "env": { "GITHUB_TOKEN": "${GITHUB_TOKEN}" } },
-//!       "docs": { "url": "https://docs.example/mcp", "internalOnly": false }
+//!       "docs": { "url": "https://docs.example/mcp", "internalOnly": false },
+//!       "claude-code": { "command": "claude", "args": ["mcp", "serve"], "session": "per-client" }
 //!     }
 //!   },
 //!   "agent": { "allowedTools": ["github__*", "docs__search"] }
@@ -69,6 +70,28 @@ pub struct ServerEntry {
     pub internal_only: bool,
     /// `disabled` (default `false`): the server is configured but is not to be started.
     pub disabled: bool,
+    /// `session` (default `"shared"`): whether every client session shares one upstream
+    /// session of the server, or each gets its own.
+    pub session: SessionMode,
+}
+
+/// Whether the client sessions of the gateway share a server's upstream session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionMode {
+    /// `"shared"`: one upstream session (one process) serves every client session.
+    #[default]
+    Shared,
+    /// `"per-client"`: each client session gets an upstream session of its own (over
+    /// stdio, a process of its own), started on its first call and stopped when it
+    /// leaves or sits idle; for a server that keeps state per session, such as Claude
+    /// Code's `claude mcp serve`.
+    PerClient,
+}
+
+impl SessionMode {
+    /// The values `session` takes in the file, with their modes.
+    pub const NAMES: [(&'static str, SessionMode); 2] =
+        [("shared", SessionMode::Shared), ("per-client", SessionMode::PerClient)];
 }
 
 /// How a server is reached.
@@ -120,12 +143,24 @@ impl ServerEntry {
             cwd: None,
             internal_only,
             disabled: false,
+            session: SessionMode::Shared,
         }
     }
 
     /// clawai's built-in tools, listed unless `internal_only`.
     pub fn builtin(internal_only: bool) -> ServerEntry {
-        ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled: false }
+        ServerEntry {
+            transport: Transport::Builtin,
+            cwd: None,
+            internal_only,
+            disabled: false,
+            session: SessionMode::Shared,
+        }
+    }
+
+    /// The same entry with its `session` set.
+    pub fn with_session(self, session: SessionMode) -> ServerEntry {
+        ServerEntry { session, ..self }
     }
 }
 

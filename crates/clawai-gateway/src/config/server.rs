@@ -11,14 +11,14 @@ use jsonc_parser::common::Ranged;
 use super::error::ConfigError;
 use super::expand::{ExpandError, expand};
 use super::json::{Doc, Fields, Key, StringMember, prop_name};
-use super::{McpServerConfig, ServerEntry, Transport};
+use super::{McpServerConfig, ServerEntry, SessionMode, Transport};
 
 /// The one name a server of `"type": "builtin"` has: its tools are listed as
 /// `builtin__read_file`, `builtin__exec_shell`, ….
 pub const BUILTIN_NAME: &str = "builtin";
 
 /// The keys of a server entry in every file.
-const SERVER_KEYS: [Key; 9] = [
+const SERVER_KEYS: [Key; 10] = [
     Key::one("type"),
     Key::one("command"),
     Key::one("args"),
@@ -28,6 +28,7 @@ const SERVER_KEYS: [Key; 9] = [
     Key::one("headers"),
     Key::two("internalOnly", "internal_only"),
     Key::one("disabled"),
+    Key::one("session"),
 ];
 
 /// Where other MCP clients put a remote server's address (Windsurf: `serverUrl`, Gemini
@@ -113,6 +114,7 @@ pub(super) fn read(
     // when it says so.
     let internal_only = flag("internalOnly", given != Some(Kind::Builtin))?;
     let disabled = flag("disabled", false)?;
+    let session = fields.get("session").map_or(Ok(SessionMode::Shared), |p| session_mode(doc, p, name))?;
     match (&given, name == BUILTIN_NAME) {
         (Some(Kind::Builtin), false) => {
             return Err(doc.invalid(
@@ -134,7 +136,7 @@ pub(super) fn read(
                     ));
                 }
             }
-            let entry = ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled };
+            let entry = ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled, session };
             return Ok(Some((name.to_owned(), entry)));
         }
         (_, true) => check_name(doc, name, prop.range.start)?,
@@ -266,7 +268,22 @@ pub(super) fn read(
         }
         None => None,
     };
-    Ok(Some((name.to_owned(), ServerEntry { transport, cwd, internal_only, disabled })))
+    Ok(Some((name.to_owned(), ServerEntry { transport, cwd, internal_only, disabled, session })))
+}
+
+/// `session`: `"shared"` or `"per-client"`.
+fn session_mode(doc: &Doc, prop: &ObjectProp, name: &str) -> Result<SessionMode, ConfigError> {
+    let value = doc.string(&prop.value, &format!("`session` of server `{name}`"))?;
+    if let Some((_, mode)) = SessionMode::NAMES.iter().find(|(spelled, _)| *spelled == value) {
+        return Ok(*mode);
+    }
+    Err(doc.invalid(
+        prop.value.start(),
+        format!(
+            "`session` of server `{name}` is `{value}`; use `shared` (the default: every client session shares \
+             one session of the server) or `per-client` (each client session gets its own)"
+        ),
+    ))
 }
 
 /// A server name becomes the prefix of its tools' names (`S__tool`), split at the first

@@ -78,8 +78,11 @@ impl Session {
             }
             "resources/unsubscribe" => {
                 lock(&self.state).subscriptions.remove(&uri);
-                // The server's session is shared: it stays subscribed while any client is.
-                if self.core.sessions().iter().any(|s| lock(&s.state).subscriptions.contains(&uri)) {
+                // A shared server's session stays subscribed while any client is (a
+                // per-client server's instance is this session's alone).
+                if !upstream.is_per_client()
+                    && self.core.sessions().iter().any(|s| lock(&s.state).subscriptions.contains(&uri))
+                {
                     return self.answer(&id, json!({}), modern);
                 }
             }
@@ -180,10 +183,19 @@ impl Session {
     }
 
     /// Sends a client's request (already under the server's own names) to `upstream`
-    /// through this session's guard for it, under an id and progress token of the
-    /// gateway's.
+    /// (for a per-client server, this session's own instance of it) through this
+    /// session's guard for it, under an id and progress token of the gateway's.
     /// True when the guard let it go to the server.
     async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value) -> bool {
+        let upstream = match upstream.serving(self).await {
+            Ok(upstream) => upstream,
+            Err(why) => {
+                tracing::warn!("session {}: {why}", self.id);
+                self.send(rewrite::error(&client_id, reply::SERVER_UNAVAILABLE, &format!("clawai gateway: {why}")));
+                return false;
+            }
+        };
+        let upstream = &upstream;
         let pair = self.pair(upstream);
         pair.learn_tools();
         let upstream_id = upstream.next_id();

@@ -91,6 +91,14 @@ impl Session {
 
     pub(super) fn set_log_level(&self, id: &Value, params: &Value, modern: bool) {
         for upstream in self.core.upstreams() {
+            // A per-client server's level is set in this session's instance, if it has one.
+            let upstream = match upstream.is_per_client() {
+                true => match upstream.instance_of(&self.id) {
+                    Some(instance) => instance,
+                    None => continue,
+                },
+                false => upstream,
+            };
             if upstream.is_up() && upstream.capability("logging").is_some() {
                 let params = params.clone();
                 tokio::spawn(async move { upstream.set_log_level(params).await });

@@ -177,6 +177,11 @@ impl Upstream {
         if matches!(self.status(), Status::Starting) {
             self.set_status(Status::Up);
         }
+        if self.is_own_instance() {
+            // Its items are its lister's, in the catalog already.
+            tracing::info!("server `{}`: a client session's instance is up", self.name);
+            return;
+        }
         tracing::info!("server `{}` is up: {} tools", self.name, self.lists().items[ListKind::Tools.index()].len());
         if let Some(core) = self.core() {
             core.catalog_changed();

@@ -15,6 +15,7 @@ use crate::rewrite::{self, id_key};
 impl Upstream {
     /// One message from the server.
     pub(super) async fn on_message(self: &Arc<Self>, bytes: Vec<u8>) {
+        self.touch();
         // An answer to a client's call, the common case, is skimmed, not parsed: where its
         // id is is all the gateway needs to give it the client's.
         if let Some(skimmed) = clawai_protocol::skim::skim(&bytes)
@@ -123,19 +124,20 @@ impl Upstream {
                 }
                 if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
                     let listed = crate::names::resource_uri(&self.name, uri);
-                    for session in core.sessions() {
+                    for session in self.audience(&core) {
                         session.resource_updated(&listed, &message).await;
                     }
                 }
             }
             _ => {
-                // Logs and anything else: decided, recorded, and told to every session.
+                // Logs and anything else: decided, recorded, and told to every session
+                // (a client session's own instance: to that session).
                 let message = match self.guard.from_server(&bytes) {
                     Verdict::Forward => bytes,
                     Verdict::Replace(instead) => instead,
                     _ => return,
                 };
-                for session in core.sessions() {
+                for session in self.audience(&core) {
                     session.send(message.clone());
                 }
             }
@@ -155,8 +157,12 @@ impl Upstream {
             return;
         }
         // The request goes to the session whose call caused it: the only one with a
-        // call in flight on this server.
-        let sessions = self.sessions_with_calls();
+        // call in flight on this server (on a client session's own instance, that
+        // session, call or no call).
+        let sessions = match self.owner() {
+            Some(owner) => vec![owner],
+            None => self.sessions_with_calls(),
+        };
         let why = match sessions.as_slice() {
             [session] => match session.take_server_request(self, method, &id, &message, &bytes).await {
                 Ok(()) => return,
@@ -176,8 +182,9 @@ impl Upstream {
 
     /// Answers a request of the server's with an error at once, and records both.
     pub(crate) async fn refuse_server_request(self: &Arc<Self>, id: &Value, bytes: &[u8], why: &str) {
-        // Recorded in the trail; servers that ask for roots as they start make this common.
-        tracing::info!("server `{}`: {why}", self.name);
+        // Recorded in the trail; servers that ask for roots as they start make this
+        // common, and nothing is wrong: not worth a line in the log.
+        tracing::debug!("server `{}`: {why}", self.name);
         self.guard.from_server(bytes);
         let error = rewrite::error(id, rewrite::METHOD_NOT_FOUND, why);
         self.guard.from_client(&error);

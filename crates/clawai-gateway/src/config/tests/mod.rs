@@ -62,7 +62,8 @@ fn servers_are_read_under_tools_mcp_servers() {
             transport: Transport::Mcp(stdio("npx", &["-y", "fs"])),
             cwd: None,
             internal_only: true,
-            disabled: false
+            disabled: false,
+            session: SessionMode::Shared,
         }
     );
     assert_eq!(config.allowed_tools, None);

@@ -161,3 +161,46 @@ fn nul_characters_are_refused_in_what_reaches_the_system() {
     let (error, _, _) = refused(r#"{"mcpServers": {"s": {"command": "x", "args": ["a\u0000b"]}}}"#);
     assert!(error.to_string().contains("contains a NUL character"), "{error}");
 }
+
+#[test]
+fn session_is_shared_unless_the_entry_says_per_client() {
+    let text = r#"{"mcpServers": {
+  "plain": {"command": "x"},
+  "shared": {"command": "x", "session": "shared"},
+  "claude-code": {"command": "claude", "args": ["mcp", "serve"], "session": "per-client"},
+  "remote": {"url": "https://x.example/mcp", "session": "per-client"},
+  "builtin": {"type": "builtin", "session": "per-client"}
+}}"#;
+    let config = strict(text).unwrap();
+    let session = |name: &str| server(&config, name).session;
+    assert_eq!(session("plain"), SessionMode::Shared, "the default");
+    assert_eq!(session("shared"), SessionMode::Shared);
+    assert_eq!(session("claude-code"), SessionMode::PerClient);
+    assert_eq!(session("remote"), SessionMode::PerClient);
+    assert_eq!(session("builtin"), SessionMode::PerClient);
+    // In an MCP client's file too: the gateway uses the key.
+    let config = lenient(r#"{"mcpServers": {"c": {"command": "x", "session": "per-client", "other": 1}}}"#).unwrap();
+    assert_eq!(server(&config, "c").session, SessionMode::PerClient);
+}
+
+#[test]
+fn another_session_value_stops_the_gateway_naming_the_file_the_server_and_the_values() {
+    for (value, shown) in [(r#""per_client""#, "`per_client`"), (r#""Shared""#, "`Shared`"), (r#""""#, "``")] {
+        let text = format!("{{\"mcpServers\": {{\n  \"cc\": {{\"command\": \"claude\", \"session\": {value}}}}}}}");
+        let (error, line, column) = refused(&text);
+        assert_eq!((line, column), (2, 42), "{value}");
+        let message = error.to_string();
+        assert!(message.starts_with("gw.json:2:42: `session` of server `cc` is "), "{message}");
+        assert!(message.contains(shown), "{message}");
+        assert!(message.contains("use `shared`") && message.contains("or `per-client`"), "{message}");
+    }
+    for (value, found) in [("true", "a boolean"), ("1", "a number"), (r#"["per-client"]"#, "an array")] {
+        let text = format!(r#"{{"mcpServers": {{"cc": {{"command": "claude", "session": {value}}}}}}}"#);
+        let message = strict(&text).unwrap_err().to_string();
+        assert!(message.contains("`session` of server `cc`") && message.contains("a string"), "{value}: {message}");
+        assert!(message.contains(found), "{value}: {message}");
+    }
+    // A client's file is read leniently, but a key the gateway uses is checked.
+    let error = lenient(r#"{"mcpServers": {"cc": {"command": "claude", "session": "each"}}}"#).unwrap_err();
+    assert!(error.to_string().contains("`session` of server `cc` is `each`"), "{error}");
+}
