@@ -21,6 +21,9 @@ pub const AMBIGUOUS: i64 = -32003;
 pub const TOO_LARGE: i64 = -32004;
 /// clawai: the server exited or cannot be reached; the request got no answer.
 pub const SERVER_UNAVAILABLE: i64 = -32005;
+/// clawai: clawai did not start the server, because its policy or configuration does
+/// not load; the message says where and what to do.
+pub const NOT_STARTED: i64 = -32006;
 
 /// A JSON-RPC error response, newline-terminated. `id` is the request's id as written
 /// (`None` gives `null`).

@@ -22,7 +22,12 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let mut guarded = Guarded::open(&args)?;
+    let mut guarded = match Guarded::open(&args) {
+        Ok(guarded) => guarded,
+        // A client on stdio reads why in its own window; an HTTP front has none yet.
+        Err(error) if args.front.listen.is_none() => return crate::not_started::answer_with(error),
+        Err(error) => return Err(error),
+    };
     // Flushed when dropped, after the transport below has stopped.
     let _telemetry = crate::telemetry_cmd::start(&args.otlp, "proxy", &mut guarded)?;
     if args.front.listen.is_none() && remote.is_none() {

@@ -9,6 +9,7 @@ mod audit_verify;
 mod clients_cmd;
 pub mod gateway_cmd;
 pub mod http_cmd;
+mod not_started;
 mod paths;
 mod pins_cmd;
 mod policy_cmd;

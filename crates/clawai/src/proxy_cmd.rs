@@ -155,7 +155,10 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
             HttpTransport::InProcess(runners) => (runners.proxy)(args),
         };
     }
-    let guarded = Guarded::open(&args)?;
+    let guarded = match Guarded::open(&args) {
+        Ok(guarded) => guarded,
+        Err(error) => return crate::not_started::answer_with(error),
+    };
     run_stdio(args, guarded)
 }
 

@@ -311,3 +311,89 @@ fn http_transports_are_handed_to_clawai_http_and_its_absence_is_explained() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("clawai-http") && stderr.contains("cargo install"), "{stderr}");
 }
+
+/// A desktop client hides clawai's stderr: with a policy that does not load, clawai
+/// starts no server and answers `initialize` and every request with an error that
+/// carries the message (file, line, what to do), under the request's id, until the
+/// client closes its input.
+#[test]
+fn an_invalid_policy_is_told_to_the_client_in_every_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[[rule]]\naction = \"allow\"\ntol = \"x\"\n").unwrap();
+    let mut child = Command::new(clawai())
+        .args(["proxy", "--policy"])
+        .arg(&policy)
+        .args(["--audit"])
+        .arg(dir.path().join("a.jsonl"))
+        .args(["--", "python3"])
+        .arg(scripted_server())
+        .env("SCRIPTED_LOG", dir.path().join("server.log"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let initialize = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for request in [
+        initialize,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+    ] {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    for id in [json!("init"), json!(7)] {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32006, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("policy.toml:3:") && message.contains("tol"), "{message}");
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(!dir.path().join("server.log").exists(), "the server was never started");
+}
+
+/// The same for the gateway: a configuration that does not load is told in the answer
+/// to `initialize`, with the file and the key.
+#[test]
+fn an_invalid_gateway_configuration_is_told_to_the_client() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.json");
+    std::fs::write(&config, "{\"mcpServers\": {\"a\": {\"comand\": \"x\"}}}").unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, ALLOW_ALL).unwrap();
+    let mut child = Command::new(clawai())
+        .args(["gateway", "--config"])
+        .arg(&config)
+        .args(["--policy"])
+        .arg(&policy)
+        .args(["--audit"])
+        .arg(dir.path().join("a.jsonl"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})).unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["error"]["code"], -32006, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("gateway.json") && message.contains("comand"), "{message}");
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+}
