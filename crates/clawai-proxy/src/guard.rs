@@ -14,6 +14,7 @@
 //! recorded before anything leaves). A stage may hold a message; everything else
 //! keeps flowing meanwhile.
 
+mod alone;
 mod approvals;
 mod arguments;
 mod batch;
@@ -34,6 +35,7 @@ use response::ResultOf;
 use std::borrow::Cow;
 use std::time::Instant;
 
+pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
 pub use pinning::scan_settings;

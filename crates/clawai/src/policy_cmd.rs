@@ -139,6 +139,14 @@ pub struct ExplainArgs {
     /// repeatable.
     #[arg(long = "tainted", value_name = "LABEL")]
     tainted: Vec<String>,
+    /// The pin store whose held tools the proxy refuses (with --server) [default:
+    /// $XDG_STATE_HOME/clawai/pins].
+    #[arg(long, env = "CLAWAI_PINS", value_name = "DIR")]
+    pins: Option<PathBuf>,
+    /// The audit trail the proxy writes, protected from tool calls [default:
+    /// $XDG_STATE_HOME/clawai/audit.jsonl].
+    #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
+    audit: Option<PathBuf>,
     /// Explain the call after N earlier calls counted by the rate rule RULE (its id, or
     /// #N) in its window; repeatable.
     #[arg(long = "prior-calls", value_name = "RULE=N")]
@@ -389,6 +397,27 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         let labels: Vec<String> = labels_added.iter().map(|l| format!("{l:?}")).collect();
         println!("  the call touches what a `taint` rule describes: the session is then tainted {}", labels.join(", "));
     }
+    // The guards beyond the rules, as the proxy runs them: self-protection first,
+    // pinning after the policy, then the arguments stage.
+    let pins = crate::paths::pins_dir(args.pins.as_ref());
+    let audit = args.audit.clone().unwrap_or_else(|| crate::paths::state_dir().join("audit.jsonl"));
+    let also: Vec<PathBuf> = args.approvals.iter().cloned().collect();
+    let protection = crate::protected::self_protection(&policy_path, &audit, Some(&pins), &also);
+    let alone = clawai_proxy::guard::decide_alone(&policy, Some(&protection), &call, &session);
+    if alone.protected {
+        println!("Decision: DENY (self-protection, before any rule: {})", alone.reason());
+        return Ok(ExitCode::Ok);
+    }
+    if alone.decision.action != Action::Deny
+        && let Some(why) = held_by_pins(&pins, args.server.as_deref(), &method, &params)
+    {
+        println!("Decision: DENY (pinning: {why})");
+        return Ok(ExitCode::Ok);
+    }
+    if alone.credential.is_some() {
+        println!("Decision: {} ({})", alone.decision.action.as_str().to_uppercase(), alone.reason());
+        return Ok(ExitCode::Ok);
+    }
     let d = &explanation.decision;
     if d.action == Action::Prompt {
         let path = crate::paths::approvals_path(args.approvals.as_ref());
@@ -407,6 +436,34 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
     }
     println!("Decision: {} ({})", d.action.as_str().to_uppercase(), d.reason());
     Ok(ExitCode::Ok)
+}
+
+/// Why the proxy refuses a `tools/call` or `prompts/get` of an item the pin store holds
+/// for `server` (any store file of that name), if it does.
+fn held_by_pins(pins: &Path, server: Option<&str>, method: &str, params: &serde_json::Value) -> Option<String> {
+    use clawai_proxy::pins::Kind;
+    let kind = match method {
+        "tools/call" => Kind::Tool,
+        "prompts/get" => Kind::Prompt,
+        _ => return None,
+    };
+    let name = params.get("name")?.as_str()?;
+    let files = clawai_proxy::pins::review::files_of(pins, server?).ok()?;
+    files.into_iter().find_map(|(_, file)| {
+        let server = file.server.clone();
+        let blocked = file.blocked();
+        let entry = file.items(kind).get(name).filter(|entry| entry.state().is_held());
+        let why = match (blocked, entry) {
+            (true, _) => "the server's instructions are held, so all of it is".to_owned(),
+            (false, Some(entry)) => match entry.quarantined_by() {
+                Some(finding) => format!("quarantined by the scan: {} ({})", finding.class, finding.severity),
+                None => "changed since it was approved".to_owned(),
+            },
+            (false, None) => return None,
+        };
+        let what = if kind == Kind::Tool { "tool" } else { "prompt" };
+        Some(format!("{what} `{name}` of server `{server}`: {why}; review it with `clawai pins diff {server} {name}`"))
+    })
 }
 
 fn import(path: &Path, from: Option<ImportFormat>) -> Result<ExitCode> {

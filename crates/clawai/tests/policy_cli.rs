@@ -373,3 +373,31 @@ fn fixtures_and_explain_set_the_sessions_labels_and_prior_calls() {
         .unwrap();
     assert!(stdout(&text).contains("the session is then tainted \"private\""), "{}", stdout(&text));
 }
+
+/// `explain` decides as the proxy does, the guards beyond the rules included: a write to
+/// clawai's own files is refused by self-protection whatever the rules say, and a
+/// credential in the arguments of a call the rules let through asks a person.
+#[test]
+fn explain_shows_the_guards_the_proxy_runs_beyond_the_rules() {
+    let home = tempfile::tempdir().unwrap();
+    let policy = home.path().join("p.toml");
+    std::fs::write(&policy, "[[rule]]\nid = \"all\"\naction = \"allow\"\ntool = \"**\"\n").unwrap();
+    let own = home.path().join(".config/clawai/evil");
+    let out = clawai(home.path())
+        .args(["policy", "explain", "--policy"])
+        .arg(&policy)
+        .args(["--tool", "create_directory", "--arg"])
+        .arg(format!("path={}", own.display()))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("Decision: DENY (self-protection"), "{text}");
+    let out = clawai(home.path())
+        .args(["policy", "explain", "--policy"])
+        .arg(&policy)
+        .args(["--tool", "note", "--arg", "text=AKIAIOSFODNN7EXAMPLE"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("Decision: PROMPT (rule `secrets-in-arguments`"), "{text}");
+}

@@ -216,3 +216,79 @@ fn deny_rules_see_where_a_link_leads_when_the_policy_asks_and_the_server_is_loca
     let remote = Guard::new(policy(true), AuditLog::disabled(), None).for_remote_server();
     assert_eq!(remote.from_client(through_link.as_bytes()), Verdict::Forward);
 }
+
+mod explain_agrees {
+    //! `clawai policy explain` decides with `decide_alone`; the guard decides on the
+    //! wire. Over generated calls (tool names read and written, paths inside clawai's
+    //! own files and elsewhere, arguments with and without a credential), a call the
+    //! guard forwards is one `decide_alone` allows or audits, and every other call it
+    //! refuses (nobody can be asked here, so a prompt is refused too).
+
+    use super::*;
+    use crate::self_protection::{Protected, SelfProtection};
+    use clawai_policy::{Action, Call};
+    use proptest::prelude::*;
+
+    const POLICY: &str = r#"
+[[rule]]
+id = "no-ssh"
+action = "deny"
+tool = "**"
+any_arg = "**/.ssh/**"
+
+[[rule]]
+id = "ask-delete"
+action = "prompt"
+operation = "delete"
+
+[[rule]]
+id = "rest"
+action = "audit"
+tool = "**"
+"#;
+
+    fn arguments() -> impl Strategy<Value = serde_json::Value> {
+        let path = prop::sample::select(vec![
+            "/home/u/p/README.md",
+            "/home/u/.config/clawai/policy.toml",
+            "/home/u/.config/clawai/evil",
+            "/home/u/.ssh/id_rsa",
+            "/home/u/p/../.config/clawai/approvals.toml",
+            "/tmp/x",
+        ]);
+        let text = prop::sample::select(vec![
+            "hello",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+            "nothing to see",
+        ]);
+        (path, text).prop_map(|(path, text)| serde_json::json!({"path": path, "text": text}))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn explain_decides_as_the_guard(
+            tool in prop::sample::select(vec!["read_file", "write_file", "create_directory", "delete_file", "move_file", "note"]),
+            args in arguments(),
+        ) {
+            let policy = load_str(POLICY, Format::Toml, "test").expect("the policy loads");
+            let protection = || SelfProtection::new(vec![Protected::tree("/home/u/.config/clawai")]);
+            let dir = tempfile::tempdir().unwrap();
+            let audit = AuditLog::open(&dir.path().join("a.jsonl"), u64::MAX, 0).unwrap();
+            let handle = PolicyHandle::new(policy.clone()).with_self_protection(protection());
+            let guard = Guard::new(handle, audit, Some("s".into()));
+            let params = serde_json::json!({"name": tool, "arguments": args});
+            let line = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+            let verdict = guard.from_client(line.as_bytes());
+            let json = clawai_protocol::Json::from(&params);
+            let call = Call::from_params("tools/call", Some(&json)).with_server(Some("s"));
+            let session = clawai_policy::Session::default();
+            let protection = protection();
+            let alone = decide_alone(&policy, Some(&protection), &call, &session);
+            let passes = matches!(alone.decision.action, Action::Allow | Action::Audit);
+            prop_assert_eq!(verdict == Verdict::Forward, passes, "{} {}: {:?} vs {}", tool, args, verdict, alone.reason());
+        }
+    }
+}
