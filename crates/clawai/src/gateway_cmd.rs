@@ -154,7 +154,11 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
     if args.page_size == 0 {
         bail!("--page-size must be 1 or more");
     }
-    let config = read_config(&args.config).map_err(anyhow::Error::msg).context("the gateway was not started")?;
+    let config = match read_config(&args.config).map_err(anyhow::Error::msg).context("the gateway was not started") {
+        Ok(config) => config,
+        Err(error) if args.front.listen.is_none() => return crate::not_started::answer_with(error),
+        Err(error) => return Err(error),
+    };
     for warning in &config.warnings {
         tracing::warn!("{}: {warning}", args.config.display());
     }
@@ -206,14 +210,19 @@ fn serve(
     }
     let mut protect_also: Vec<PathBuf> = served.approvals.iter().cloned().collect();
     protect_also.extend(config_file.map(Path::to_owned));
-    let mut guarded = Guarded::open_with(
+    let guarded = Guarded::open_with(
         &served.policy,
         served.audit.as_ref(),
         served.audit_max_bytes,
         served.no_reload,
         options.pins_dir.as_deref(),
         &protect_also,
-    )?;
+    );
+    let mut guarded = match guarded {
+        Ok(guarded) => guarded,
+        Err(error) if listen.is_none() => return crate::not_started::answer_with(error),
+        Err(error) => return Err(error),
+    };
     // Flushed when dropped, after the runtime below has stopped.
     let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
     options.ask = served.ask_options();
