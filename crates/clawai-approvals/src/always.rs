@@ -35,6 +35,9 @@ pub struct AlwaysEntry {
     pub method: String,
     /// The tool, resource URI or prompt name.
     pub name: Option<String>,
+    /// `args.NAME` globs (dotted name, glob): the arguments the entry covers; none
+    /// covers any arguments ([`crate::Covered`]).
+    pub arguments: Vec<(String, String)>,
     /// Where the person answered.
     pub via: AskedVia,
 }
@@ -51,6 +54,16 @@ pub enum AlwaysError {
         name: String,
         /// The approvals file.
         path: PathBuf,
+    },
+    /// An argument the entry would have to cover more widely than the call shown.
+    #[error(
+        "an \"always\" entry cannot cover `{argument}` exactly ({why}); approve this call once, or choose to cover any arguments (`clawai approve ID --always --any-arguments`, or \"Always, any arguments\" in clawai ui)"
+    )]
+    TooWide {
+        /// The argument, as a dotted name.
+        argument: String,
+        /// Why.
+        why: String,
     },
     /// The existing file is not valid TOML, or its `allow` is not a list of tables.
     #[error("{} is not a valid approvals file ({problem}); fix it by hand, then approve again", .path.display())]
@@ -112,6 +125,29 @@ pub fn append_always_to(path: &Path, entry: &AlwaysEntry, today: jiff::civil::Da
     Ok(id)
 }
 
+impl AlwaysEntry {
+    /// The `[[allow]]` entry as it would be written (without its id and date): what the
+    /// person is shown before choosing "always".
+    pub fn preview(&self) -> String {
+        // Long values are cut for the eye (the approval shows them cut, with a digest);
+        // the entry written holds them whole.
+        const SHOWN: usize = 80;
+        let mut shown = self.clone();
+        for (_, glob) in &mut shown.arguments {
+            let count = glob.chars().count();
+            if count > SHOWN {
+                *glob =
+                    format!("{}… ({count} characters, as shown above)", glob.chars().take(SHOWN).collect::<String>());
+            }
+        }
+        entry_text(&shown, "always-…", jiff::civil::date(2000, 1, 1))
+            .lines()
+            .filter(|line| !line.starts_with("id = ") && !line.starts_with("description = "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// `always-DATE-N` with the first N no entry uses.
 fn next_id(document: &DocumentMut, today: jiff::civil::Date, path: &Path) -> Result<String, AlwaysError> {
     let prefix = format!("always-{today}-");
@@ -156,11 +192,32 @@ fn entry_text(entry: &AlwaysEntry, id: &str, today: jiff::civil::Date) -> String
             }
         }
     }
+    if !entry.arguments.is_empty() {
+        // `args.path = "…"`, `args.options.dryRun = "true"`: dotted keys, as rules write them.
+        let mut args = Table::new();
+        args.set_dotted(true);
+        for (key, glob) in &entry.arguments {
+            let mut parts: Vec<&str> = key.split('.').collect();
+            let last = parts.pop().expect("a name has one part at least");
+            let mut at = &mut args;
+            for part in parts {
+                let inner = at.entry(part).or_insert_with(|| {
+                    let mut t = Table::new();
+                    t.set_dotted(true);
+                    Item::Table(t)
+                });
+                at = inner.as_table_mut().expect("a dotted table");
+            }
+            at.insert(last, value(glob.as_str()));
+        }
+        table.insert("args", Item::Table(args));
+    }
     let how = match entry.via {
         AskedVia::Ui => "in clawai ui",
         AskedVia::Cli => "with clawai approve",
     };
-    table.insert("description", value(format!("approved always {how} on {today}")));
+    let covers = if entry.arguments.is_empty() { "any arguments" } else { "the arguments shown" };
+    table.insert("description", value(format!("approved always {how} on {today}, for {covers}")));
     let mut document = DocumentMut::new();
     let mut list = toml_edit::ArrayOfTables::new();
     list.push(table);
@@ -198,6 +255,7 @@ mod tests {
             server: server.map(String::from),
             method: "tools/call".into(),
             name: Some(name.into()),
+            arguments: Vec::new(),
             via: AskedVia::Ui,
         }
     }
@@ -218,7 +276,7 @@ mod tests {
         assert_eq!(new["id"].as_str(), Some("always-2026-11-25-5"));
         assert_eq!(new["server"].as_str(), Some("fs \"q\""));
         assert_eq!(new["tool"].as_str(), Some("write_file"));
-        assert_eq!(new["description"].as_str(), Some("approved always in clawai ui on 2026-11-25"));
+        assert_eq!(new["description"].as_str(), Some("approved always in clawai ui on 2026-11-25, for any arguments"));
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
@@ -230,6 +288,7 @@ mod tests {
             server: None,
             method: "resources/read".into(),
             name: Some("file:///etc/hosts".into()),
+            arguments: Vec::new(),
             via: AskedVia::Cli,
         };
         assert_eq!(append_always_to(&path, &entry, day()).unwrap(), "always-2026-11-25-1");
@@ -240,7 +299,10 @@ mod tests {
         assert!(new.get("server").is_none());
         assert_eq!(new["method"].as_str(), Some("resources/read"));
         assert_eq!(new["resource"].as_str(), Some("file:///etc/hosts"));
-        assert_eq!(new["description"].as_str(), Some("approved always with clawai approve on 2026-11-25"));
+        assert_eq!(
+            new["description"].as_str(),
+            Some("approved always with clawai approve on 2026-11-25, for any arguments")
+        );
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
     }

@@ -59,8 +59,12 @@ pub enum Scope {
     Once,
     /// The identical call for the rest of the proxy's session.
     Session,
-    /// Matching calls from now on (written to approvals.toml).
+    /// Matching calls from now on (written to approvals.toml): this tool with the
+    /// arguments shown (each exactly, a path by its directory).
     Always,
+    /// This tool with any arguments from now on: the explicit, wider choice.
+    #[serde(rename = "always_any_arguments")]
+    AlwaysAnyArguments,
 }
 
 impl Scope {
@@ -69,7 +73,7 @@ impl Scope {
         match self {
             Scope::Once => Outcome::AllowOnce,
             Scope::Session => Outcome::AllowSession,
-            Scope::Always => Outcome::AllowAlways,
+            Scope::Always | Scope::AlwaysAnyArguments => Outcome::AllowAlways,
         }
     }
 }
@@ -132,6 +136,10 @@ pub struct PendingItem {
     pub asked_at: String,
     /// Waiting or expired.
     pub state: State,
+    /// The `[[allow]]` entry "always" would write (the arguments shown), or why it
+    /// cannot cover them exactly: shown before anyone chooses it.
+    #[serde(default)]
+    pub always: String,
 }
 
 /// A line sent to the broker.

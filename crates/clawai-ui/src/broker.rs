@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{AlwaysEntry, Answer, Ask, AskedVia, By, Outcome, PendingItem, Scope, State, append_always_to};
+use clawai_approvals::{
+    AlwaysEntry, Answer, Ask, AskedVia, By, Covered, Outcome, PendingItem, Scope, State, append_always_to,
+};
 use tokio::sync::{oneshot, watch};
 
 /// The default window: how long after a timeout an approval still grants the retry,
@@ -101,7 +103,17 @@ impl Broker {
             }
         };
         let (reply, answer) = oneshot::channel();
+        let always = AlwaysEntry::for_call(
+            ask.server.clone(),
+            ask.method.clone(),
+            ask.name.clone(),
+            &ask.arguments,
+            AskedVia::Ui,
+            Covered::Shown,
+        )
+        .map_or_else(|why| why.to_string(), |entry| entry.preview());
         let item = PendingItem {
+            always,
             id: id.clone(),
             session: ask.session,
             server: ask.server,
@@ -182,14 +194,19 @@ impl Broker {
                 "no pending approval {id}: it was answered, withdrawn or has expired (`clawai approvals` lists what is pending)"
             )
         })?;
-        if decision == Decision::Approve(Scope::Always) {
+        if let Decision::Approve(scope @ (Scope::Always | Scope::AlwaysAnyArguments)) = decision {
             let item = &inner.entries[at].item;
-            let entry = AlwaysEntry {
-                server: item.server.clone(),
-                method: item.method.clone(),
-                name: item.name.clone(),
-                via: if by == By::Cli { AskedVia::Cli } else { AskedVia::Ui },
-            };
+            let covered = if scope == Scope::Always { Covered::Shown } else { Covered::Any };
+            let via = if by == By::Cli { AskedVia::Cli } else { AskedVia::Ui };
+            let entry = AlwaysEntry::for_call(
+                item.server.clone(),
+                item.method.clone(),
+                item.name.clone(),
+                &item.arguments,
+                via,
+                covered,
+            )
+            .map_err(|e| e.to_string())?;
             append_always_to(&self.approvals, &entry, jiff::Zoned::now().date()).map_err(|e| e.to_string())?;
         }
         let entry = inner.entries.remove(at);

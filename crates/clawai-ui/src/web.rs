@@ -207,7 +207,7 @@ fn answer(web: &Web, deny: bool, headers: &HeaderMap, body: &[u8]) -> Response {
     let Ok(request) = serde_json::from_slice::<AnswerBody>(body) else {
         return json(
             StatusCode::BAD_REQUEST,
-            serde_json::json!({"error": "expected {\"id\": ID, \"scope\": \"once\"|\"session\"|\"always\"}"}),
+            serde_json::json!({"error": "expected {\"id\": ID, \"scope\": \"once\"|\"session\"|\"always\"|\"always_any_arguments\"}"}),
         );
     };
     let decision = match (deny, request.scope) {
@@ -216,7 +216,7 @@ fn answer(web: &Web, deny: bool, headers: &HeaderMap, body: &[u8]) -> Response {
         (false, None) => {
             return json(
                 StatusCode::BAD_REQUEST,
-                serde_json::json!({"error": "scope is missing: once, session or always"}),
+                serde_json::json!({"error": "scope is missing: once, session, always or always_any_arguments"}),
             );
         }
     };

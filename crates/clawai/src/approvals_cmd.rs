@@ -24,10 +24,14 @@ pub struct ApproveArgs {
     /// Also let the identical call through for the rest of its session.
     #[arg(long, conflicts_with = "always")]
     session: bool,
-    /// Let calls of this tool on this server through from now on (written to
-    /// approvals.toml; never overrides a `deny` rule).
+    /// Let calls of this tool on this server with the arguments shown (each exactly, a
+    /// path by its directory) through from now on: the entry `clawai approvals` shows is
+    /// written to approvals.toml (it never overrides a `deny` rule).
     #[arg(long)]
     always: bool,
+    /// With --always: cover any arguments of this tool, not only those shown.
+    #[arg(long, requires = "always")]
+    any_arguments: bool,
 }
 
 /// Options of `clawai deny`.
@@ -68,8 +72,12 @@ pub fn list(args: ListArgs) -> Result<ExitCode> {
     } else {
         for item in &items {
             println!("{}", line(item));
+            // What "always" would write, shown before anyone chooses it.
+            for rule_line in item.always.lines() {
+                println!("    --always writes: {}", visible(rule_line));
+            }
         }
-        println!("answer with `clawai approve ID [--session | --always]` or `clawai deny ID`");
+        println!("answer with `clawai approve ID [--session | --always [--any-arguments]]` or `clawai deny ID`");
     }
     Ok(ExitCode::Ok)
 }
@@ -113,9 +121,10 @@ pub(crate) fn visible(text: &str) -> String {
 
 /// `clawai approve ID [--session | --always]`.
 pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
-    let scope = match (args.session, args.always) {
-        (_, true) => Scope::Always,
-        (true, _) => Scope::Session,
+    let scope = match (args.session, args.always, args.any_arguments) {
+        (_, true, true) => Scope::AlwaysAnyArguments,
+        (_, true, false) => Scope::Always,
+        (true, _, _) => Scope::Session,
         _ => Scope::Once,
     };
     let id = args.id.trim().to_ascii_uppercase();
@@ -124,7 +133,8 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
             let how = match scope {
                 Scope::Once => "approved once",
                 Scope::Session => "approved for the session",
-                Scope::Always => "approved always (written to approvals.toml)",
+                Scope::Always => "approved always for the arguments shown (written to approvals.toml)",
+                Scope::AlwaysAnyArguments => "approved always for any arguments (written to approvals.toml)",
             };
             println!("{id}: {how}");
             ExitCode::Ok

@@ -6,7 +6,7 @@ mod ui_support;
 use std::time::Duration;
 
 use clawai_approvals::{By, Client, Error, Outcome};
-use serde_json::Value;
+use serde_json::{Value, json};
 use ui_support::{Ui, mode};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -156,6 +156,9 @@ fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let before = "# my own notes\n[[allow]]\nid = \"by-hand\"   # keep this spacing\ntool = \"read_*\"\n";
     std::fs::write(&file, before).unwrap();
     let mut pending = ui.ask("k");
+    // What --always would write is shown before it is chosen.
+    let listed = String::from_utf8_lossy(&ui.cli(&["approvals"]).stdout).into_owned();
+    assert!(listed.contains("--always writes: args.path = \"/tmp/*\""), "{listed}");
     let approved = ui.cli(&["approve", pending.id(), "--always"]);
     assert!(approved.status.success(), "{}", stderr(&approved));
     assert_eq!(pending.wait(WAIT).unwrap().unwrap().outcome, Outcome::AllowAlways);
@@ -165,9 +168,40 @@ fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let new = parsed["allow"].as_array().unwrap()[1].as_table().unwrap();
     assert_eq!(new["server"].as_str(), Some("fs"));
     assert_eq!(new["tool"].as_str(), Some("write_file"));
+    // The arguments shown, and no more: the path by its directory, the rest exactly.
+    assert_eq!(new["args"]["path"].as_str(), Some("/tmp/*"), "{after}");
+    assert_eq!(new["args"]["content"].as_str(), Some("x"), "{after}");
     assert!(new["id"].as_str().unwrap().starts_with("always-"));
     assert!(new["description"].as_str().unwrap().contains("with clawai approve"));
     assert_eq!(mode(&file), 0o600);
+    // Read as the proxy reads it: another file in /tmp with that content is approved, a
+    // write to /etc/shadow is not.
+    let approvals = clawai_policy::Approvals::load(&file).unwrap();
+    let approves = |path: &str| {
+        let params = json!({"name": "write_file", "arguments": {"path": path, "content": "x"}});
+        let params = clawai_protocol::Json::from(&params);
+        let call = clawai_policy::Call::from_params("tools/call", Some(&params)).with_server(Some("fs"));
+        approvals.approving(&call).is_some()
+    };
+    assert!(approves("/tmp/other.txt"));
+    assert!(!approves("/etc/shadow"));
+}
+
+#[test]
+fn always_for_any_arguments_is_an_explicit_choice() {
+    let ui = Ui::start();
+    let file = ui.dir.path().join("config/clawai/approvals.toml");
+    let mut pending = ui.ask("k");
+    let approved = ui.cli(&["approve", pending.id(), "--always", "--any-arguments"]);
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    assert!(String::from_utf8_lossy(&approved.stdout).contains("for any arguments"));
+    assert_eq!(pending.wait(WAIT).unwrap().unwrap().outcome, Outcome::AllowAlways);
+    let parsed: toml::Table = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let new = parsed["allow"].as_array().unwrap()[0].as_table().unwrap();
+    assert!(new.get("args").is_none(), "{new:?}");
+    assert!(new["description"].as_str().unwrap().contains("for any arguments"));
+    let refused = ui.cli(&["approve", "ABCDEF", "--any-arguments"]);
+    assert!(!refused.status.success(), "--any-arguments needs --always");
 }
 
 #[test]

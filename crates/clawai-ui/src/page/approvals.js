@@ -59,12 +59,18 @@ async function renderApproval(item) {
   if (args.length === 0) list.append(el('dt', '', '(no arguments)'), document.createElement('dd'));
   for (const [key, value] of args) list.append(el('dt', '', key), await renderValue(value));
   box.append(list);
+  // What "Always" writes to approvals.toml, shown before it is chosen.
+  if (item.always) {
+    box.append(el('div', 'meta', 'Always writes (the arguments shown; "Always, any arguments" leaves them out):'));
+    box.append(el('pre', 'always-rule', safeText(item.always)));
+  }
   const buttons = el('div', 'buttons');
   const error = el('div', 'error');
   const choices = [
     ['Approve once', 'allow', { scope: 'once' }],
     ['Approve for session', 'allow', { scope: 'session' }],
     ['Always', 'allow', { scope: 'always' }],
+    ['Always, any arguments', 'allow', { scope: 'always_any_arguments' }],
     ['Deny', 'deny', null],
   ];
   for (const [label, kind, scope] of choices) {
