@@ -160,11 +160,7 @@ fn describe(folded: &str, start: usize, end: usize, detector: &Matched, scope: S
             // The match is the run of blanks and the first character after it.
             let blanks = matched.len() - matched.chars().next_back().map_or(0, char::len_utf8);
             let rest = &folded[start + blanks..];
-            (
-                detector.severity,
-                shown(rest),
-                format!("{} ({blanks} whitespace characters)", detector.detail),
-            )
+            (detector.severity, shown(rest), format!("{} ({blanks} whitespace characters)", detector.detail))
         }
         Class::CredentialPath
             if context::advised_against(folded, start, end)

@@ -269,7 +269,11 @@ fn tail(args: TailArgs) -> Result<ExitCode> {
     // Only whole lines: a line being written is printed when it is complete.
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
     let text = String::from_utf8_lossy(&bytes[..complete]);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    // In time order: an event is stamped when its message arrived, and one that waited
+    // (a call held for a person, or for the server's tool list) is written after events
+    // that came later. The trail's own order stays the chain's; this is only the view.
+    lines.sort_by_cached_key(|line| event_time(line));
     for line in &lines[lines.len().saturating_sub(args.lines)..] {
         print(line, args.json)?;
     }
@@ -277,6 +281,15 @@ fn tail(args: TailArgs) -> Result<ExitCode> {
         crate::audit_follow::follow(&path, file, complete as u64, |line| print(line, args.json))?;
     }
     Ok(ExitCode::Ok)
+}
+
+/// An event's `time` (RFC 3339, UTC), for ordering; a line without one sorts first.
+fn event_time(line: &str) -> Option<jiff::Timestamp> {
+    #[derive(serde::Deserialize)]
+    struct Stamped {
+        time: Option<String>,
+    }
+    serde_json::from_str::<Stamped>(line).ok()?.time?.parse().ok()
 }
 
 /// The filters of `clawai audit query`.
