@@ -168,7 +168,7 @@ async def test_legacy_allow_once_forwards_the_call_and_asks_again_next_time(tmp_
             result = await client.call_tool("echo", {"message": "approved \u202e"})
             assert not result.is_error and text(result) == "Echo: approved \u202e"
             assert len(person.questions) == 1
-            check_question(person.questions[0], "echo", "ask-echo: Echoing needs a person", '"approved \\u{202e}"')
+            check_question(person.questions[0], "echo", "ask-echo: Echoing needs a person", '"approved \\u{202E}"')
             # Once means once: the identical call is asked about again.
             again = await client.call_tool("echo", {"message": "approved \u202e"})
             assert text(again) == "Echo: approved \u202e" and len(person.questions) == 2

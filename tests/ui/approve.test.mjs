@@ -105,7 +105,7 @@ async function main() {
   await card.waitFor({ timeout: 15000 });
   const text = await card.innerText();
   check('the page shows the pending call', text.includes('write_file') && text.includes('ask-writes') && text.includes('fs'), text);
-  check('a bidi character is shown as an escape', text.includes('\\u202e') && !text.includes('\u202e'), JSON.stringify(text));
+  check('a bidi character is shown as an escape', text.includes('\\u{202E}') && !text.includes('\u202e'), JSON.stringify(text));
   const digest = createHash('sha256').update(long).digest('hex').slice(0, 16);
   check('a long value is cut and its digest shown', text.includes(`${long.length} characters, SHA-256 ${digest}`) && !text.includes(long), text.slice(0, 400));
   check('what "Always" writes is shown before it is chosen: the arguments shown, a path by its directory',
@@ -179,6 +179,12 @@ async function main() {
   await realCard.waitFor({ state: 'detached', timeout: 15000 });
   await page.locator('#audit-table tbody tr', { hasText: 'write_file' }).first().waitFor({ timeout: 15000 });
   check("the real proxy's events stream into the page", true);
+  // The person's answer is a row of its own, with what it decided and the rule that asked.
+  const answered = page.locator('#audit-table tbody tr', { hasText: 'allow' }).filter({ hasText: 'ask-writes' });
+  await answered.first().waitFor({ timeout: 15000 });
+  check("the answer's row shows its decision and the rule", await answered.count() > 0);
+  const order = await page.evaluate(() => [...document.querySelectorAll('main > section')].map((s) => s.id));
+  check('the live trail comes before the pinned tools', order.indexOf('audit') < order.indexOf('pins'), order.join(','));
 
   check('the page ran without script errors', pageErrors.length === 0, pageErrors.join('; '));
 }

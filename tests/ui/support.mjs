@@ -122,5 +122,11 @@ export async function openBrowser(name) {
   const page = context.pages()[0] ?? await context.newPage();
   const pageErrors = [];
   page.on('pageerror', (error) => pageErrors.push(String(error)));
+  // A page resource the browser asks for and does not get (a 404 in the console, such
+  // as /favicon.ico) counts too; the API's refusals are what some checks provoke.
+  page.on('response', (response) => {
+    const path = new URL(response.url()).pathname;
+    if (response.status() >= 400 && !path.startsWith('/api/')) pageErrors.push(`${response.status()} for ${path}`);
+  });
   return { context, page, pageErrors };
 }

@@ -294,8 +294,8 @@ impl Guard {
 
     /// A client message decided now, without waiting for the server's tool list (a call
     /// that already waited for it).
-    fn decide_client_line_now(&self, line: &[u8], at: Stamp) -> Verdict {
-        self.client_line(line, at, false, true)
+    fn decide_client_line_now(&self, line: &[u8], at: Stamp, may_ask: bool) -> Verdict {
+        self.client_line(line, at, false, may_ask)
     }
 
     /// One client message; `may_wait`: a call may wait for the server's tool list;

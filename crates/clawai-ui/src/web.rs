@@ -134,6 +134,9 @@ async fn handle(State(web): State<Arc<Web>>, method: Method, uri: Uri, headers: 
         return match (&method, path) {
             (&Method::GET, "/") => asset("text/html; charset=utf-8", PAGE),
             (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", STYLE),
+            // The page names no icon file ("data:,"); a browser that asks anyway gets
+            // nothing, not an error in its console.
+            (&Method::GET, "/favicon.ico") => StatusCode::NO_CONTENT.into_response(),
             (&Method::GET, _) => match SCRIPTS.iter().find(|(name, _)| *name == path) {
                 Some((_, script)) => asset("text/javascript; charset=utf-8", script),
                 None => plain(StatusCode::NOT_FOUND, "not found"),

@@ -161,6 +161,6 @@ mod tests {
 
     #[test]
     fn hidden_characters_are_escaped_for_the_terminal() {
-        assert_eq!(visible("a\u{202e}b\u{200b}c\u{1b}[2J\nd é"), "a\\u{202e}b\\u{200b}c\\u{001b}[2J\\u{000a}d é");
+        assert_eq!(visible("a\u{202e}b\u{200b}c\u{1b}[2J\nd é"), "a\\u{202E}b\\u{200B}c\\u{001B}[2J\\u{000A}d é");
     }
 }

@@ -75,7 +75,7 @@ fn the_client_is_asked_and_allow_once_forwards_the_original_bytes() {
     let own_id = question["id"].as_str().unwrap();
     assert!(own_id.starts_with("clawai-ask-"), "{own_id}");
     let message = question["params"]["message"].as_str().unwrap();
-    for part in ["write_file", "Rule ask-writes: Writes need a person", "\\u{202e}evil"] {
+    for part in ["write_file", "Rule ask-writes: Writes need a person", "\\u{202E}evil"] {
         assert!(message.contains(part), "{part} in {message}");
     }
     assert_eq!(question["params"]["requestedSchema"]["required"][0], "decision");
@@ -436,7 +436,7 @@ fn a_call_inside_a_batch_is_not_held_for_a_person() {
     assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
     p.send_json(&json!([write_call(json!(1), "/tmp/a"), {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe_read"}}]));
     let answers = p.recv();
-    let answers = answers.as_array().expect("one array for the batch");
+    let answers = answers.as_array().unwrap_or_else(|| panic!("one array for the batch: {answers}"));
     let denied = answers.iter().find(|a| a["id"] == 1).unwrap();
     assert!(denied["result"]["content"][0]["text"].as_str().unwrap().contains("nobody could be asked"), "{denied}");
     assert!(answers.iter().any(|a| a["id"] == 2 && a["result"]["content"][0]["text"] == "called safe_read"));

@@ -62,7 +62,7 @@ fn approvals_lists_what_is_pending_as_json_and_as_escaped_lines() {
     assert!((jiff::Timestamp::now() - asked_at).get_seconds().abs() < 60);
     let readable = String::from_utf8(ui.cli(&["approvals"]).stdout).unwrap();
     assert!(readable.contains(pending.id()) && readable.contains("write_file"), "{readable}");
-    assert!(readable.contains("\\u{202e}") && !readable.contains('\u{202e}'), "{readable}");
+    assert!(readable.contains("\\u{202E}") && !readable.contains('\u{202e}'), "{readable}");
 }
 
 #[test]

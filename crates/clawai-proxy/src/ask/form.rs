@@ -164,7 +164,7 @@ pub fn render_text(text: &str) -> String {
         if c == '\\' {
             out.push_str("\\\\");
         } else if hides_or_reorders(c) {
-            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+            out.push_str(&format!("\\u{{{:04X}}}", c as u32));
         } else {
             out.push(c);
         }
@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn hidden_characters_are_shown_as_escapes() {
         let rendered = render_text("invoice\u{202E}fdp.exe\u{200B}\u{E0041}\x1b[31m\\u{202e}");
-        assert_eq!(rendered, "invoice\\u{202e}fdp.exe\\u{200b}\\u{e0041}\\u{001b}[31m\\\\u{202e}");
+        assert_eq!(rendered, "invoice\\u{202E}fdp.exe\\u{200B}\\u{E0041}\\u{001B}[31m\\\\u{202e}");
         assert_eq!(render_text("naïve 日本語 🙂"), "naïve 日本語 🙂", "plain text in any language stays");
     }
 
@@ -236,7 +236,7 @@ mod tests {
             "call the tool write_file",
             "server fs",
             "`ask-writes`: Writes need a person",
-            "path: \"/etc/\\u{202e}dwssap\"",
+            "path: \"/etc/\\u{202E}dwssap\"",
             "mode: 420",
         ] {
             assert!(text.contains(part), "{part} in {text}");

@@ -476,6 +476,10 @@ impl Guard {
         // clawai's own request ids are JSON strings as written: the event shows the text.
         event.approval = Some(approval.trim_matches('"'));
         event.approved = Some(approved);
+        // What the answer decided and the rule that asked, as a call's own line says
+        // them: a reader of the trail (or of the ui) sees the outcome without joining.
+        event.decision = Some(if approved { "allow" } else { "deny" });
+        event.rule = waiting.rule.as_deref();
         event.by = Some(by);
         event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);
         self.audit.record_decision(&event);

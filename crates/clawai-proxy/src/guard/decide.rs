@@ -68,7 +68,7 @@ impl Guard {
             (method, call.name, id, arrived.line, direction)
             && self.listing.pins_stale()
             && self.pins().is_some()
-            && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params)
+            && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
         {
             return verdict;
         }
@@ -81,7 +81,8 @@ impl Guard {
                     // The decision turns on what the server says of this tool, and it has
                     // not said it in this session yet: ask it before deciding.
                     if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
-                        && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params)
+                        && let Some(verdict) =
+                            self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
                     {
                         return verdict;
                     }

@@ -67,6 +67,9 @@ struct Held {
     at: Stamp,
     /// The id as written.
     id: String,
+    /// It may wait for a person once decided: false for an element of a batch, whose
+    /// answers are gathered into one array (it keeps that when decided later).
+    may_ask: bool,
 }
 
 /// Why a tool has no annotations in this session.
@@ -194,12 +197,13 @@ impl Guard {
         id: &RawValue,
         tool: &str,
         params: Option<&Json>,
+        may_ask: bool,
     ) -> Option<Verdict> {
         let mut fetch = self.listing.fetch();
         if fetch.complete {
             return None;
         }
-        fetch.held.push(Held { line: line.to_vec(), at, id: id.get().to_owned() });
+        fetch.held.push(Held { line: line.to_vec(), at, id: id.get().to_owned(), may_ask });
         tracing::debug!("holding a call to `{tool}` until the server's tool list is in");
         if fetch.pending.is_some() {
             // Held: nothing to send now (a batch tells a held request by this).
@@ -280,7 +284,7 @@ impl Guard {
         drop(fetch);
         let mut out = Vec::new();
         for call in held {
-            match self.decide_client_line_now(&call.line, call.at) {
+            match self.decide_client_line_now(&call.line, call.at, call.may_ask) {
                 Verdict::Forward => out.push(Outgoing::ToServer(call.line)),
                 Verdict::Replace(instead) => out.push(Outgoing::ToServer(instead)),
                 Verdict::Reply(answer) => out.push(Outgoing::ToClient(answer)),

@@ -9,9 +9,9 @@ const token = new URLSearchParams(location.search).get('token') || '';
 // Control, bidi, zero-width and other invisible characters.
 const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\ufff9-\ufffb]|[\u{e0000}-\u{e007f}]/gu;
 
+// One style everywhere (the CLI's, the pins diff's, the scan's): \u{202E}.
 function escapeCode(ch) {
-  const cp = ch.codePointAt(0);
-  return cp > 0xffff ? '\\u{' + cp.toString(16) + '}' : '\\u' + cp.toString(16).padStart(4, '0');
+  return '\\u{' + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '}';
 }
 
 // Appends `text` to `parent`, hidden characters as highlighted escapes.
