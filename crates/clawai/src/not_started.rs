@@ -41,5 +41,6 @@ pub(crate) fn answer_with(error: anyhow::Error) -> Result<ExitCode> {
             break;
         }
     }
-    Ok(ExitCode::Failure)
+    // The status a start-up error exits with anywhere else.
+    Ok(ExitCode::Code(2))
 }

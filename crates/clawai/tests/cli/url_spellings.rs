@@ -1,7 +1,7 @@
 //! URLs through the live proxy: a deny on a URL or a host sees every spelling a URL
 //! parser reads as that URL; an allow matches only the URL as written.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::Setup;

@@ -1,7 +1,7 @@
 //! `clawai proxy` lifecycle: start-up refusals, shutdown, server death, signals,
 //! process groups, policy reload.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -358,7 +358,7 @@ fn an_invalid_policy_is_told_to_the_client_in_every_answer() {
     }
     drop(stdin);
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1));
+    assert_eq!(status.code(), Some(2), "the status of any start-up error");
     assert!(!dir.path().join("server.log").exists(), "the server was never started");
 }
 
@@ -395,5 +395,5 @@ fn an_invalid_gateway_configuration_is_told_to_the_client() {
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains("gateway.json") && message.contains("comand"), "{message}");
     drop(stdin);
-    assert_eq!(child.wait().unwrap().code(), Some(1));
+    assert_eq!(child.wait().unwrap().code(), Some(2));
 }

@@ -2,7 +2,7 @@
 //! the allowed ones forwarded byte for byte, one answer per request in one array), and
 //! refused whole in every later revision.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! `clawai ui`'s web API: only the page, from this machine, with the token.
 
-mod ui_support;
+use crate::ui_support;
 
 use std::time::Duration;
 

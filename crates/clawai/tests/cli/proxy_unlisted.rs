@@ -3,7 +3,7 @@
 //! clawai asks the server for its list itself, with ids the client never sees, and
 //! decides on what the server really says.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::Setup;

@@ -1,8 +1,8 @@
 //! `prompt` asked out of band: a client that cannot show a form, a `clawai ui` broker
 //! running, and a person answering with `clawai approve` / `clawai deny`.
 
-mod support;
-mod ui_support;
+use crate::support;
+use crate::ui_support;
 
 use std::time::{Duration, Instant};
 

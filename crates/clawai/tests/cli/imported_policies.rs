@@ -3,7 +3,7 @@
 //! those tools document, both in `clawai policy test` and through a live `clawai proxy`
 //! running the TOML that `clawai policy import` wrote.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

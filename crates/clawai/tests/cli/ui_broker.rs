@@ -1,7 +1,7 @@
 //! `clawai ui` as an approval broker: asked over its socket like a proxy asks, answered
 //! with `clawai approve` / `clawai deny` like a person at a terminal answers.
 
-mod ui_support;
+use crate::ui_support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `clawai proxy` on the wire, against the scripted server: what must pass untouched,
 //! what must be refused, and what must never reach the other side.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `clawai proxy --upstream URL` when nothing listens at the URL: the client's first
 //! request is answered at once with an error that names the cause.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! approvals and session grants; time-outs, cancellations, declines; and nothing else
 //! waits meanwhile.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! several servers (shadowing across them), and `--policy-out` accepted by
 //! `clawai policy check`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! The trail's hash chain from the command line: `clawai audit verify` on trails written
 //! by real proxies (several at once, rotating the same trail), and `--follow --json`.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
