@@ -217,5 +217,9 @@ async def test_a_call_carrying_a_credential_is_asked_about_even_when_the_policy_
                 == "wrote 5 bytes to `plain.txt`"
     assert len(refuse.questions) == 2 and all("secrets-in-arguments" in q.message for q in refuse.questions)
     assert not (tmp_path / "project" / "leak.txt").exists()
-    asked = [e for e in audit(env) if e.get("rule") == "secrets-in-arguments"]
-    assert len(asked) == 2 and all("AKIA" not in json.dumps(e) and "ghp_" not in json.dumps(e) for e in asked)
+    events = [e for e in audit(env) if e.get("rule") == "secrets-in-arguments"]
+    asked = [e for e in events if e.get("kind") == "request"]
+    assert len(asked) == 2 and all("AKIA" not in json.dumps(e) and "ghp_" not in json.dumps(e) for e in events)
+    # The person's answers, each with the rule that asked and what it decided.
+    answered = [e for e in events if e.get("kind") == "approval"]
+    assert len(answered) == 2 and all(e["decision"] == "deny" for e in answered), answered
