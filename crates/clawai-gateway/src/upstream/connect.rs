@@ -182,7 +182,19 @@ impl Upstream {
             tracing::info!("server `{}`: a client session's instance is up", self.name);
             return;
         }
-        tracing::info!("server `{}` is up: {} tools", self.name, self.lists().items[ListKind::Tools.index()].len());
+        let tools = self.lists().items[ListKind::Tools.index()].len();
+        match self.held_now() {
+            (_, true) => tracing::warn!(
+                "server `{}` is up, and held whole: its instructions wait for a review (`clawai pins diff {}`)",
+                self.name,
+                self.name
+            ),
+            (0, false) => tracing::info!("server `{}` is up: {tools} tools", self.name),
+            (held, false) => tracing::info!(
+                "server `{}` is up: {tools} tools listed, {held} held by pinning (`clawai status` lists them)",
+                self.name
+            ),
+        }
         if let Some(core) = self.core() {
             core.catalog_changed();
         }

@@ -90,6 +90,14 @@ impl Upstream {
             .then(|| format!("{problem}; pinning is on, so the server was not started"))
     }
 
+    /// What pinning holds of this server now, for the line that says it is up: the
+    /// number of held tools, and whether its instructions hold all of it.
+    pub(super) fn held_now(&self) -> (usize, bool) {
+        let Some((tracker, _)) = self.pins_and_scan() else { return (0, false) };
+        let file = tracker.snapshot();
+        (file.tools.values().filter(|entry| entry.state().is_held()).count(), file.blocked())
+    }
+
     /// Leaves out of a complete listing what changed or appeared since a person approved
     /// it, or what the poisoning scan quarantined (everything when the server's
     /// instructions changed or were quarantined).
