@@ -116,13 +116,13 @@ fn verb(word: &str) -> Option<Operation> {
     Some(match word {
         "delete" | "del" | "remove" | "rm" | "rmdir" | "drop" | "destroy" | "purge" | "erase" | "unlink"
         | "truncate" | "wipe" | "trash" | "clear" | "kill" | "terminate" | "revoke" | "prune" | "uninstall"
-        | "unset" | "shred" | "nuke" => Delete,
+        | "unset" | "shred" | "nuke" | "reset" | "shutdown" | "stop" | "halt" | "abort" | "cancel" => Delete,
         "execute" | "exec" | "run" | "shell" | "bash" | "sh" | "eval" | "evaluate" | "invoke" | "spawn" | "cmd"
         | "command" | "terminal" | "script" | "launch" | "start" | "trigger" | "process" | "dispatch" => Execute,
         "admin" | "grant" | "chmod" | "chown" | "permission" | "permissions" | "configure" | "config" | "sudo"
         | "role" | "roles" | "invite" | "ban" | "manage" | "provision" => Admin,
         "write" | "save" | "put" | "upload" | "send" | "post" | "push" | "publish" | "store" | "append" | "commit"
-        | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" => Write,
+        | "merge" | "deploy" | "set" | "replace" | "overwrite" | "import" | "sync" | "restore" | "train" => Write,
         "update" | "edit" | "patch" | "modify" | "change" | "rename" | "move" | "mv" | "upsert" | "close"
         | "archive" | "assign" | "transfer" => Update,
         "create" | "add" | "new" | "insert" | "make" | "mkdir" | "touch" | "fork" | "copy" | "cp" | "init"
@@ -130,7 +130,8 @@ fn verb(word: &str) -> Option<Operation> {
         "list" | "ls" | "enumerate" | "browse" | "tree" | "directory" => List,
         "get" | "read" | "open" | "fetch" | "search" | "find" | "query" | "view" | "show" | "describe" | "cat"
         | "head" | "tail" | "download" | "lookup" | "inspect" | "check" | "stat" | "info" | "count" | "export"
-        | "retrieve" | "load" | "select" | "grep" | "scan" | "watch" | "status" | "diff" | "log" | "logs" => Read,
+        | "retrieve" | "load" | "select" | "grep" | "scan" | "watch" | "status" | "diff" | "log" | "logs" | "glob"
+        | "health" | "stats" | "metrics" | "summary" | "history" | "progress" | "analyze" | "predict" => Read,
         _ => return None,
     })
 }

@@ -69,12 +69,16 @@ annotated = false
 operation = ["write", "admin"]
 description = "The server does not say whether this tool changes anything, and its name reads as a write"
 
-[[rule]]
-id = "ask-before-unannotated-unknown"
-action = "prompt"
-annotated = false
-operation = "unknown"
-description = "The server does not say whether this tool changes anything, and its name does not tell"
+# A tool whose server declares nothing and whose name does not tell (agent_pool,
+# swarm_health: half of claude-flow's) is allowed and marked by `audit-the-rest` below:
+# what a server says of its tools, name or annotation, is its own word either way. To be
+# asked about those too, uncomment:
+# [[rule]]
+# id = "ask-before-unannotated-unknown"
+# action = "prompt"
+# annotated = false
+# operation = "unknown"
+# description = "The server does not say whether this tool changes anything, and its name does not tell"
 
 # --- Servers asking the model or the person ----------------------------------------
 [[rule]]
@@ -123,7 +127,9 @@ mod tests {
         assert_eq!(decide("search_code", json!({"q": "x"}), None), Action::Audit);
         assert_eq!(decide("Bash", json!({"command": "ls"}), None), Action::Prompt);
         assert_eq!(decide("Edit", json!({"file_path": "/tmp/x"}), None), Action::Prompt);
-        assert_eq!(decide("swarm_frobnicate", json!({}), None), Action::Prompt, "the name does not tell");
+        assert_eq!(decide("swarm_frobnicate", json!({}), None), Action::Audit, "the name does not tell: marked");
+        assert_eq!(decide("swarm_shutdown", json!({}), None), Action::Prompt, "ending something asks");
+        assert_eq!(decide("memory_stats", json!({}), None), Action::Audit, "a read by its name");
         let said = |read_only_hint, destructive_hint| Some(ToolAnnotations { read_only_hint, destructive_hint });
         assert_eq!(
             decide("sync", json!({}), said(Some(false), None)),
