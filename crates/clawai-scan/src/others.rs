@@ -68,8 +68,11 @@ impl OtherNames {
             // (`mcp_tool_send_email`, `github__create_issue`, `functions.read_file`).
             let namespaced = PREFIXES.iter().find(|p| word.starts_with(*p)).map(|p| p.len());
             let gateway = word.find("__").map(|at| at + 2);
+            // `gmail.send_email`, `default_api.send_email`: what follows any dot.
+            let dotted = word.match_indices('.').map(|(at, _)| Some(at + 1));
             [Some(0), namespaced, gateway]
                 .into_iter()
+                .chain(dotted)
                 .flatten()
                 .filter(|&at| at < word.len())
                 .map(|at| (start + at, &word[at..]))

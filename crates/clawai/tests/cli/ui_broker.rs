@@ -158,7 +158,7 @@ fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let mut pending = ui.ask("k");
     // What --always would write is shown before it is chosen.
     let listed = String::from_utf8_lossy(&ui.cli(&["approvals"]).stdout).into_owned();
-    assert!(listed.contains("--always writes: args.path = \"/tmp/*\""), "{listed}");
+    assert!(listed.contains("--always writes: args.path = \"/tmp/evil\\u{202E}txt.sh\""), "{listed}");
     let approved = ui.cli(&["approve", pending.id(), "--always"]);
     assert!(approved.status.success(), "{}", stderr(&approved));
     assert_eq!(pending.wait(WAIT).unwrap().unwrap().outcome, Outcome::AllowAlways);
@@ -168,14 +168,15 @@ fn always_appends_to_approvals_toml_keeping_what_is_there() {
     let new = parsed["allow"].as_array().unwrap()[1].as_table().unwrap();
     assert_eq!(new["server"].as_str(), Some("fs"));
     assert_eq!(new["tool"].as_str(), Some("write_file"));
-    // The arguments shown, and no more: the path by its directory, the rest exactly.
-    assert_eq!(new["args"]["path"].as_str(), Some("/tmp/*"), "{after}");
+    // The arguments shown, and no more: each exactly (a path directly under /tmp is not
+    // widened to /tmp/*: a directory one level down is too wide to approve).
+    assert_eq!(new["args"]["path"].as_str(), Some("/tmp/evil\u{202e}txt.sh"), "{after}");
     assert_eq!(new["args"]["content"].as_str(), Some("x"), "{after}");
     assert!(new["id"].as_str().unwrap().starts_with("always-"));
     assert!(new["description"].as_str().unwrap().contains("with clawai approve"));
     assert_eq!(mode(&file), 0o600);
-    // Read as the proxy reads it: another file in /tmp with that content is approved, a
-    // write to /etc/shadow is not.
+    // Read as the proxy reads it: the call shown is approved; another file, or a write to
+    // /etc/shadow, is not.
     let approvals = clawai_policy::Approvals::load(&file).unwrap();
     let approves = |path: &str| {
         let params = json!({"name": "write_file", "arguments": {"path": path, "content": "x"}});
@@ -183,7 +184,8 @@ fn always_appends_to_approvals_toml_keeping_what_is_there() {
         let call = clawai_policy::Call::from_params("tools/call", Some(&params)).with_server(Some("fs"));
         approvals.approving(&call).is_some()
     };
-    assert!(approves("/tmp/other.txt"));
+    assert!(approves("/tmp/evil\u{202e}txt.sh"));
+    assert!(!approves("/tmp/other.txt"));
     assert!(!approves("/etc/shadow"));
 }
 
