@@ -64,13 +64,35 @@ impl Guard {
         // The pinning stage needs the server's tools as they are now: after the server
         // said they changed, a call waits for clawai's own listing (compared with the
         // pins as it passes), so a changed tool is refused even if the client never lists.
-        if let ("tools/call", Some(tool), Some(id), Some(line), Direction::ClientToServer) =
-            (method, call.name, id, arrived.line, direction)
+        if method == "tools/call"
+            && direction == Direction::ClientToServer
             && self.listing.pins_stale()
             && self.pins().is_some()
-            && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
         {
-            return verdict;
+            match (call.name, id, arrived.line) {
+                (Some(tool), Some(id), Some(line)) => {
+                    if let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
+                    {
+                        return verdict;
+                    }
+                }
+                // A request that waited already, and the listing it waited for did not
+                // come: the server said its tools changed and did not show them.
+                (_, Some(_), None) => {
+                    let why = match self.listing.why_unlisted() {
+                        super::listing::Unlisted::NoList(why) => why,
+                        super::listing::Unlisted::NotInList => "it did not answer".to_owned(),
+                    };
+                    return refuse(
+                        reply::SERVER_UNAVAILABLE,
+                        format!(
+                            "the server said its tools changed, and clawai could not get the server's tool list \
+                             ({why}) to check the call against what was approved; call again (clawai asks again)"
+                        ),
+                    );
+                }
+                _ => {}
+            }
         }
         let (call, unlisted) = match (method, call.name) {
             ("tools/call", Some(tool)) => match self.listing.annotations(tool) {

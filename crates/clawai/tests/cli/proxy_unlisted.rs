@@ -128,11 +128,23 @@ fn a_call_cancelled_while_it_waits_for_the_list_never_reaches_the_server() {
 
 #[test]
 fn a_list_too_large_to_read_still_gets_the_waiting_call_decided() {
-    let mut p =
-        Setup::new(DESTRUCTIVE_DENIED).arg("--max-message-size").arg("4096").env("SCRIPTED_LIST_PAD", "10000").start();
+    // Without pinning: decided as a tool the server did not describe.
+    let unpinned = format!("[guards]\npinning = false\n{DESTRUCTIVE_DENIED}");
+    let mut p = Setup::new(&unpinned).arg("--max-message-size").arg("4096").env("SCRIPTED_LIST_PAD", "10000").start();
     p.initialize();
     let r = p.call(&call(1, "safe_read"));
     assert_eq!(r["result"]["isError"], true, "{r}");
     let said = text(&r);
     assert!(said.contains("could not get the server's tool list") && said.contains("--max-message-size"), "{said}");
+    // With pinning (the default), the server said its tools changed (at start) and the
+    // list that would show them cannot be read: the call is refused, naming the cause,
+    // since it cannot be checked against what was approved.
+    let mut p =
+        Setup::new(DESTRUCTIVE_DENIED).arg("--max-message-size").arg("4096").env("SCRIPTED_LIST_PAD", "10000").start();
+    p.initialize();
+    let r = p.call(&call(1, "safe_read"));
+    assert_eq!(r["error"]["code"], -32005, "{r}");
+    let said = r["error"]["message"].as_str().unwrap();
+    assert!(said.contains("could not get the server's tool list") && said.contains("--max-message-size"), "{said}");
+    assert!(requests(&p.server_log(), "tools/call").is_empty(), "{}", p.server_log());
 }
