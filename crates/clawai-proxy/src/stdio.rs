@@ -456,7 +456,8 @@ impl Outlet for StdioOutlet {
                 }
             };
             if !sent {
-                tracing::warn!("a message clawai decided on later could not be sent: the other side is gone");
+                // The client or the server went away meanwhile: nothing is wrong with clawai.
+                tracing::debug!("a message clawai decided on later could not be sent: the other side is gone");
             }
         }
     }
