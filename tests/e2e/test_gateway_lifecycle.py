@@ -38,6 +38,11 @@ async def test_a_slow_starting_server_delays_nothing_and_is_not_listed_yet(tmp_p
             assert time.monotonic() - started < 3, "initialize and tools/list wait for no slow server"
             assert not prefixed(names, "slow")
             assert text_of(await c.call_tool("fast__echo", {"text": "quick"})) == "fast: quick"
+            # A call to the slow one's tool says why it is not there, not "Unknown tool".
+            why = await error_text(c, "slow__echo", {"text": "early"})
+            assert "server `slow` is starting" in why and "Unknown tool" not in why, why
+            # A hidden or absent server's name is unknown as before: nothing is told.
+            assert "Unknown tool" in await error_text(c, "nosuch__echo", {})
 
 
 def test_servers_that_cannot_start_block_nothing_and_are_retried(tmp_path):

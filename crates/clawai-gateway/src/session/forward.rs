@@ -149,8 +149,32 @@ impl Session {
         if let Some(why) = self.held_by_pinning(what, name) {
             return rewrite::error(id, reply::DENIED, &why);
         }
+        if let Some(why) = self.not_up(what, name) {
+            return rewrite::error(id, reply::SERVER_UNAVAILABLE, &why);
+        }
         let capitalised = if what == "tool" { "Unknown tool" } else { "Unknown prompt" };
         rewrite::error(id, reply::INVALID_PARAMS, &format!("{capitalised}: {name}"))
+    }
+
+    /// Why a name this session would see is not listed yet: its server is starting,
+    /// restarting or stopped (its tools leave the lists meanwhile). `None` when the server
+    /// is up, or the session could not see the name anyway (hiding still tells nothing).
+    fn not_up(&self, what: &str, name: &str) -> Option<String> {
+        let (server, _) = name.split_once(names::SEPARATOR)?;
+        let upstream = self.core.upstream(server)?;
+        let state = match upstream.status() {
+            crate::upstream::Status::Up => return None,
+            crate::upstream::Status::Starting => "is starting".to_owned(),
+            crate::upstream::Status::Down(why) => format!("is restarting (it stopped: {why})"),
+            crate::upstream::Status::Draining => "is being removed".to_owned(),
+            crate::upstream::Status::Stopped => "has stopped".to_owned(),
+        };
+        let kind = if what == "tool" { ListKind::Tools } else { ListKind::Prompts };
+        let allowed = self.core.allowed_tools();
+        if !self.view().would_show(kind, name, upstream.entry.internal_only, allowed.as_deref()) {
+            return None;
+        }
+        Some(format!("clawai gateway: server `{server}` {state}; its {what}s are listed again once it is up"))
     }
 
     /// Why a name this session would see is not listed: what the server lists under it
