@@ -4,6 +4,7 @@ left when the gateway ends, and the configuration edited while it runs (servers 
 and drained, added, changed, an invalid edit)."""
 
 import json
+import pathlib
 import signal
 import sys
 import time
@@ -17,6 +18,7 @@ from gateway_support import (RawGateway, alive, calls_received, client, error_te
                              has_all, kill_leftovers, listed, pids_in, poll, prefixed, read_log, scripted, text_of,
                              tool_names, write_config)
 
+ROOT_SERVERS = pathlib.Path(__file__).parent / "servers"
 _MISSING = gateway_missing()
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
 
@@ -43,6 +45,27 @@ async def test_a_slow_starting_server_delays_nothing_and_is_not_listed_yet(tmp_p
             assert "server `slow` is starting" in why and "Unknown tool" not in why, why
             # A hidden or absent server's name is unknown as before: nothing is told.
             assert "Unknown tool" in await error_text(c, "nosuch__echo", {})
+
+
+def test_a_list_a_server_declares_and_does_not_serve_is_noted_once_at_info(tmp_path):
+    server = ROOT_SERVERS / "unserved_lists.py"
+    config = write_config(tmp_path / "gateway.json", {
+        "u": {"command": sys.executable, "args": [str(server)], "internalOnly": False}})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("u__ping_me"), timeout=5)
+        # It exits after a call and is started again: the note is not repeated.
+        assert gw.request(1, "tools/call", {"name": "u__ping_me", "arguments": {}})["result"]["content"][0]["text"] == "pong"
+        time.sleep(1.5)
+        gw.wait_listed(has_all("u__ping_me"), timeout=5)
+        log = b"".join(gw.stderr).decode()
+        notes = [line for line in log.splitlines() if "declares prompts but does not serve" in line]
+        assert len(notes) == 1 and " INFO " in notes[0], log
+        assert "listing prompts failed" not in log and "listing resources failed" not in log, log
+    finally:
+        gw.proc.terminate()
+        gw.proc.wait(timeout=10)
 
 
 def test_servers_that_cannot_start_block_nothing_and_are_retried(tmp_path):

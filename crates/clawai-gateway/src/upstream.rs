@@ -127,6 +127,9 @@ pub struct Upstream {
     initialized: RwLock<Option<Value>>,
     lists: RwLock<Arc<Lists>>,
     refreshing: [tokio::sync::Mutex<()>; 4],
+    /// The server declared a list it does not serve (it answers Method not found): said
+    /// once, at info, not at every start.
+    unserved_noted: [std::sync::atomic::AtomicBool; 4],
     pending: Mutex<HashMap<String, Pending>>,
     progress: Mutex<HashMap<String, Progress>>,
     next_id: AtomicU64,
@@ -188,6 +191,7 @@ impl Upstream {
             initialized: RwLock::new(None),
             lists: RwLock::default(),
             refreshing: Default::default(),
+            unserved_noted: Default::default(),
             pending: Mutex::default(),
             progress: Mutex::default(),
             next_id: AtomicU64::new(1),
@@ -379,7 +383,8 @@ impl Upstream {
         match tokio::time::timeout(wait, answered).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(format!(
-                "`{method}` failed: {}",
+                "`{method}` failed ({}): {}",
+                error.get("code").and_then(Value::as_i64).unwrap_or_default(),
                 error.get("message").and_then(Value::as_str).unwrap_or("an error without a message")
             )),
             Ok(Err(_)) => Err(format!("the server went away before answering `{method}`")),
@@ -557,6 +562,17 @@ impl Upstream {
                 Ok(mut items) => {
                     self.keep_approved(kind, &mut items);
                     crate::catalog::render(kind, &self.name, items)
+                }
+                Err(why) if why.contains(&format!("({})", crate::rewrite::METHOD_NOT_FOUND)) => {
+                    if !self.unserved_noted[kind.index()].swap(true, Ordering::SeqCst) {
+                        tracing::info!(
+                            "server `{}` declares {} but does not serve `{}` ({why}); it lists none",
+                            self.name,
+                            kind.member(),
+                            kind.method()
+                        );
+                    }
+                    return;
                 }
                 Err(why) => {
                     tracing::warn!("server `{}`: listing {} failed: {why}", self.name, kind.member());
