@@ -330,22 +330,10 @@ impl Tracker {
     /// an unknown name: conformance suites check how). The store file is re-read first
     /// when someone else wrote it, so an approval, or a hold, counts from the next call.
     pub fn refusal(&self, kind: Kind, name: &str) -> Option<Refusal> {
-        let check = |file: &PinFile| {
-            if file.blocked() {
-                return Some(Refusal::Blocked {
-                    finding: file.instructions.as_ref().and_then(Entry::quarantined_by).cloned(),
-                });
-            }
-            let entry = file.items(kind).get(name).filter(|entry| entry.state().is_held())?;
-            Some(match entry.quarantined_by() {
-                Some(finding) => Refusal::Quarantined { finding: finding.clone(), changed: entry.pinned.is_some() },
-                None => Refusal::Held,
-            })
-        };
         // Re-read first: an approval releases from the next call, and a hold another
         // server's first listing wrote here (`shadowing::quarantine_others`) holds from it.
         self.refresh();
-        check(&self.inner().file)
+        self.inner().file.refusal(kind, name)
     }
 
     /// Whether a `resources/read` of `uri` is refused: the server is blocked, or the URI
@@ -510,6 +498,24 @@ impl Tracker {
     /// A copy of the pins as they are now.
     pub fn snapshot(&self) -> PinFile {
         self.inner().file.clone()
+    }
+}
+
+impl PinFile {
+    /// Whether a call to the item `name` of `kind` is refused by these pins: the server
+    /// is blocked, or the item is held (the tracker's [`Tracker::refusal`], on a file
+    /// as it is, for `clawai policy explain`).
+    pub fn refusal(&self, kind: Kind, name: &str) -> Option<Refusal> {
+        if self.blocked() {
+            return Some(Refusal::Blocked {
+                finding: self.instructions.as_ref().and_then(Entry::quarantined_by).cloned(),
+            });
+        }
+        let entry = self.items(kind).get(name).filter(|entry| entry.state().is_held())?;
+        Some(match entry.quarantined_by() {
+            Some(finding) => Refusal::Quarantined { finding: finding.clone(), changed: entry.pinned.is_some() },
+            None => Refusal::Held,
+        })
     }
 }
 

@@ -441,7 +441,7 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
 /// Why the proxy refuses a `tools/call` or `prompts/get` of an item the pin store holds
 /// for `server` (any store file of that name), if it does.
 fn held_by_pins(pins: &Path, server: Option<&str>, method: &str, params: &serde_json::Value) -> Option<String> {
-    use clawai_proxy::pins::Kind;
+    use clawai_proxy::pins::{Kind, Refusal};
     let kind = match method {
         "tools/call" => Kind::Tool,
         "prompts/get" => Kind::Prompt,
@@ -450,18 +450,14 @@ fn held_by_pins(pins: &Path, server: Option<&str>, method: &str, params: &serde_
     let name = params.get("name")?.as_str()?;
     let files = clawai_proxy::pins::review::files_of(pins, server?).ok()?;
     files.into_iter().find_map(|(_, file)| {
-        let server = file.server.clone();
-        let blocked = file.blocked();
-        let entry = file.items(kind).get(name).filter(|entry| entry.state().is_held());
-        let why = match (blocked, entry) {
-            (true, _) => "the server's instructions are held, so all of it is".to_owned(),
-            (false, Some(entry)) => match entry.quarantined_by() {
-                Some(finding) => format!("quarantined by the scan: {} ({})", finding.class, finding.severity),
-                None => "changed since it was approved".to_owned(),
-            },
-            (false, None) => return None,
+        let why = match file.refusal(kind, name)? {
+            Refusal::Blocked { .. } => "the server's instructions are held, so all of it is".to_owned(),
+            Refusal::Quarantined { finding, .. } => {
+                format!("quarantined by the scan: {} ({})", finding.class, finding.severity)
+            }
+            Refusal::Held => "changed since it was approved".to_owned(),
         };
-        let what = if kind == Kind::Tool { "tool" } else { "prompt" };
+        let (server, what) = (&file.server, if kind == Kind::Tool { "tool" } else { "prompt" });
         Some(format!("{what} `{name}` of server `{server}`: {why}; review it with `clawai pins diff {server} {name}`"))
     })
 }

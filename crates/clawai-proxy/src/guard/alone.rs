@@ -25,11 +25,7 @@ impl Alone<'_> {
     /// decided.
     pub fn reason(&self) -> String {
         match self.credential {
-            Some(kind) => format!(
-                "rule `{}`: the arguments carry {kind}; a call that sends it to the server needs a person's approval \
-                 unless `[guards] secrets_in_arguments` says otherwise",
-                super::arguments::RULE_ID
-            ),
+            Some(kind) => super::arguments::credential_reason(kind),
             None => self.decision.reason().to_owned(),
         }
     }

@@ -27,6 +27,15 @@ static STAGE: LazyLock<[Policy; 3]> = LazyLock::new(|| {
 });
 
 /// The decision after the stage, and what credential made it, if it decided.
+/// The reason a call the arguments stage decided gets: what it carries, and the key
+/// that decides it.
+pub(super) fn credential_reason(kind: &str) -> String {
+    format!(
+        "rule `{RULE_ID}`: the arguments carry {kind}; a call that sends it to the server needs a person's approval \
+         unless `[guards] secrets_in_arguments` says otherwise"
+    )
+}
+
 pub(super) fn secrets_stage<'p>(
     policy: &Policy,
     call: &Call<'_>,

@@ -140,11 +140,7 @@ impl Guard {
         // The arguments stage: a credential in the arguments of a call the rules let through.
         let (decision, credential) = super::arguments::secrets_stage(policy, &call, decision);
         let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
-            _ if let Some(kind) = credential => Cow::Owned(format!(
-                "rule `{}`: the arguments carry {kind}; a call that sends it to the server needs a person's approval \
-                 unless `[guards] secrets_in_arguments` says otherwise",
-                super::arguments::RULE_ID
-            )),
+            _ if let Some(kind) = credential => Cow::Owned(super::arguments::credential_reason(kind)),
             (Some(why), Some((index, rule))) => {
                 Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
             }
