@@ -1,9 +1,10 @@
 //! Opaque cursors for the lists the gateway merges.
 //!
-//! A cursor says which list, which version of it (a digest of what this session saw
-//! when the first page was served) and where the next page starts, sealed with a key
-//! of this process: a forged cursor, one from another run, or one issued before the
-//! list changed is refused with -32602, and the client lists again from the start.
+//! A cursor says which list, which snapshot of it (the list as it was when the first
+//! page was served, kept by the session: `crate::snapshots`) and where the next page
+//! starts, sealed with a key of this process: a forged cursor, or one from another run,
+//! is refused with -32602, as is one whose snapshot expired; the client lists again
+//! from the start.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,8 +20,8 @@ pub struct Cursors {
 pub enum BadCursor {
     /// Not one of ours (made up, altered, from another list or another run).
     Forged,
-    /// Ours, but the list changed since: list again from the start.
-    Stale,
+    /// Ours, but the snapshot it pages through is no longer kept: list again.
+    Expired,
 }
 
 impl Cursors {
@@ -31,10 +32,10 @@ impl Cursors {
         Cursors { key }
     }
 
-    /// The cursor of the page of list `kind` that starts at `offset`, for the list whose
-    /// version is `version`.
-    pub fn seal(&self, kind: &str, version: u64, offset: usize) -> String {
-        let body = format!("{kind}:{version:x}:{offset}");
+    /// The cursor of the page of list `kind` that starts at `offset` of snapshot
+    /// `snapshot`.
+    pub fn seal(&self, kind: &str, snapshot: u64, offset: usize) -> String {
+        let body = format!("{kind}:{snapshot:x}:{offset}");
         let tag = hmac::sign(&self.key, body.as_bytes());
         let mut bytes = body.into_bytes();
         bytes.push(b':');
@@ -42,9 +43,9 @@ impl Cursors {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// Where the page a cursor names starts, if it is ours, for list `kind`, and the
-    /// list is still at `version`.
-    pub fn open(&self, cursor: &str, kind: &str, version: u64) -> Result<usize, BadCursor> {
+    /// The snapshot a cursor pages through and where its page starts, if it is ours and
+    /// for list `kind` (whether the snapshot is still kept is the session's to say).
+    pub fn open(&self, cursor: &str, kind: &str) -> Result<(u64, usize), BadCursor> {
         let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| BadCursor::Forged)?;
         if bytes.len() < 17 {
             return Err(BadCursor::Forged);
@@ -59,7 +60,7 @@ impl Cursors {
         }
         let body = std::str::from_utf8(body).map_err(|_| BadCursor::Forged)?;
         let mut parts = body.split(':');
-        let (Some(sealed_kind), Some(sealed_version), Some(offset), None) =
+        let (Some(sealed_kind), Some(snapshot), Some(offset), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(BadCursor::Forged);
@@ -68,10 +69,8 @@ impl Cursors {
             return Err(BadCursor::Forged);
         }
         let offset = offset.parse().map_err(|_| BadCursor::Forged)?;
-        if u64::from_str_radix(sealed_version, 16).map_err(|_| BadCursor::Forged)? != version {
-            return Err(BadCursor::Stale);
-        }
-        Ok(offset)
+        let snapshot = u64::from_str_radix(snapshot, 16).map_err(|_| BadCursor::Forged)?;
+        Ok((snapshot, offset))
     }
 }
 
@@ -89,20 +88,19 @@ mod tests {
     fn a_sealed_cursor_opens_at_its_offset() {
         let cursors = Cursors::new();
         let cursor = cursors.seal("tools", 7, 100);
-        assert_eq!(cursors.open(&cursor, "tools", 7), Ok(100));
+        assert_eq!(cursors.open(&cursor, "tools"), Ok((7, 100)));
     }
 
     #[test]
-    fn forged_altered_foreign_and_stale_cursors_are_refused() {
+    fn forged_altered_and_foreign_cursors_are_refused() {
         let cursors = Cursors::new();
         let cursor = cursors.seal("tools", 7, 100);
-        assert_eq!(cursors.open("100", "tools", 7), Err(BadCursor::Forged));
-        assert_eq!(cursors.open("", "tools", 7), Err(BadCursor::Forged));
+        assert_eq!(cursors.open("100", "tools"), Err(BadCursor::Forged));
+        assert_eq!(cursors.open("", "tools"), Err(BadCursor::Forged));
         let mut altered = URL_SAFE_NO_PAD.decode(&cursor).unwrap();
         altered[8] ^= 1;
-        assert_eq!(cursors.open(&URL_SAFE_NO_PAD.encode(altered), "tools", 7), Err(BadCursor::Forged));
-        assert_eq!(cursors.open(&cursor, "prompts", 7), Err(BadCursor::Forged));
-        assert_eq!(Cursors::new().open(&cursor, "tools", 7), Err(BadCursor::Forged));
-        assert_eq!(cursors.open(&cursor, "tools", 8), Err(BadCursor::Stale));
+        assert_eq!(cursors.open(&URL_SAFE_NO_PAD.encode(altered), "tools"), Err(BadCursor::Forged));
+        assert_eq!(cursors.open(&cursor, "prompts"), Err(BadCursor::Forged));
+        assert_eq!(Cursors::new().open(&cursor, "tools"), Err(BadCursor::Forged));
     }
 }

@@ -12,7 +12,7 @@
 //! * `catalog`: every server's items under the gateway's names.
 //! * `view`: what one session sees (computed in one place).
 //! * `session`: one client session; `pair`: its guard for one server.
-//! * [`cursor`]: opaque cursors of the merged lists.
+//! * [`cursor`]: opaque cursors of the merged lists; `snapshots`: the lists they page.
 //! * [`reload`]: the configuration, watched.
 //! * [`search`]: ranking tools for a free-text query.
 
@@ -27,6 +27,7 @@ mod rewrite;
 pub mod search;
 mod session;
 pub mod skills;
+mod snapshots;
 pub mod stdio;
 mod upstream;
 mod view;

@@ -54,6 +54,8 @@ pub struct Session {
     next_asked: AtomicU64,
     /// Calls of a 2026-07-28 client waiting for it to retry with input, by state.
     suspended: Mutex<HashMap<String, input_required::Suspended>>,
+    /// The lists this session's client is paging through, as their first pages were.
+    snapshots: Mutex<crate::snapshots::Snapshots<View>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -124,6 +126,7 @@ impl Session {
             asked: Mutex::default(),
             next_asked: AtomicU64::new(1),
             suspended: Mutex::default(),
+            snapshots: Mutex::default(),
             remembered: Arc::default(),
         });
         core.add_session(&session);

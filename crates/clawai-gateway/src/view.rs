@@ -44,8 +44,8 @@ pub struct View {
     /// The gateway's own items listed first (the skills as tools and as prompts).
     own: [Vec<Box<RawValue>>; 4],
     visible: [Vec<usize>; 4],
-    /// A digest of each visible list: a change of it is what a session is told of, and
-    /// what makes the cursors of that list stale.
+    /// A digest of each visible list: a change of it is what a session is told of
+    /// (`list_changed`).
     pub digests: [u64; 4],
 }
 

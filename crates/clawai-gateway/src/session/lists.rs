@@ -2,6 +2,8 @@
 //! and the merged lists, page by page from the session's view.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Instant;
 
 use clawai_protocol::reply;
 use serde_json::{Value, json};
@@ -10,6 +12,7 @@ use super::{HANDSHAKE_VERSIONS, MODERN_VERSION, Session, lock, server_info};
 use crate::catalog::ListKind;
 use crate::cursor::BadCursor;
 use crate::rewrite;
+use crate::view::View;
 
 impl Session {
     /// What the gateway can do: every list (servers that start late bring theirs, with
@@ -107,14 +110,14 @@ impl Session {
         self.answer(id, json!({}), modern);
     }
 
-    /// One page of a merged list.
+    /// One page of a merged list: the first from what the session sees now, the next
+    /// ones from the snapshot the first was cut from (`crate::snapshots`), so that a
+    /// list that changes while the client pages through it is neither torn nor refused.
     pub(super) fn list(&self, kind: ListKind, id: &Value, params: &Value, modern: bool) {
-        let view = self.view();
-        let version = view.digests[kind.index()];
-        let offset = match params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(cursor)) => match self.core.cursors.open(cursor, kind.method(), version) {
-                Ok(offset) => offset,
+        let (view, offset) = match params.get("cursor") {
+            None | Some(Value::Null) => (self.view(), 0),
+            Some(Value::String(cursor)) => match self.page_of(kind, cursor) {
+                Ok(page) => page,
                 Err(bad) => return self.send(rewrite::error(id, reply::INVALID_PARAMS, bad_cursor(bad))),
             },
             Some(_) => return self.send(rewrite::error(id, reply::INVALID_PARAMS, bad_cursor(BadCursor::Forged))),
@@ -122,7 +125,7 @@ impl Session {
         if offset == 0 {
             // The client has this list now: a change is news to it.
             if let Some(announced) = lock(&self.state).announced.as_mut() {
-                announced[kind.index()] = version;
+                announced[kind.index()] = view.digests[kind.index()];
             }
         }
         let page = self.core.options.page_size.max(1);
@@ -138,7 +141,8 @@ impl Session {
         }
         body.push(']');
         if offset + page < total {
-            let cursor = self.core.cursors.seal(kind.method(), version, offset + page);
+            let snapshot = lock(&self.snapshots).keep(kind, &view, Instant::now());
+            let cursor = self.core.cursors.seal(kind.method(), snapshot, offset + page);
             let _ = write!(body, ",\"nextCursor\":{}", json!(cursor));
         }
         if modern {
@@ -151,13 +155,20 @@ impl Session {
         body.push_str("}}\n");
         self.send(body.into_bytes());
     }
+
+    /// The snapshot a cursor pages through, and where its page starts.
+    fn page_of(&self, kind: ListKind, cursor: &str) -> Result<(Arc<View>, usize), BadCursor> {
+        let (snapshot, offset) = self.core.cursors.open(cursor, kind.method())?;
+        let view = lock(&self.snapshots).get(kind, snapshot, Instant::now()).ok_or(BadCursor::Expired)?;
+        Ok((view, offset))
+    }
 }
 
 fn bad_cursor(bad: BadCursor) -> &'static str {
     match bad {
         BadCursor::Forged => "clawai gateway: this cursor is not one the gateway gave out; list again without a cursor",
-        BadCursor::Stale => {
-            "clawai gateway: the list changed since this cursor was given out; list again without a cursor"
+        BadCursor::Expired => {
+            "clawai gateway: this cursor expired (a listing's pages are kept for 5 minutes); list again without a cursor"
         }
     }
 }
