@@ -16,7 +16,7 @@
 //! to POST to. Unreachable servers are retried with backoff; a request that still
 //! cannot be sent gets a JSON-RPC error that names the cause.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 mod cause;
+mod expiry;
 
 pub use cause::error_chain;
 mod options;
@@ -80,6 +81,9 @@ pub fn connect(options: RemoteOptions, max_message: usize) -> Link {
         from_server,
         state: Mutex::default(),
         established: AtomicBool::new(false),
+        reinitializing: tokio::sync::Mutex::default(),
+        reinitializations: AtomicU64::new(0),
+        expiry_reported: AtomicBool::new(false),
     });
     tokio::spawn(remote.run(to_server));
     link
@@ -98,6 +102,8 @@ struct State {
     param_headers: std::collections::HashMap<String, Vec<ParamHeader>>,
     /// Becomes true once the GET stream is open (or known to be unavailable).
     standalone_ready: Option<watch::Receiver<bool>>,
+    /// The client's `initialize`, sent again to open a new session when one expires.
+    initialize_request: Option<Vec<u8>>,
 }
 
 struct Remote {
@@ -108,6 +114,12 @@ struct Remote {
     state: Mutex<State>,
     /// The server has answered an HTTP request of this session.
     established: AtomicBool,
+    /// Held while a new session replaces an expired one (`expiry`).
+    reinitializing: tokio::sync::Mutex<()>,
+    /// How many new sessions were opened in place of expired ones.
+    reinitializations: AtomicU64,
+    /// A lasting failure to open a new session was logged (and is not again).
+    expiry_reported: AtomicBool,
 }
 
 /// A JSON message on one line: raw CR/LF can only be whitespace between tokens.
@@ -258,7 +270,22 @@ impl Remote {
         }
     }
 
+    /// Sends a message. One the server refuses for its session (which expired) never
+    /// reached it: it is sent again, once, in a new session.
     async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
+        let Some(expired) = self.post_once(&message, &route).await else { return };
+        match self.reinitialize(&expired).await {
+            Ok(()) => match self.post_once(&message, &route).await {
+                None => self.session_works(),
+                Some(_) => self.session_lost(&route, "the server refused the new session too").await,
+            },
+            Err(why) => self.session_lost(&route, &why).await,
+        }
+    }
+
+    /// Sends a message; the session it was refused for, if the server refused the
+    /// session rather than the message (nothing is answered then: the caller retries).
+    async fn post_once(self: &Arc<Self>, message: &[u8], route: &Route) -> Option<String> {
         if route.method.as_deref() == Some("notifications/initialized") {
             // Servers send their first requests (roots/list…) as soon as they read this,
             // on the GET stream, and drop them when it is not open yet.
@@ -269,12 +296,18 @@ impl Remote {
         }
         let legacy = self.state().legacy_endpoint.clone();
         if let Some(endpoint) = legacy {
-            return self.post_legacy(endpoint, message, &route).await;
+            self.post_legacy(endpoint, message.to_vec(), route).await;
+            return None;
         }
         // Only a 2026-07-28 message needs its body read here (for the mirrored headers).
-        let stateless = crate::route::contains(&message, b"protocolVersion");
-        let parsed: Option<Value> = if stateless { serde_json::from_slice(&message).ok() } else { None };
+        let stateless = crate::route::contains(message, b"protocolVersion");
+        let parsed: Option<Value> = if stateless { serde_json::from_slice(message).ok() } else { None };
         let headers = self.headers(parsed.as_ref());
+        let initialize = route.method.as_deref() == Some("initialize");
+        if initialize {
+            self.state().initialize_request = Some(message.to_vec());
+        }
+        let sent_session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let sent = self
             .send(|| {
                 self.client
@@ -282,36 +315,37 @@ impl Remote {
                     .headers(headers.clone())
                     .header(CONTENT_TYPE, "application/json")
                     .header(ACCEPT, "application/json, text/event-stream")
-                    .body(message.clone())
+                    .body(message.to_vec())
             })
             .await;
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                return self.fail(&route, &unreachable(&self.options.url, &error)).await;
+                self.fail(route, &unreachable(&self.options.url, &error)).await;
+                return None;
             }
         };
         let status = response.status();
-        let initialize = route.method.as_deref() == Some("initialize");
         if initialize && matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED) {
             // Not Streamable HTTP: try the legacy HTTP+SSE transport.
             match self.open_legacy().await {
-                Ok(endpoint) => return self.post_legacy(endpoint, message, &route).await,
-                Err(why) => return self.fail(&route, &format!("the upstream answered HTTP {status} and {why}")).await,
+                Ok(endpoint) => self.post_legacy(endpoint, message.to_vec(), route).await,
+                Err(why) => self.fail(route, &format!("the upstream answered HTTP {status} and {why}")).await,
             }
+            return None;
         }
         if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             self.state().session = Some(session.to_string());
         }
-        if status == StatusCode::NOT_FOUND && self.state().session.is_some() {
-            self.state().session = None;
-            return self
-                .fail(&route, "the upstream session expired (HTTP 404); restart the client to open a new one")
-                .await;
-        }
         if !status.is_success() {
             let challenge = response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body = response.text().await.unwrap_or_default();
+            if let Some(sent) = sent_session
+                && !initialize
+                && expiry::refuses_session(status, &body)
+            {
+                return Some(sent);
+            }
             let excerpt: String = body.chars().take(300).collect();
             let why = match &challenge {
                 Some(challenge) => format!("the upstream answered HTTP {status} ({challenge}): {excerpt}"),
@@ -321,7 +355,8 @@ impl Remote {
             // discover the authorization server and retry with a token.
             let data = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
                 .then(|| serde_json::json!({"httpStatus": status.as_u16(), "wwwAuthenticate": challenge}));
-            return self.fail_with(&route, &why, data).await;
+            self.fail_with(route, &why, data).await;
+            return None;
         }
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
@@ -333,7 +368,7 @@ impl Remote {
                 self.initialized(&response);
             }
             if !answered && route.is_request() {
-                self.resume(&route, last_event_id).await;
+                self.resume(route, last_event_id).await;
             }
         } else if content_type.starts_with("application/json") {
             match read_limited(response, self.max_message).await {
@@ -343,11 +378,12 @@ impl Remote {
                     }
                     self.push(body).await;
                 }
-                Err(why) => self.fail(&route, &why).await,
+                Err(why) => self.fail(route, &why).await,
             }
         } else if route.is_request() {
-            self.fail(&route, &format!("the upstream answered HTTP {status} without a JSON-RPC response")).await;
+            self.fail(route, &format!("the upstream answered HTTP {status} without a JSON-RPC response")).await;
         }
+        None
     }
 
     /// After `initialize`: remember the negotiated version, open the GET stream.
