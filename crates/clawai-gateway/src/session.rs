@@ -11,6 +11,7 @@ mod forward;
 mod from_server;
 mod input_required;
 mod lists;
+mod partial_search;
 mod search;
 mod skills;
 
@@ -56,6 +57,8 @@ pub struct Session {
     suspended: Mutex<HashMap<String, input_required::Suspended>>,
     /// The lists this session's client is paging through, as their first pages were.
     snapshots: Mutex<crate::snapshots::Snapshots<View>>,
+    /// Servers that were not up when this session searched (`partial_search`).
+    searched_without: Mutex<Vec<String>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -127,6 +130,7 @@ impl Session {
             next_asked: AtomicU64::new(1),
             suspended: Mutex::default(),
             snapshots: Mutex::default(),
+            searched_without: Mutex::default(),
             remembered: Arc::default(),
         });
         core.add_session(&session);
@@ -200,7 +204,9 @@ impl Session {
         let changed = |kind: ListKind| announced[kind.index()] != view.digests[kind.index()];
         state.announced = Some(view.digests);
         drop(state);
-        if changed(ListKind::Tools) {
+        // A search missed servers that were starting: now that they are up, searching
+        // again finds their tools, which is news even when the list shows none of them.
+        if changed(ListKind::Tools) | self.missed_servers_came_up() {
             self.send(rewrite::notification("notifications/tools/list_changed", None));
         }
         if changed(ListKind::Prompts) {

@@ -30,6 +30,7 @@
 
 mod expand;
 mod index;
+pub mod render;
 pub mod stem;
 pub mod tokens;
 

@@ -9,14 +9,12 @@ use serde_json::{Value, json};
 
 use super::Session;
 use crate::catalog::{Catalog, ListKind};
+use crate::search::render::{self, Found, MAX_LIMIT};
 use crate::search::{Document, Index};
 use crate::skills::Loaded;
 
 /// The tool's name.
 pub const SEARCH_TOOL: &str = "search_tools";
-/// Results when the caller gives no `limit`, and the most it may ask for.
-const DEFAULT_LIMIT: usize = 5;
-const MAX_LIMIT: usize = 20;
 
 /// The tool as listed.
 pub fn tool_json() -> Value {
@@ -82,11 +80,13 @@ pub fn index(catalog: &Catalog, skills: &Loaded) -> Index {
 impl Session {
     /// Answers `search_tools`.
     pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
-        let query = message.pointer("/params/arguments/query").and_then(Value::as_str).unwrap_or_default();
-        let limit = message
-            .pointer("/params/arguments/limit")
-            .and_then(Value::as_u64)
-            .map_or(DEFAULT_LIMIT, |limit| (limit as usize).clamp(1, MAX_LIMIT));
+        let render::Arguments { query, limit } = match render::arguments(message.pointer("/params/arguments")) {
+            Ok(arguments) => arguments,
+            Err(why) => {
+                let why = format!("clawai gateway: {why}");
+                return self.send(crate::rewrite::error(id, clawai_protocol::reply::INVALID_PARAMS, &why));
+            }
+        };
         let view = self.view();
         let catalog = Arc::clone(&view.catalog);
         let skills = Arc::clone(&view.skills);
@@ -118,8 +118,7 @@ impl Session {
         let hits = index.search(query, limit, |id| id >= tools || showing(id).is_some());
         let allowed = self.core.allowed_tools();
         let visible_now = |name: &str| view.find(ListKind::Tools, name, allowed.as_deref()).is_some();
-        let mut results = Vec::new();
-        let mut text = String::new();
+        let mut found = Vec::with_capacity(hits.len());
         for hit in hits {
             let (name, server, description, skills_showing) = if hit.id < tools {
                 let item = catalog.item(ListKind::Tools, hit.id);
@@ -136,27 +135,21 @@ impl Session {
                 (skill.listed_name(), "skill".to_owned(), skill.description().to_owned(), Vec::new())
             };
             let visible = hit.id >= tools || visible_now(&name);
-            text.push_str(&format!("{name} ({server}): {description}"));
-            if !visible {
-                match skills_showing.is_empty() {
-                    true => text.push_str(" [end the active skill to use it]"),
-                    false => text.push_str(&format!(" [activate {} to use it]", skills_showing.join(" or "))),
-                }
-            }
-            text.push('\n');
-            results.push(json!({
-                "name": name, "server": server, "description": description,
-                "visible": visible, "skills": skills_showing, "score": hit.score,
-            }));
+            found.push((name, server, description, visible, skills_showing, hit.score));
         }
-        if results.is_empty() {
-            text.push_str("No tool matches.");
-        }
-        let result = json!({
-            "content": [{"type": "text", "text": text.trim_end()}],
-            "structuredContent": {"results": results},
-            "isError": false,
-        });
+        let found: Vec<Found> = found
+            .iter()
+            .map(|(name, server, description, visible, skills, score)| Found {
+                name,
+                server,
+                description,
+                visible: *visible,
+                skills,
+                score: *score,
+            })
+            .collect();
+        let starting = self.servers_not_up_for_search();
+        let result = render::answer(&found, &starting);
         self.answer(id, result, modern);
     }
 }
