@@ -75,11 +75,30 @@ async def test_a_skill_shows_exactly_the_tools_it_names(tmp_path):
             assert result.content[0].text == "memory_store called"
 
             # Another skill replaces it; deactivating it goes back to the external tools.
-            await c.call_tool("skill__flow-swarm", {})
+            await c.call_tool("skill__flow-swarm", {"task": "plan the release"})
             swarm = ours(set(await tool_names(c)))
             assert not (swarm & MEMORY) and any(n.startswith("claude-flow__swarm_") for n in swarm)
             await c.call_tool("skill__flow-swarm", {"deactivate": True})
             assert {n for n in ours(set(await tool_names(c))) if not n.startswith("ext__")} == set()
+
+
+async def test_a_skill_variable_not_given_is_an_error_naming_it_and_nothing_activates(tmp_path):
+    config = setup(tmp_path)
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
+            before = set(await listed(c, lambda names: "ext__echo" in names and "skill__flow-memory" in names))
+            prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+            assert [(a.name, a.required) for a in prompts["skill__flow-memory"].arguments] == [("operation", True)]
+            with pytest.raises(MCPError) as refused:
+                await c.get_prompt("skill__flow-memory", {})
+            assert refused.value.code == -32602 and "`operation`" in refused.value.message, refused.value
+            result = await c.call_tool("skill__flow-memory", {"operation": "  "})
+            assert result.is_error and "`operation`" in result.content[0].text, result
+            assert "{{" not in result.content[0].text
+            assert set(await tool_names(c)) == before, "nothing was activated"
+            # Given, it activates, and the model reads the value where the placeholder was.
+            result = await c.call_tool("skill__flow-memory", {"operation": "store notes"})
+            assert not result.is_error and "Use them to\nstore notes." in result.content[0].text, result
 
 
 async def test_the_agent_scope_narrows_what_a_skill_shows(tmp_path):
@@ -87,7 +106,7 @@ async def test_the_agent_scope_narrows_what_a_skill_shows(tmp_path):
     with anyio.fail_after(20):
         async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
             await listed(c, lambda names: "ext__echo" in names)
-            await c.get_prompt("skill__flow-memory", {})
+            await c.get_prompt("skill__flow-memory", {"operation": "store notes"})
             names = ours(set(await tool_names(c)))
             flow = {n for n in names if n.startswith("claude-flow__")}
             assert flow == {n for n in MEMORY if n.startswith("claude-flow__memory_s")} and flow
@@ -143,7 +162,7 @@ async def test_search_finds_hidden_tools_and_names_the_skill_that_shows_them(tmp
             hits = await search(c, "store a value in memory", 5)
             store = next(h for h in hits if h["name"] == "claude-flow__memory_store")
             assert store["visible"] is False and store["skills"] == ["skill__flow-memory"]
-            await c.get_prompt("skill__flow-memory", {})
+            await c.get_prompt("skill__flow-memory", {"operation": "store notes"})
             hits = await search(c, "store a value in memory", 5)
             assert next(h for h in hits if h["name"] == "claude-flow__memory_store")["visible"] is True
 
@@ -171,7 +190,7 @@ async def test_a_skill_removed_while_active_ends_and_does_not_come_back_on_its_o
     with anyio.fail_after(20):
         async with client(tmp_path, config, "--skills", str(tmp_path / "skills")) as c:
             await listed(c, lambda names: "skill__flow-memory" in names)
-            await c.get_prompt("skill__flow-memory", {})
+            await c.get_prompt("skill__flow-memory", {"operation": "store notes"})
             assert MEMORY <= set(await tool_names(c))
             saved = tmp_path / "saved-flow-memory"
             shutil.move(skill_dir, saved)

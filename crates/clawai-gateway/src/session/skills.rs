@@ -21,6 +21,9 @@ impl Session {
         let skill = skills.get(name).filter(|skill| method == "tools/call" || skill.user_invocable())?;
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
         let deactivate = method == "tools/call" && arguments.get("deactivate") == Some(&Value::Bool(true));
+        if !deactivate && self.refuse_without_variables(method, id, skill, &arguments, modern) {
+            return Some(());
+        }
         let (active_before, active_after) = {
             let mut state = lock(&self.state);
             let before = state.skill.clone();
@@ -55,6 +58,39 @@ impl Session {
         };
         self.answer(id, result, modern);
         Some(())
+    }
+
+    /// Refuses to activate `skill` when a required variable is not given, naming each
+    /// (so that the model never reads a literal `{{placeholder}}`): a tool call gets an
+    /// error result the model can act on, a prompt -32602. True when refused.
+    fn refuse_without_variables(
+        &self,
+        method: &str,
+        id: &Value,
+        skill: &crate::skills::Skill,
+        arguments: &Map<String, Value>,
+        modern: bool,
+    ) -> bool {
+        let missing = skill.missing_variables(arguments);
+        if missing.is_empty() {
+            return false;
+        }
+        let names: Vec<String> = missing.iter().map(|name| format!("`{name}`")).collect();
+        let why = format!(
+            "the skill {} needs {} (not given); call it again with {} as {}, and it activates",
+            skill.name(),
+            names.join(" and "),
+            if missing.len() == 1 { "it" } else { "them" },
+            if missing.len() == 1 { "an argument" } else { "arguments" },
+        );
+        match method {
+            "prompts/get" => {
+                let error = format!("clawai gateway: {why}");
+                self.send(crate::rewrite::error(id, clawai_protocol::reply::INVALID_PARAMS, &error));
+            }
+            _ => self.answer(id, json!({"content": [{"type": "text", "text": why}], "isError": true}), modern),
+        }
+        true
     }
 
     /// Ends the active skill unless `still_there` says it is still loaded.

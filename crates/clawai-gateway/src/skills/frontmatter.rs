@@ -230,7 +230,7 @@ impl<'de> Visitor<'de> for VariableVisitor {
     }
 
     fn visit_str<E: de::Error>(self, name: &str) -> Result<VariableSpec, E> {
-        Ok(VariableSpec { name: name.to_owned(), description: None, required: false })
+        Ok(VariableSpec { name: name.to_owned(), description: None, required: true })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<VariableSpec, A::Error> {
@@ -246,6 +246,12 @@ struct VariableMap {
     name: String,
     #[serde(default)]
     description: Option<String>,
-    #[serde(default)]
+    #[serde(default = "required_by_default")]
     required: bool,
+}
+
+/// A variable is required unless the skill says `required: false`: its placeholder is
+/// in the body, and a model must never read it unfilled.
+fn required_by_default() -> bool {
+    true
 }

@@ -28,8 +28,8 @@ pub struct Variable {
     pub name: String,
     /// What to give it, when the skill says.
     pub description: Option<String>,
-    /// Whether the prompt's clients must give it (`false` unless the skill says so:
-    /// getting the prompt is what activates the skill, which needs no arguments).
+    /// Whether activating the skill needs it (`true` unless the skill says
+    /// `required: false`; an optional one not given renders as nothing).
     pub required: bool,
 }
 
@@ -187,8 +187,20 @@ impl Skill {
         Some(self.allowed_tools.iter().any(|glob| pattern::matches(glob, full_tool_name)))
     }
 
-    /// The body with each `{{variable}}` given in `args` replaced by its value; unknown or
-    /// missing placeholders stay as written and nothing else is evaluated.
+    /// The required variables `args` does not give (absent, null or blank): activating
+    /// the skill without them is refused, naming them.
+    pub fn missing_variables(&self, args: &Map<String, Value>) -> Vec<&str> {
+        let given = |name: &str| match args.get(name) {
+            None | Some(Value::Null) => false,
+            Some(Value::String(text)) => !text.trim().is_empty(),
+            Some(_) => true,
+        };
+        self.variables.iter().filter(|v| v.required && !given(&v.name)).map(|v| v.name.as_str()).collect()
+    }
+
+    /// The body with each `{{variable}}` replaced by its value in `args` (by nothing when
+    /// not given); placeholders of undeclared names stay as written and nothing else is
+    /// evaluated.
     pub fn render(&self, args: &Map<String, Value>) -> String {
         template::render(&self.body, |name| self.has_variable(name), args)
     }

@@ -1,9 +1,11 @@
 //! A skill's body as a template: `{{variable}}` replaced, nothing else ever evaluated.
 //!
 //! `{{name}}` and `{{ name }}` (any whitespace inside the braces) stand for variable
-//! `name`. A placeholder whose variable is declared and given a value is replaced by that
-//! value, inserted as it is (a value holding `{{x}}` is not expanded again); every other
-//! `{{…}}` stays as written, so text that merely looks like a placeholder survives.
+//! `name`. A placeholder whose variable is declared is replaced by its value, inserted as
+//! it is (a value holding `{{x}}` is not expanded again), or by nothing when it is not
+//! given (the skill refuses to activate without a required one), so a model never reads
+//! a literal placeholder; every other `{{…}}` stays as written, so text that merely looks
+//! like a placeholder survives.
 
 use serde_json::{Map, Value};
 
@@ -45,16 +47,16 @@ fn placeholder(text: &str) -> Option<(&str, usize)> {
     after_name[spaces..].starts_with("}}").then_some((name, start + name_len + spaces + 2))
 }
 
-/// The text a given argument stands for: strings as they are, other JSON as its text; an
-/// undeclared variable, or a missing or null argument, has none.
+/// The text a declared variable stands for: strings as they are, other JSON as its text,
+/// nothing for a missing or null argument; `None` for an undeclared name.
 fn value(name: &str, declared: impl Fn(&str) -> bool, args: &Map<String, Value>) -> Option<String> {
     if !declared(name) {
         return None;
     }
-    match args.get(name)? {
-        Value::Null => None,
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
+    match args.get(name) {
+        None | Some(Value::Null) => Some(String::new()),
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(other) => Some(other.to_string()),
     }
 }
 
@@ -85,12 +87,9 @@ mod tests {
     }
 
     #[test]
-    fn leaves_unknown_and_missing_placeholders_as_written() {
+    fn leaves_undeclared_placeholders_as_written_and_drops_declared_ones_not_given() {
         let given = args(json!({"task": "x", "other": "y"}));
-        assert_eq!(
-            render("{{other}} {{ nope }} {{operation}}", declared, &given),
-            "{{other}} {{ nope }} {{operation}}"
-        );
+        assert_eq!(render("{{other}} {{ nope }} [{{operation}}]", declared, &given), "{{other}} {{ nope }} []");
         assert_eq!(render("{{ task + 1 }} {{}} {{ }} {{task", declared, &given), "{{ task + 1 }} {{}} {{ }} {{task");
         assert_eq!(render("{task} {{{task}}} }}", declared, &given), "{task} {x} }}");
     }
@@ -104,7 +103,7 @@ mod tests {
     #[test]
     fn non_string_values_render_as_json_and_null_counts_as_missing() {
         let given = args(json!({"task": 3, "operation": null, "n": true}));
-        assert_eq!(render("{{task}} {{operation}} {{n}}", declared, &given), "3 {{operation}} true");
+        assert_eq!(render("{{task}} [{{operation}}] {{n}}", declared, &given), "3 [] true");
     }
 
     #[test]

@@ -35,7 +35,7 @@ fn seed_flow_memory_skill_reads_every_field() {
     assert_eq!(skill.listed_name(), "skill__flow-memory");
     assert_eq!(skill.description(), "Memory storage and retrieval via claude-flow");
     assert_eq!(skill.version(), Some("1.0.0"));
-    assert_eq!(skill.variables(), [Variable { name: "operation".into(), description: None, required: false }]);
+    assert_eq!(skill.variables(), [Variable { name: "operation".into(), description: None, required: true }]);
     assert_eq!(skill.allowed_tools(), ["claude-flow__memory_*"]);
     assert!(skill.user_invocable());
     assert_eq!(skill.argument_hint(), Some("Memory operation (store, search, retrieve)"));
@@ -92,7 +92,7 @@ fn allowed_tools_accepts_a_list_a_string_or_nothing() {
 #[test]
 fn variables_accept_names_or_maps_and_become_prompt_arguments() {
     let text = "---\nname: v\nargument-hint: ignored with two variables\nvariables:\n  - task\n  \
-                - name: scope\n    description: Where to look\n    required: true\n    default: ignored\n---\n\
+                - name: scope\n    description: Where to look\n    required: false\n    default: ignored\n---\n\
                 Do {{task}} in {{ scope }}.\n";
     let skill = parse(text).unwrap();
     assert_eq!(
@@ -101,12 +101,17 @@ fn variables_accept_names_or_maps_and_become_prompt_arguments() {
             "name": "skill__v",
             "description": "Do {{task}} in {{ scope }}.",
             "arguments": [
-                {"name": "task", "required": false},
-                {"name": "scope", "description": "Where to look", "required": true},
+                {"name": "task", "required": true},
+                {"name": "scope", "description": "Where to look", "required": false},
             ],
         })
     );
     assert_eq!(skill.render(&args(json!({"task": "tests", "scope": "src/"}))), "Do tests in src/.");
+    // A variable not given: the required one is named, never rendered as `{{task}}`.
+    assert_eq!(skill.missing_variables(&args(json!({"scope": "src/"}))), ["task"]);
+    assert_eq!(skill.missing_variables(&args(json!({"task": "  ", "scope": null}))), ["task"]);
+    assert!(skill.missing_variables(&args(json!({"task": "tests"}))).is_empty(), "scope is optional");
+    assert_eq!(skill.render(&args(json!({"task": "tests"}))), "Do tests in .");
 }
 
 #[test]
@@ -131,7 +136,9 @@ fn rendering_fills_spaced_placeholders_and_leaves_unknown_ones() {
     let skill = parse("---\nvariables: [task]\n---\nA {{ task }} B {{task}} C {{other}} D {{ nope }}").unwrap();
     let rendered = skill.render(&args(json!({"task": "T", "other": "not declared"})));
     assert_eq!(rendered, "A T B T C {{other}} D {{ nope }}");
-    assert_eq!(skill.render(&Map::new()), "A {{ task }} B {{task}} C {{other}} D {{ nope }}");
+    // Never read unfilled: activating without `task` is refused (`missing_variables`).
+    assert_eq!(skill.render(&Map::new()), "A  B  C {{other}} D {{ nope }}");
+    assert_eq!(skill.missing_variables(&Map::new()), ["task"]);
 }
 
 #[test]
@@ -316,7 +323,12 @@ fn every_cut_or_dropped_character_of_the_fixtures_loads_or_is_refused_at_a_place
                     }
                     Ok(skill) => {
                         assert!(!skill.name().is_empty(), "{folder} {variant:?}");
-                        assert_eq!(skill.render(&Map::new()), skill.body(), "{folder} {variant:?}");
+                        let nothing_given: Map<String, Value> =
+                            skill.variables().iter().map(|v| (v.name.clone(), Value::String(String::new()))).collect();
+                        let rendered = skill.render(&nothing_given);
+                        // Text is never evaluated: only declared placeholders go.
+                        let declared = skill.variables().iter().any(|v| skill.body().contains(&v.name));
+                        assert!(declared || rendered == skill.body(), "{folder} {variant:?}");
                     }
                 }
             }
