@@ -82,6 +82,8 @@ pub struct Core {
     skills: RwLock<Arc<Loaded>>,
     /// The search index, for the catalog generation and skills it was built from.
     search: Mutex<Option<SearchIndex>>,
+    /// The unmatched `allowed-tools` patterns already logged.
+    pub(crate) patterns_told: crate::check::PatternsTold,
 }
 
 /// The tools a policy denies whatever their arguments (by tool position in the catalog),
@@ -112,6 +114,7 @@ impl Core {
             always_denied: Mutex::default(),
             skills: RwLock::default(),
             search: Mutex::default(),
+            patterns_told: Mutex::default(),
         });
         // A reloaded policy may leave tools out of the lists, or put them back.
         let weak = Arc::downgrade(&core);
@@ -176,6 +179,7 @@ impl Core {
             session.forget_skill_unless(|name| skills.get(name).is_some());
             session.view_may_have_changed();
         }
+        self.warn_of_unmatched_patterns();
     }
 
     /// The search index of `catalog`'s tools and `skills` (built once for both).
@@ -228,6 +232,7 @@ impl Core {
         for session in self.sessions() {
             session.view_may_have_changed();
         }
+        self.warn_of_unmatched_patterns();
     }
 
     /// Every open session.

@@ -15,8 +15,10 @@
 //! * [`cursor`]: opaque cursors of the merged lists; `snapshots`: the lists they page.
 //! * [`reload`]: the configuration, watched.
 //! * [`search`]: ranking tools for a free-text query.
+//! * [`check`]: what the gateway has and what is wrong with it (`--check`).
 
 mod catalog;
+pub mod check;
 pub mod config;
 mod core;
 pub mod cursor;

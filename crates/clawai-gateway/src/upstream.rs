@@ -7,6 +7,7 @@
 //! go through the guard of their session with this server ([`crate::pair`]).
 
 pub(crate) mod connect;
+mod failure;
 mod messages;
 pub(crate) mod per_client;
 mod pins;
@@ -38,7 +39,7 @@ const MAX_PAGES: usize = 1000;
 /// The first wait before a server that died is started again; doubled each time, up to
 /// [`MAX_BACKOFF`], and back to this after it ran a minute.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +144,8 @@ pub struct Upstream {
     pins: Arc<pins::Pins>,
     /// Shared, a per-client server's lister, or a client session's own instance.
     role: Role,
+    /// Its failures to start, told once.
+    failures: failure::Failures,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -198,6 +201,7 @@ impl Upstream {
             stop,
             restart: tokio::sync::Notify::new(),
             run: AtomicU64::new(0),
+            failures: failure::Failures::default(),
         })
     }
 
@@ -208,6 +212,16 @@ impl Upstream {
 
     fn set_status(&self, status: Status) {
         *lock(&self.status) = status;
+    }
+
+    /// Why its last run failed before it was up, if it did and is not up since.
+    pub fn last_failure(&self) -> Option<String> {
+        self.failures.last()
+    }
+
+    /// How many of its tools pinning holds (waiting for a person's review).
+    pub(crate) fn held_tools(&self) -> usize {
+        self.held_now().0
     }
 
     /// True when the server answers calls.
@@ -435,7 +449,7 @@ impl Upstream {
             if started.elapsed() > Duration::from_secs(60) {
                 backoff = FIRST_BACKOFF;
             }
-            tracing::warn!("server `{}`: {reason}; starting it again in {:.1}s", self.name, backoff.as_secs_f64());
+            self.tell_run_ended(&reason, backoff);
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
                 _ = stop.wait_for(|stop| *stop) => break,

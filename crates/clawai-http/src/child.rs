@@ -71,12 +71,14 @@ pub fn spawn_piped(
     let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no server command"))?;
     let mut command = Command::new(program);
     command.args(args);
+    // Before `prepare`, which may take the server's stderr for itself.
+    command.stderr(Stdio::inherit());
     prepare(&mut command);
     // Set after `prepare`, which may clear the environment: everything the server
     // starts inherits it, and that is how what leaves its tree is found.
     let tag = ServerTag::new();
     command.env(TAG_VARIABLE, tag.value());
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0).kill_on_drop(true);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).process_group(0).kill_on_drop(true);
     let spawn =
         || command.spawn().map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")));
     let (mut child, own) = spawn_own(spawn, Child::id)?;
@@ -130,6 +132,11 @@ fn link(mut stdin: ChildStdin, stdout: ChildStdout, child: ChildServer, max_mess
 }
 
 impl ChildServer {
+    /// The child's stderr, when `prepare` piped it (else it is the caller's own).
+    pub fn take_stderr(&mut self) -> Option<tokio::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// The child's process id, while it runs.
     pub fn id(&self) -> Option<u32> {
         self.child.id()

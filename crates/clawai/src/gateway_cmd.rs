@@ -44,6 +44,12 @@ pub struct GatewayArgs {
     /// (`clawai pins`) [default: $XDG_STATE_HOME/clawai/pins].
     #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
     pins: Option<PathBuf>,
+    /// Start the servers and the skills, report each server (state, tools), each skill
+    /// and every problem (a server that cannot start, a skill that does not load, an
+    /// `allowed-tools` pattern that matches no tool), then stop and exit: 1 when there is
+    /// a problem.
+    #[arg(long, conflicts_with = "listen")]
+    check: bool,
     #[command(flatten)]
     front: ListenArgs,
 }
@@ -57,9 +63,9 @@ pub struct McpServerArgs {
 
 /// What `clawai gateway` and `clawai mcp-server` share: the guards and the skills.
 #[derive(Debug, Args)]
-struct ServedArgs {
+pub(crate) struct ServedArgs {
     #[command(flatten)]
-    policy: PolicyArg,
+    pub(crate) policy: PolicyArg,
     /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
     #[arg(long, env = "CLAWAI_AUDIT", value_name = "FILE")]
     audit: Option<PathBuf>,
@@ -82,13 +88,13 @@ struct ServedArgs {
     /// A directory of skills (`NAME/SKILL.md` in it); repeatable. Also read:
     /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
     #[arg(long = "skills", value_name = "DIR")]
-    skills: Vec<PathBuf>,
+    pub(crate) skills: Vec<PathBuf>,
     #[command(flatten)]
     otlp: crate::telemetry_cmd::OtlpArgs,
 }
 
 /// The skill directories, in the order a name is taken from.
-fn skill_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn skill_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let config_home = clawai_gateway::skills::config_home(|name| std::env::var(name).ok());
     let config_home = config_home.unwrap_or_else(|| cwd.join(".config"));
@@ -96,7 +102,7 @@ fn skill_dirs(explicit: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Loads the skills, reporting each that cannot load (with its file and line).
-fn load_skills(dirs: &[PathBuf]) -> clawai_gateway::skills::Loaded {
+pub(crate) fn load_skills(dirs: &[PathBuf]) -> clawai_gateway::skills::Loaded {
     let loaded = clawai_gateway::skills::load_dirs(dirs);
     for problem in &loaded.problems {
         tracing::warn!("skipped a skill: {problem}");
@@ -132,7 +138,7 @@ pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
 /// Reads the configuration: a known client's file is read leniently (its other keys
 /// are the client's business); clawai's own file strictly (a typo never widens
 /// anything).
-fn read_config(path: &Path) -> Result<GatewayConfig, String> {
+pub(crate) fn read_config(path: &Path) -> Result<GatewayConfig, String> {
     let lenient = !clawai_clients::known::explicit(path, None).custom;
     clawai_gateway::config::load(path, &|name| std::env::var(name).ok(), lenient).map_err(|error| error.to_string())
 }
@@ -174,6 +180,9 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         // Over stdio the gateway has one client session: per-client servers run once.
         one_client: args.front.listen.is_none(),
     };
+    if args.check {
+        return crate::gateway_check::check(&args.served, config, &args.config, options);
+    }
     let listen = match args.front.listen {
         Some(_) => Some(args.front.options(FrontSettings {
             grace,

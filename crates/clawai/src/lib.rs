@@ -7,6 +7,7 @@ mod audit_cmd;
 mod audit_follow;
 mod audit_verify;
 mod clients_cmd;
+mod gateway_check;
 pub mod gateway_cmd;
 pub mod http_cmd;
 mod not_started;

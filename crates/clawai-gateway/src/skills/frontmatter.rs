@@ -90,6 +90,8 @@ pub(crate) struct VariableSpec {
 pub(crate) struct ToolList {
     /// The patterns, trimmed; those of a list may be empty (an error the caller reports).
     pub patterns: Vec<String>,
+    /// Where each pattern of a YAML list is written (one string of patterns: none).
+    pub positions: Vec<Location>,
 }
 
 /// Where a YAML error or value is in the whole file: (line, column), from 1.
@@ -189,15 +191,16 @@ impl<'de> Deserialize<'de> for ToolList {
                 // Claude Code's `allowed-tools: Read, Grep, Glob`: empty pieces (a trailing
                 // comma) are dropped.
                 let patterns = text.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect();
-                Ok(ToolList { patterns })
+                Ok(ToolList { patterns, positions: Vec::new() })
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ToolList, A::Error> {
-                let mut patterns = Vec::new();
-                while let Some(pattern) = seq.next_element::<String>()? {
-                    patterns.push(pattern.trim().to_owned());
+                let (mut patterns, mut positions) = (Vec::new(), Vec::new());
+                while let Some(pattern) = seq.next_element::<Spanned<String>>()? {
+                    patterns.push(pattern.value.trim().to_owned());
+                    positions.push(pattern.referenced);
                 }
-                Ok(ToolList { patterns })
+                Ok(ToolList { patterns, positions })
             }
 
             fn visit_unit<E: de::Error>(self) -> Result<ToolList, E> {

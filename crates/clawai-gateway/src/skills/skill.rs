@@ -41,6 +41,8 @@ pub struct Skill {
     version: Option<String>,
     variables: Vec<Variable>,
     allowed_tools: Vec<String>,
+    /// The line of the file each `allowed-tools` pattern is on.
+    allowed_tools_lines: Vec<usize>,
     user_invocable: bool,
     argument_hint: Option<String>,
     body: String,
@@ -84,8 +86,8 @@ impl Skill {
         };
         let (name, name_position) = skill_name(front.name, file)?;
         let variables = variables(front.variables.unwrap_or_default(), file)?;
-        let allowed_tools = match front.allowed_tools {
-            None => Vec::new(),
+        let (allowed_tools, allowed_tools_lines) = match front.allowed_tools {
+            None => (Vec::new(), Vec::new()),
             Some(Spanned { value, referenced, .. }) => {
                 if value.patterns.iter().any(String::is_empty) {
                     let (line, column) = frontmatter::file_position(referenced);
@@ -96,7 +98,12 @@ impl Skill {
                         "`allowed-tools` has an empty entry, which matches no tool; remove it",
                     ));
                 }
-                value.patterns
+                // One string of patterns is on the line of `allowed-tools`.
+                let list_line = frontmatter::file_position(referenced).0;
+                let lines = (0..value.patterns.len())
+                    .map(|n| value.positions.get(n).map_or(list_line, |at| frontmatter::file_position(*at).0))
+                    .collect();
+                (value.patterns, lines)
             }
         };
         let body = without_leading_blank_lines(split.body).trim_end().to_owned();
@@ -107,6 +114,7 @@ impl Skill {
             version: front.version,
             variables,
             allowed_tools,
+            allowed_tools_lines,
             user_invocable: front.user_invocable.unwrap_or(true),
             argument_hint: front.argument_hint,
             body,
@@ -148,6 +156,17 @@ impl Skill {
     /// Its `allowed-tools` globs as written; empty means it filters nothing.
     pub fn allowed_tools(&self) -> &[String] {
         &self.allowed_tools
+    }
+
+    /// The patterns of its `allowed-tools` that match none of `tools` (full names,
+    /// `S__name`), each with the line of its file it is written on.
+    pub fn unmatched_patterns<'a>(&'a self, tools: &[&str]) -> Vec<(&'a str, usize)> {
+        self.allowed_tools
+            .iter()
+            .zip(&self.allowed_tools_lines)
+            .filter(|(glob, _)| !tools.iter().any(|tool| pattern::matches(glob, tool)))
+            .map(|(glob, line)| (glob.as_str(), *line))
+            .collect()
     }
 
     /// Its `user-invocable` (true when not written, as in Claude Code).

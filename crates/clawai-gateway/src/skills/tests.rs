@@ -335,3 +335,13 @@ fn every_cut_or_dropped_character_of_the_fixtures_loads_or_is_refused_at_a_place
         }
     }
 }
+
+#[test]
+fn patterns_that_match_no_tool_are_told_with_their_line() {
+    let skill = Skill::read(&fixtures().join("flow-swarm/SKILL.md")).unwrap();
+    let tools = ["claude-flow__swarm_init", "claude-flow__task_create", "claude-code__Bash"];
+    assert_eq!(skill.unmatched_patterns(&tools), [("claude-flow__agent_*", 9), ("claude-flow__coordination_*", 11)]);
+    // Claude Code's comma-separated form: every pattern is on the line of `allowed-tools`.
+    let inline = parse("---\nname: c\nallowed-tools: claude-code__Read, claude-code__Grep\n---\nbody\n").unwrap();
+    assert_eq!(inline.unmatched_patterns(&["claude-code__Read"]), [("claude-code__Grep", 3)]);
+}

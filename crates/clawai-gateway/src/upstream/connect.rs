@@ -99,14 +99,19 @@ impl Upstream {
                 let mut line = vec![command.clone()];
                 line.extend(args.iter().cloned());
                 let cwd = self.entry.cwd.clone();
-                let (stdin, stdout, child) = child::spawn_piped(&line, |command| {
+                let (stdin, stdout, mut child) = child::spawn_piped(&line, |command| {
                     // What a program needs to run, never the gateway's API keys.
                     child::minimal_environment(command);
                     command.envs(env);
                     if let Some(cwd) = &cwd {
                         command.current_dir(cwd);
                     }
+                    // Held while it starts: a server that cannot start is told once.
+                    command.stderr(std::process::Stdio::piped());
                 })?;
+                if let Some(stderr) = child.take_stderr() {
+                    self.take_stderr(stderr);
+                }
                 let writer = Writer::Pipe(Arc::new(tokio::sync::Mutex::new(stdin)));
                 Ok((writer, Source::Pipe(Box::new(BufReader::new(stdout)), max_message), Some(child)))
             }
@@ -135,7 +140,7 @@ impl Upstream {
             let item = tokio::select! {
                 item = source.next() => item,
                 _ = stop.wait_for(|stop| *stop) => break "stopped by the gateway".to_owned(),
-                () = self.restart.notified() => break "it did not initialize".to_owned(),
+                () = self.restart.notified() => break self.failures.not_initialized(),
             };
             match item {
                 Some(FromServer::Message(message)) => self.on_message(message).await,
@@ -160,8 +165,9 @@ impl Upstream {
         let result = match self.request("initialize", Some(params), INITIALIZE_TIMEOUT).await {
             Ok(result) => result,
             Err(why) => {
-                tracing::warn!("server `{}`: {why}", self.name);
-                // The run ends (the child is stopped) and starts again after a wait.
+                // The run ends (the child is stopped) and starts again after a wait; why
+                // is told then, once.
+                self.failures.initialize_failed(why);
                 self.restart.notify_one();
                 return;
             }
@@ -177,6 +183,7 @@ impl Upstream {
         if matches!(self.status(), Status::Starting) {
             self.set_status(Status::Up);
         }
+        self.came_up();
         if self.is_own_instance() {
             // Its items are its lister's, in the catalog already.
             tracing::info!("server `{}`: a client session's instance is up", self.name);

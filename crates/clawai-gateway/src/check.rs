@@ -1,0 +1,224 @@
+//! What a running gateway has and what is wrong with it: each server (its state, tools
+//! listed and held), each skill (and its `allowed-tools` patterns that match no tool),
+//! and every problem. Logged once every server has started (the unmatched patterns, with
+//! the skill's file and line), and reported whole by `clawai gateway --check`.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::catalog::ListKind;
+use crate::core::Core;
+use crate::upstream::Status;
+use crate::{Gateway, lock};
+
+/// One server, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerReport {
+    /// Its name.
+    pub name: String,
+    /// `up`, `starting`, `failed`, `draining` or `stopped`.
+    pub state: &'static str,
+    /// Why it failed to start, when it did (with the last lines of its stderr).
+    pub failure: Option<String>,
+    /// Its tools listed (held ones not counted).
+    pub tools: usize,
+    /// Its tools held by pinning, waiting for a review.
+    pub held: usize,
+    /// Its tools are shown only by skills.
+    pub internal: bool,
+}
+
+/// A pattern of a skill's `allowed-tools` that matches no tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnmatchedPattern {
+    /// The skill's name.
+    pub skill: String,
+    /// Its SKILL.md.
+    pub file: PathBuf,
+    /// The line the pattern is on.
+    pub line: usize,
+    /// The pattern.
+    pub pattern: String,
+}
+
+impl std::fmt::Display for UnmatchedPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: skill `{}`: `{}` in allowed-tools matches no tool of the running servers; \
+             correct it or remove it (`search_tools` finds the tools there are)",
+            self.file.display(),
+            self.line,
+            self.skill,
+            self.pattern
+        )
+    }
+}
+
+/// Everything `--check` says.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Every server, by name.
+    pub servers: Vec<ServerReport>,
+    /// Every skill loaded: its listed name and file.
+    pub skills: Vec<(String, PathBuf)>,
+    /// The SKILL.md files that did not load, each with its file and line.
+    pub skill_problems: Vec<String>,
+    /// The `allowed-tools` patterns that match no tool of a server that is up.
+    pub unmatched: Vec<UnmatchedPattern>,
+}
+
+impl Report {
+    /// Every problem, one line (or paragraph) each; none when all is well.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for server in &self.servers {
+            match (server.state, &server.failure) {
+                ("failed", Some(why)) => problems.push(format!("server `{}` could not start: {why}", server.name)),
+                ("failed", None) => problems.push(format!("server `{}` could not start", server.name)),
+                ("starting", _) => problems.push(format!("server `{}` did not come up in time", server.name)),
+                _ => {}
+            }
+            if server.held > 0 {
+                problems.push(format!(
+                    "server `{}`: {} tools are held by pinning until reviewed (`clawai pins diff {}`)",
+                    server.name, server.held, server.name
+                ));
+            }
+        }
+        problems.extend(self.skill_problems.iter().cloned());
+        problems.extend(self.unmatched.iter().map(ToString::to_string));
+        problems
+    }
+
+    /// The report as people read it.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        let _ = writeln!(text, "servers ({}):", self.servers.len());
+        for server in &self.servers {
+            let held = if server.held > 0 { format!(", {} held", server.held) } else { String::new() };
+            let internal = if server.internal { ", internal (shown by skills)" } else { "" };
+            let _ = writeln!(text, "  {}: {}, {} tools{held}{internal}", server.name, server.state, server.tools);
+        }
+        let _ = writeln!(text, "skills ({}):", self.skills.len());
+        for (name, file) in &self.skills {
+            let _ = writeln!(text, "  {name}: {}", file.display());
+        }
+        let problems = self.problems();
+        match problems.is_empty() {
+            true => text.push_str("no problems\n"),
+            false => {
+                let _ = writeln!(text, "problems ({}):", problems.len());
+                for problem in problems {
+                    let _ = writeln!(text, "  - {}", problem.replace('\n', "\n      "));
+                }
+            }
+        }
+        text
+    }
+}
+
+impl Gateway {
+    /// Waits until every server is up or has failed to start once, at most `timeout`.
+    pub async fn wait_until_started(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline && !self.core.every_server_started() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// What the gateway has now, and what is wrong with it.
+    pub fn report(&self) -> Report {
+        self.core.report()
+    }
+}
+
+impl Core {
+    /// Every server is up, or failed to start at least once (or is going away).
+    pub(crate) fn every_server_started(&self) -> bool {
+        self.upstreams().iter().all(|upstream| {
+            !matches!(upstream.status(), Status::Starting | Status::Down(_)) || upstream.last_failure().is_some()
+        })
+    }
+
+    pub(crate) fn report(&self) -> Report {
+        let servers = self
+            .upstreams()
+            .iter()
+            .map(|upstream| {
+                let failure = upstream.last_failure();
+                let state = match upstream.status() {
+                    Status::Up => "up",
+                    Status::Draining => "draining",
+                    Status::Stopped => "stopped",
+                    Status::Starting | Status::Down(_) if failure.is_some() => "failed",
+                    Status::Starting | Status::Down(_) => "starting",
+                };
+                ServerReport {
+                    name: upstream.name.clone(),
+                    state,
+                    failure,
+                    tools: upstream.lists().items[ListKind::Tools.index()].len(),
+                    held: upstream.held_tools(),
+                    internal: upstream.entry.internal_only,
+                }
+            })
+            .collect();
+        let skills = self.skills();
+        Report {
+            servers,
+            skills: skills.skills.iter().map(|skill| (skill.listed_name(), skill.file().to_owned())).collect(),
+            skill_problems: skills.problems.iter().map(ToString::to_string).collect(),
+            unmatched: self.unmatched_patterns(),
+        }
+    }
+
+    /// The `allowed-tools` patterns that match no tool, leaving out those that name a
+    /// server that is not up (its tools are not known; its failure is its own problem).
+    pub(crate) fn unmatched_patterns(&self) -> Vec<UnmatchedPattern> {
+        let catalog = self.catalog();
+        let tools: Vec<&str> = catalog.items(ListKind::Tools).map(|item| item.listed.full_name.as_str()).collect();
+        let not_up: Vec<String> = self
+            .upstreams()
+            .iter()
+            .filter(|upstream| !upstream.is_up())
+            .map(|upstream| upstream.name.clone())
+            .collect();
+        let mut unmatched = Vec::new();
+        for skill in &self.skills().skills {
+            for (pattern, line) in skill.unmatched_patterns(&tools) {
+                let server = pattern.split_once(crate::names::SEPARATOR).map_or(pattern, |(server, _)| server);
+                if not_up.iter().any(|name| name == server) {
+                    continue;
+                }
+                unmatched.push(UnmatchedPattern {
+                    skill: skill.name().to_owned(),
+                    file: skill.file().to_owned(),
+                    line,
+                    pattern: pattern.to_owned(),
+                });
+            }
+        }
+        unmatched
+    }
+
+    /// Once every server has started: each `allowed-tools` pattern that matches no tool
+    /// is logged, with its skill's file and line, once.
+    pub(crate) fn warn_of_unmatched_patterns(&self) {
+        if !self.every_server_started() {
+            return;
+        }
+        let unmatched = self.unmatched_patterns();
+        let mut told = lock(&self.patterns_told);
+        for pattern in unmatched {
+            if told.insert(pattern.clone()) {
+                tracing::warn!("{pattern}");
+            }
+        }
+    }
+}
+
+/// The patterns already logged.
+pub(crate) type PatternsTold = std::sync::Mutex<HashSet<UnmatchedPattern>>;
