@@ -14,12 +14,12 @@ use crate::upstream::Status;
 use crate::{Gateway, lock};
 
 /// One server, as the report shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerReport {
     /// Its name.
     pub name: String,
     /// `up`, `starting`, `failed`, `draining` or `stopped`.
-    pub state: &'static str,
+    pub state: String,
     /// Why it failed to start, when it did (with the last lines of its stderr).
     pub failure: Option<String>,
     /// Its tools listed (held ones not counted).
@@ -31,7 +31,7 @@ pub struct ServerReport {
 }
 
 /// A pattern of a skill's `allowed-tools` that matches no tool.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct UnmatchedPattern {
     /// The skill's name.
     pub skill: String,
@@ -57,8 +57,8 @@ impl std::fmt::Display for UnmatchedPattern {
     }
 }
 
-/// Everything `--check` says.
-#[derive(Debug, Clone, Default)]
+/// Everything `--check` says (and `clawai status` of a running gateway).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// Every server, by name.
     pub servers: Vec<ServerReport>,
@@ -75,7 +75,7 @@ impl Report {
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         for server in &self.servers {
-            match (server.state, &server.failure) {
+            match (server.state.as_str(), &server.failure) {
                 ("failed", Some(why)) => problems.push(format!("server `{}` could not start: {why}", server.name)),
                 ("failed", None) => problems.push(format!("server `{}` could not start", server.name)),
                 ("starting", _) => problems.push(format!("server `{}` did not come up in time", server.name)),
@@ -144,9 +144,11 @@ impl Core {
     }
 
     pub(crate) fn report(&self) -> Report {
+        let draining: Vec<_> = lock(&self.draining).clone();
         let servers = self
             .upstreams()
             .iter()
+            .chain(&draining)
             .map(|upstream| {
                 let failure = upstream.last_failure();
                 let state = match upstream.status() {
@@ -158,7 +160,7 @@ impl Core {
                 };
                 ServerReport {
                     name: upstream.name.clone(),
-                    state,
+                    state: state.to_owned(),
                     failure,
                     tools: upstream.lists().items[ListKind::Tools.index()].len(),
                     held: upstream.held_tools(),

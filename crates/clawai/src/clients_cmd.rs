@@ -126,7 +126,7 @@ fn files(targets: &Targets) -> Vec<KnownFile> {
         .collect()
 }
 
-fn home_relative(path: &Path) -> String {
+pub(crate) fn home_relative(path: &Path) -> String {
     match std::env::var_os("HOME").map(PathBuf::from) {
         Some(home) if path.starts_with(&home) => format!("~/{}", path.strip_prefix(&home).unwrap().display()),
         _ => path.display().to_string(),
@@ -262,7 +262,9 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let files = files(&args.targets);
     if files.is_empty() && !args.json {
-        return nothing_found(&args.targets);
+        let code = nothing_found(&args.targets);
+        print!("{}", crate::gateway_state::report());
+        return code;
     }
     let mut failed = false;
     let mut json = Vec::new();
@@ -344,6 +346,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         if wrappable {
             println!("`clawai wrap --all --dry-run` shows what wrapping would change.");
         }
+        print!("{}", crate::gateway_state::report());
         print!("{}", held_report(&paths::pins_dir(args.pins.as_ref())));
     }
     Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })

@@ -248,6 +248,14 @@ fn serve(
         if !served.no_reload {
             clawai_gateway::reload::watch_skills(&gateway, dirs, seen, Box::new(load_skills));
         }
+        let serving = match &listen {
+            Some((addr, options)) => format!("http://{addr}{}", options.path),
+            None => "stdio".to_owned(),
+        };
+        // `clawai status` lists this gateway's servers while it runs.
+        let _published = config_file
+            .filter(|_| command == "gateway")
+            .map(|path| crate::gateway_state::publish(Arc::clone(&gateway), path, serving));
         let _watcher = match config_file {
             Some(path) if !served.no_reload => clawai_gateway::reload::watch(&gateway, path, Box::new(read_config))
                 .inspect_err(|error| {

@@ -9,6 +9,7 @@ mod audit_verify;
 mod clients_cmd;
 mod gateway_check;
 pub mod gateway_cmd;
+mod gateway_state;
 pub mod http_cmd;
 mod not_started;
 mod paths;
