@@ -87,6 +87,7 @@ impl Gateway {
     ) -> Result<Arc<Gateway>, GatewayError> {
         let gateway = Arc::new(Gateway { core: Core::new(policy, audit, options) });
         gateway.apply(config)?;
+        tell_internal_servers(config);
         Ok(gateway)
     }
 
@@ -174,6 +175,28 @@ impl Gateway {
     /// The names of the running servers and where each is in its life, for logs.
     pub fn servers(&self) -> Vec<(String, String)> {
         self.core.upstreams().iter().map(|u| (u.name.clone(), format!("{:?}", u.status()))).collect()
+    }
+}
+
+/// Says at start which servers are internal (their tools are listed only while a skill
+/// shows them), and how to list them: otherwise a client sees a list of almost nothing
+/// and nothing says why.
+fn tell_internal_servers(config: &GatewayConfig) {
+    let running = config.servers.iter().filter(|(_, entry)| !entry.disabled);
+    let internal: Vec<&str> =
+        running.clone().filter(|(_, entry)| entry.internal_only).map(|(name, _)| name.as_str()).collect();
+    if internal.is_empty() {
+        return;
+    }
+    let how = "a skill whose `allowed-tools` names their tools shows them, and `search_tools` finds them; \
+               `\"internalOnly\": false` on a server lists its tools always";
+    if internal.len() == running.count() {
+        tracing::warn!(
+            "every server is internal ({}): clients are listed only `search_tools` and the skills; {how}",
+            internal.join(", ")
+        );
+    } else {
+        tracing::info!("internal servers, their tools not listed: {}; {how}", internal.join(", "));
     }
 }
 

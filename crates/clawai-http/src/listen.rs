@@ -82,8 +82,10 @@ pub struct Front {
     policy: PolicyHandle,
     audit: AuditLog,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
-    /// The session shared by stateless (2026-07-28) requests, opened on first use.
-    stateless: tokio::sync::Mutex<Option<Arc<Session>>>,
+    /// The sessions of stateless (2026-07-28) requests, opened on first use: one per
+    /// principal, the `Authorization` the requests carry (none is one principal too), so
+    /// that what one client sets in its session (a gateway skill) is never another's.
+    stateless: tokio::sync::Mutex<HashMap<String, Arc<Session>>>,
     /// Decides (refuses) messages that arrive outside any session.
     sessionless: Guard,
     /// The upstream's metadata URL, as its last authorization challenge named it.
@@ -176,7 +178,7 @@ impl Front {
 
     async fn close_all(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, session)| session).collect();
-        let stateless = self.stateless.lock().await.take();
+        let stateless: Vec<Arc<Session>> = self.stateless.lock().await.drain().map(|(_, session)| session).collect();
         let closing = sessions.into_iter().chain(stateless).map(|session| {
             let grace = self.options.grace;
             tokio::spawn(async move { session.close(grace).await })
@@ -276,13 +278,28 @@ impl Front {
         Ok((id, session))
     }
 
-    async fn stateless_session(&self) -> Result<Arc<Session>, Box<Response>> {
-        let mut shared = self.stateless.lock().await;
-        if let Some(session) = shared.as_ref().filter(|session| !session.is_gone()) {
+    /// The stateless session of the principal that sent `headers`.
+    async fn stateless_session(&self, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response>> {
+        let principal =
+            headers.get(header::AUTHORIZATION).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        let principal = principal.unwrap_or_default();
+        let mut sessions = self.stateless.lock().await;
+        if let Some(session) = sessions.get(&principal).filter(|session| !session.is_gone()) {
             return Ok(Arc::clone(session));
         }
+        sessions.retain(|_, session| !session.is_gone());
+        if sessions.len() >= self.options.max_sessions {
+            return Err(Box::new(json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                reply::SERVER_UNAVAILABLE,
+                &format!(
+                    "clawai: the limit of {} stateless clients (told apart by their Authorization) is reached",
+                    self.options.max_sessions
+                ),
+            )));
+        }
         let session = self.open_session(true).await?;
-        *shared = Some(Arc::clone(&session));
+        sessions.insert(principal, Arc::clone(&session));
         Ok(session)
     }
 
@@ -365,7 +382,7 @@ impl Front {
         }
         let route = Route::of(&body);
         let (new_session, session) = if stateless {
-            match self.stateless_session().await {
+            match self.stateless_session(headers).await {
                 Ok(session) => (None, session),
                 Err(response) => return *response,
             }

@@ -111,8 +111,9 @@ pub(super) fn read(
     let cwd = string("cwd")?;
     let url = address(doc, &fields, name)?;
     // clawai's own tools are listed unless the entry says otherwise; a server's only
-    // when it says so.
-    let internal_only = flag("internalOnly", given != Some(Kind::Builtin))?;
+    // when it says so, in clawai's own file. A client's file served as it is lists its
+    // servers' tools as that client did: `internalOnly` is no key of the client's.
+    let internal_only = flag("internalOnly", !lenient && given != Some(Kind::Builtin))?;
     let disabled = flag("disabled", false)?;
     let session = fields.get("session").map_or(Ok(SessionMode::Shared), |p| session_mode(doc, p, name))?;
     match (&given, name == BUILTIN_NAME) {

@@ -135,7 +135,9 @@ fn a_claude_desktop_file_loads_as_it_is() {
     let config = lenient(CLAUDE_DESKTOP).unwrap();
     assert_eq!(config.servers.len(), 2);
     let github = server(&config, "github");
-    assert!(github.internal_only, "internalOnly defaults to true");
+    assert!(!github.internal_only, "a client's file lists its servers' tools, as the client did");
+    // The same servers in clawai's own file keep the default: internal.
+    assert!(server(&strict(r#"{"mcpServers": {"github": {"command": "docker"}}}"#).unwrap(), "github").internal_only);
     let McpServerConfig::Stdio { command, args, env } = github.transport.clone().into_mcp() else {
         panic!("{github:?}")
     };
