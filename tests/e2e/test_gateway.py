@@ -373,6 +373,32 @@ method = "**"
     assert not [m for m in read_log(tmp_path / "a.log")[0] if m.get("method") == "prompts/get"]
 
 
+async def test_an_unknown_resource_and_an_approval_not_given_get_different_codes(tmp_path):
+    # A client must be able to tell "no such resource" from "clawai wants a person to say
+    # yes": they once shared -32002.
+    policy = """
+[[rule]]
+id = "ask-before-reading"
+action = "prompt"
+server = "a"
+resource = "mem://shared"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, policy=policy) as c:
+            await listed(c, has_all("a__echo"))
+            with pytest.raises(MCPError) as unknown:
+                await c.read_resource("clawai://nobody/mem://shared")
+            with pytest.raises(MCPError) as asked:
+                await c.read_resource("clawai://a/mem://shared")
+    assert unknown.value.code == -32002, unknown.value
+    assert asked.value.code == -32007 and "ask-before-reading" in asked.value.message, asked.value
+
+
 # --- requests from servers to the client ---------------------------------------------------
 
 async def test_sampling_reaches_the_callers_callback_and_the_answer_returns(tmp_path):

@@ -7,6 +7,7 @@
 //! stream, or as the POST's JSON response. Before any of that: `Host` and `Origin` are
 //! checked (403; DNS rebinding), then the bearer token when one is configured (401).
 
+use clawai_protocol::methods;
 mod front_door;
 mod oauth;
 
@@ -369,7 +370,7 @@ impl Front {
                 Ok(session) => (None, session),
                 Err(response) => return *response,
             }
-        } else if route.method.as_deref() == Some("initialize") {
+        } else if route.method.as_deref() == Some(methods::INITIALIZE) {
             match self.new_session().await {
                 Ok((id, session)) => (Some(id), session),
                 Err(response) => return *response,

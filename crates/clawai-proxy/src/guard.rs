@@ -14,6 +14,7 @@
 //! recorded before anything leaves). A stage may hold a message; everything else
 //! keeps flowing meanwhile.
 
+use clawai_protocol::methods;
 mod alone;
 mod approvals;
 mod arguments;
@@ -86,34 +87,11 @@ pub enum Outgoing {
 /// policy test` decides as the wire does.
 pub use clawai_policy::wire::{CLIENT_DECIDED, SERVER_DECIDED};
 
-/// Method names of the protocol (2024-11-05 to 2026-07-28) that requests use.
-const REQUEST_METHODS: [&str; 22] = [
-    "initialize",
-    "ping",
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "sampling/createMessage",
-    "elicitation/create",
-    "roots/list",
-    "tasks/get",
-    "tasks/result",
-    "tasks/list",
-    "tasks/cancel",
-    "subscriptions/listen",
-];
-
 fn method_name(method: &str) -> Cow<'static, str> {
-    REQUEST_METHODS.iter().find(|m| **m == method).map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
+    methods::REQUESTS
+        .iter()
+        .find(|m| **m == method)
+        .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
 }
 
 /// The guard of one session between one client and one server.
@@ -349,10 +327,10 @@ impl Guard {
                 self.refuse_look_alike(Direction::ClientToServer, method, id, line.len())
             }
             (Kind::Request, Some(method)) => {
-                if method == "initialize" {
+                if method == methods::INITIALIZE {
                     self.note_initialize(envelope.params.as_ref());
                 }
-                if matches!(method, "resources/subscribe" | "completion/complete")
+                if matches!(method, methods::RESOURCES_SUBSCRIBE | methods::COMPLETION_COMPLETE)
                     && let Some(refused) = self.pinning_refuses_passed(
                         method,
                         id,
@@ -368,7 +346,7 @@ impl Guard {
             }
             (Kind::Notification, Some(method)) => {
                 self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
-                if method == "notifications/cancelled" {
+                if method == methods::CANCELLED {
                     let request = params_value(envelope.params.as_ref()).and_then(|p| p.get("requestId").cloned());
                     if let Some(request) = &request {
                         self.cancel_held(request);
@@ -504,7 +482,7 @@ impl Guard {
         if reads_as_decided(method, &SERVER_DECIDED, &policy) {
             return self.refuse_look_alike(Direction::ServerToClient, method, id, size);
         }
-        if method == "notifications/tools/list_changed" {
+        if method == methods::TOOLS_LIST_CHANGED {
             self.listing.changed(self.pins().is_some());
         }
         let kind = if id.is_some() { "request" } else { "notification" };

@@ -10,6 +10,7 @@
 //! trail does not hold: a redacted value read by a rule, or annotations not recorded
 //! (trails written before they were) read by a rule. Those are counted and shown apart.
 
+use clawai_protocol::methods;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -114,8 +115,8 @@ fn params_of(event: &Value) -> Value {
     let method = event["method"].as_str().unwrap_or_default();
     let arguments = event.get("arguments").cloned();
     match method {
-        "tools/call" | "prompts/get" => {
-            let name = if method == "tools/call" { &event["tool"] } else { &event["prompt"] };
+        methods::TOOLS_CALL | methods::PROMPTS_GET => {
+            let name = if method == methods::TOOLS_CALL { &event["tool"] } else { &event["prompt"] };
             let mut params = json!({"name": name});
             if let Some(arguments) = arguments {
                 params["arguments"] = arguments;
@@ -123,7 +124,7 @@ fn params_of(event: &Value) -> Value {
             params
         }
         // The guard records the whole `params` of other methods as their arguments.
-        "resources/read" => arguments.unwrap_or_else(|| json!({"uri": event["resource"]})),
+        methods::RESOURCES_READ => arguments.unwrap_or_else(|| json!({"uri": event["resource"]})),
         _ => arguments.unwrap_or(Value::Null),
     }
 }
@@ -166,7 +167,7 @@ fn replay(policy: &Policy, event: Value, session: &Session) -> Replayed {
         && decided_with_credential(policy, &call, decision).action != decision.action
     {
         Some("the trail holds a value redacted, which may be a credential the arguments guard decides on")
-    } else if method == "tools/call" && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
+    } else if method == methods::TOOLS_CALL && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
         Some("the decision turns on the tool's annotations, which the trail does not hold")
     } else {
         None

@@ -3,6 +3,7 @@
 //! tool called with `{"deactivate": true}` ends it. What the session sees changes with
 //! it, and the client is told (`notifications/tools/list_changed`).
 
+use clawai_protocol::methods;
 use clawai_proxy::audit::{Direction, Event};
 use serde_json::{Map, Value, json};
 
@@ -18,9 +19,9 @@ impl Session {
         let skills = self.core.skills();
         // A skill with `user-invocable: false` is for the model only: no prompt (what
         // clients offer people as a slash command), so `prompts/get` finds none.
-        let skill = skills.get(name).filter(|skill| method == "tools/call" || skill.user_invocable())?;
+        let skill = skills.get(name).filter(|skill| method == methods::TOOLS_CALL || skill.user_invocable())?;
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
-        let deactivate = method == "tools/call" && arguments.get("deactivate") == Some(&Value::Bool(true));
+        let deactivate = method == methods::TOOLS_CALL && arguments.get("deactivate") == Some(&Value::Bool(true));
         let (active_before, active_after) = {
             let mut state = lock(&self.state);
             let before = state.skill.clone();
@@ -47,7 +48,7 @@ impl Session {
             skill.render(&string_arguments(&arguments))
         };
         let result = match method {
-            "prompts/get" => json!({
+            methods::PROMPTS_GET => json!({
                 "description": skill.description(),
                 "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
             }),

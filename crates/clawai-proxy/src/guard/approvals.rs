@@ -10,6 +10,7 @@
 //! the answer, a cancellation or the time-out (on a timer that dispatches through the
 //! transport's [`Outlet`]) ends the wait.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -118,10 +119,10 @@ impl Waiting {
 }
 
 /// The answer to a call a rule asked a person about that does not go on: a tool result
-/// with `isError` for `tools/call` (so the model reads why), a -32002 error with `data`
+/// with `isError` for `tools/call` (so the model reads why), a -32007 error with `data`
 /// otherwise.
 pub(super) fn not_approved(method: &str, id: Option<&str>, text: &str, stateless: bool, data: Value) -> Vec<u8> {
-    if method == "tools/call" {
+    if method == methods::TOOLS_CALL {
         reply::tool_error(id, text, stateless)
     } else {
         reply::error(id, reply::APPROVAL_REQUIRED, text, Some(data))
@@ -313,7 +314,7 @@ impl Guard {
         let mut params = form::elicitation_params(&question, true, true);
         // Which call the question is about, for transports that route by request.
         params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
-        let request = reply::request(&own_id, "elicitation/create", &params);
+        let request = reply::request(&own_id, methods::ELICITATION_CREATE, &params);
         self.asking.waiting().insert(own_id.clone(), Waiting::new(ask, key));
         self.start_timer(own_id.clone());
         Asked::Held {
@@ -346,7 +347,7 @@ impl Guard {
         let why = format!("nobody answered within {seconds} s");
         self.record_step(&waiting, own_id, "client", "timed_out", None, false, "clawai");
         let cancel = reply::notification(
-            "notifications/cancelled",
+            methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(own_id).unwrap_or(Value::Null), "reason": why}),
         );
         Some(vec![Outgoing::ToClient(cancel), Outgoing::ToClient(self.declined(&waiting, &why))])
@@ -404,7 +405,7 @@ impl Guard {
         let waiting = self.asking.waiting().remove(&own_id)?;
         self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "client");
         let cancel = reply::notification(
-            "notifications/cancelled",
+            methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(&own_id).unwrap_or(Value::Null), "reason": "the call was cancelled"}),
         );
         Some(Verdict::Dispatch(vec![Outgoing::ToClient(cancel)]))
@@ -463,9 +464,9 @@ impl Guard {
         event.method = Some(&waiting.method);
         event.id = Some(&shown);
         match waiting.method.as_str() {
-            "tools/call" => event.tool = waiting.name.as_deref(),
-            "resources/read" => event.resource = waiting.name.as_deref(),
-            "prompts/get" => event.prompt = waiting.name.as_deref(),
+            methods::TOOLS_CALL => event.tool = waiting.name.as_deref(),
+            methods::RESOURCES_READ => event.resource = waiting.name.as_deref(),
+            methods::PROMPTS_GET => event.prompt = waiting.name.as_deref(),
             _ => {}
         }
         let listed_as = self.listed_as(&waiting.method, waiting.name.as_deref());
@@ -556,7 +557,7 @@ impl Guard {
         let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Asked, inner }, STATE_TTL);
         let result = json!({
             "resultType": "input_required",
-            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true, false)}},
+            "inputRequests": {INPUT_KEY: {"method": methods::ELICITATION_CREATE, "params": form::elicitation_params(&question, true, false)}},
             "requestState": sealed,
         });
         Asked::Held {

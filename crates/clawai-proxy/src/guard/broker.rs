@@ -6,6 +6,7 @@
 //! not, and when nobody answered in time, an error saying the approval is pending under
 //! its id, so that the identical call retried after the approval passes once.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,7 +90,7 @@ impl Guard {
                                 "waiting for a person's approval under {id} (clawai ui, or clawai approve {id})"
                             );
                             let note = reply::notification(
-                                "notifications/progress",
+                                methods::PROGRESS,
                                 &json!({"progressToken": token, "progress": tick, "message": message}),
                             );
                             outlet.later(Later::ToClient(note));

@@ -1,5 +1,6 @@
 //! Deciding one message the policy applies to, and the answer to a denied one.
 
+use clawai_protocol::methods;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -64,7 +65,7 @@ impl Guard {
         // The pinning stage needs the server's tools as they are now: after the server
         // said they changed, a call waits for clawai's own listing (compared with the
         // pins as it passes), so a changed tool is refused even if the client never lists.
-        if method == "tools/call"
+        if method == methods::TOOLS_CALL
             && direction == Direction::ClientToServer
             && self.listing.pins_stale()
             && self.pins().is_some()
@@ -95,7 +96,7 @@ impl Guard {
             }
         }
         let (call, unlisted) = match (method, call.name) {
-            ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
+            (methods::TOOLS_CALL, Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
                 None if self.listing.policy_reads_annotations(policy)
                     && depends_on_annotations(policy, &call, &self.remembered) =>
@@ -167,9 +168,9 @@ impl Guard {
         event.method = Some(method);
         event.id = shown.as_deref();
         match method {
-            "tools/call" => event.tool = call.name,
-            "resources/read" => event.resource = call.name,
-            "prompts/get" => event.prompt = call.name,
+            methods::TOOLS_CALL => event.tool = call.name,
+            methods::RESOURCES_READ => event.resource = call.name,
+            methods::PROMPTS_GET => event.prompt = call.name,
             _ => {}
         }
         let listed_as = self.listed_as(method, call.name);
@@ -369,7 +370,7 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, reason: &str, wha
         ),
         _ => (reply::DENIED, format!("clawai denied {what}: {reason}")),
     };
-    if method == "tools/call" {
+    if method == methods::TOOLS_CALL {
         reply::tool_error(id, &text, stateless)
     } else {
         let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
@@ -387,8 +388,8 @@ fn check_params(method: &str, params: Option<&Json>) -> Result<(), String> {
         None => Err(format!("`params.{key}` is missing")),
     };
     match method {
-        "tools/call" | "prompts/get" => string("name"),
-        "resources/read" => string("uri"),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => string("name"),
+        methods::RESOURCES_READ => string("uri"),
         _ => Ok(()),
     }
 }

@@ -19,6 +19,7 @@
 //! and the policy in force has `[guards] pinning` on (the default); the scan settings
 //! are read from the policy in force at every listing.
 
+use clawai_protocol::methods;
 use std::sync::{Arc, OnceLock};
 
 use clawai_pins::{Kind, Listener, ScanSettings, Severity, Tracker};
@@ -94,13 +95,13 @@ impl Guard {
     ) -> Option<Verdict> {
         let (pins, name) = (self.pins()?, name?);
         let why = match method {
-            "tools/call" | "prompts/get" => {
-                let kind = if method == "tools/call" { Kind::Tool } else { Kind::Prompt };
+            methods::TOOLS_CALL | methods::PROMPTS_GET => {
+                let kind = if method == methods::TOOLS_CALL { Kind::Tool } else { Kind::Prompt };
                 let refusal = pins.tracker.refusal(kind, name)?;
                 pins.tracker.refusal_text(kind, name, &refusal)
             }
             // A read of a URI a held resource template stands for.
-            "resources/read" => {
+            methods::RESOURCES_READ => {
                 let (template, refusal) = pins.tracker.resource_refusal(name)?;
                 pins.tracker.refusal_text(Kind::ResourceTemplate, &template, &refusal)
             }
@@ -125,11 +126,11 @@ impl Guard {
             value.and_then(serde_json::Value::as_str)
         }
         let (kind, name, refusal) = match method {
-            "resources/subscribe" => {
+            methods::RESOURCES_SUBSCRIBE => {
                 let (template, refusal) = pins.tracker.resource_refusal(text(params?.get("uri"))?)?;
                 (Kind::ResourceTemplate, template, refusal)
             }
-            "completion/complete" => {
+            methods::COMPLETION_COMPLETE => {
                 let reference = params?.get("ref")?;
                 match text(reference.get("type"))? {
                     "ref/prompt" => {
@@ -156,10 +157,10 @@ impl Guard {
     pub(super) fn pinning_filters(&self, method: &str, id: &RawValue, result: &[u8]) -> Option<Vec<u8>> {
         let (pins, scan) = self.pins_and_scan()?;
         let replaced = match method {
-            "initialize" | "server/discover" => pins.tracker.filter_instructions(result, scan),
+            methods::INITIALIZE | methods::SERVER_DISCOVER => pins.tracker.filter_instructions(result, scan),
             _ => {
                 let filtered = pins.tracker.filter_list(method, result, scan)?;
-                if method == "tools/list" && filtered.complete {
+                if method == methods::TOOLS_LIST && filtered.complete {
                     self.listing.pins_compared();
                 }
                 let held: Vec<String> = filtered.compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();

@@ -13,6 +13,7 @@
 //! A result is parsed only when it may hold something: a secret shape, a byte outside
 //! printable ASCII or an escape (hidden characters), or an instruction-like word.
 
+use clawai_protocol::methods;
 use std::sync::LazyLock;
 
 use clawai_policy::ResultsGuard;
@@ -26,7 +27,7 @@ use crate::audit::Direction;
 use crate::credentials::{is_literal_secret, names_secret, redact_credentials};
 
 /// The methods whose results the stage reads.
-const GUARDED: [&str; 4] = ["tools/call", "resources/read", "prompts/get", "tasks/result"];
+const GUARDED: [&str; 4] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET, methods::TASKS_RESULT];
 
 /// The scanner of result text (no other servers' names: results mention tools freely).
 static SCANNER: LazyLock<Scanner> = LazyLock::new(Scanner::default);
