@@ -50,7 +50,7 @@ use clawai_protocol::skim::skim;
 use clawai_protocol::strict;
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, Direction, Event, Stamp, stamp};
+use crate::audit::{AuditLog, Decision, Direction, Event, EventKind, Stamp, stamp};
 use crate::in_flight::{InFlight, InFlightTable};
 use crate::reload::PolicyHandle;
 
@@ -237,11 +237,11 @@ impl Guard {
         &self.session
     }
 
-    fn event<'a>(&'a self, direction: Direction, kind: &'static str) -> Event<'a> {
+    fn event<'a>(&'a self, direction: Direction, kind: EventKind) -> Event<'a> {
         self.event_at(stamp().wall, direction, kind)
     }
 
-    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'static str) -> Event<'a> {
+    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: EventKind) -> Event<'a> {
         Event {
             time,
             session: &self.session,
@@ -340,12 +340,12 @@ impl Guard {
                 {
                     return refused;
                 }
-                self.pass(Direction::ClientToServer, "request", method, id, line.len(), at);
+                self.pass(Direction::ClientToServer, EventKind::Request, method, id, line.len(), at);
                 self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward
             }
             (Kind::Notification, Some(method)) => {
-                self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
+                self.pass(Direction::ClientToServer, EventKind::Notification, method, None, line.len(), at);
                 if method == methods::CANCELLED {
                     let request = params_value(envelope.params.as_ref()).and_then(|p| p.get("requestId").cloned());
                     if let Some(request) = &request {
@@ -485,7 +485,7 @@ impl Guard {
         if method == methods::TOOLS_LIST_CHANGED {
             self.listing.changed(self.pins().is_some());
         }
-        let kind = if id.is_some() { "request" } else { "notification" };
+        let kind = if id.is_some() { EventKind::Request } else { EventKind::Notification };
         self.pass(Direction::ServerToClient, kind, method, id, size, at);
         if id.is_some() {
             self.track(&self.from_server, id, method, at.instant);
@@ -502,7 +502,7 @@ impl Guard {
             .map(|(key, flight)| {
                 let id = flight.id(&key);
                 let shown = self.shown_id(id);
-                let mut event = self.event(Direction::ServerToClient, "response");
+                let mut event = self.event(Direction::ServerToClient, EventKind::Response);
                 event.method = Some(&flight.method);
                 event.id = Some(&shown);
                 event.is_error = Some(true);
@@ -522,20 +522,12 @@ impl Guard {
     }
 
     /// Records a message no rule decides.
-    fn pass(
-        &self,
-        direction: Direction,
-        kind: &'static str,
-        method: &str,
-        id: Option<&RawValue>,
-        size: usize,
-        at: Stamp,
-    ) {
+    fn pass(&self, direction: Direction, kind: EventKind, method: &str, id: Option<&RawValue>, size: usize, at: Stamp) {
         let shown = id.map(|id| self.shown_id(id.get()));
         let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
         event.id = shown.as_deref();
-        event.decision = Some("pass");
+        event.decision = Some(Decision::Pass);
         event.size = Some(size);
         self.audit.record(&event);
     }

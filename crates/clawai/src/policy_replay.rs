@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
+use clawai_proxy::audit::{AuditLine, Channel, Decision, EventKind, Step};
 use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
 use clawai_proxy::self_protection;
 use serde_json::{Value, json};
@@ -99,11 +100,11 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
 /// rule applies to) and is not the retry that carried a person's answer (the call was
 /// counted when it first came).
 fn recorded_call(event: &Value) -> bool {
-    let field = |key: &str| event.get(key).and_then(Value::as_str);
-    field("kind") == Some("request")
-        && matches!(field("decision"), Some("allow" | "deny" | "prompt" | "audit"))
-        && field("method").is_some()
-        && !(field("step") == Some("answered") && field("channel") == Some("client_retry"))
+    let Some(line) = AuditLine::of(event) else { return false };
+    line.kind() == Some(EventKind::Request)
+        && matches!(line.decision(), Some(Decision::Allow | Decision::Deny | Decision::Prompt | Decision::Audit))
+        && line.str("method").is_some()
+        && !(line.step() == Some(Step::Answered) && line.channel() == Some(Channel::ClientRetry))
 }
 
 fn recorded_at(event: &Value) -> Option<jiff::Timestamp> {

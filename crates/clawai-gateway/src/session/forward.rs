@@ -201,7 +201,7 @@ impl Session {
     /// not which server, if any, has it.
     fn record_unknown(&self, method: &str, id: &Value, name: &str) {
         let why = "not in this session's lists (hidden, or no server has it)";
-        self.record_gateways_own(method, id, name, "refused", why);
+        self.record_gateways_own(method, id, name, clawai_proxy::audit::Decision::Refused, why);
         // On disk before the refusal leaves, like every decision.
         self.core.audit.flush();
     }

@@ -4,7 +4,7 @@
 //! it, and the client is told (`notifications/tools/list_changed`).
 
 use clawai_protocol::methods;
-use clawai_proxy::audit::{Direction, Event};
+use clawai_proxy::audit::{Decision, Direction, Event, EventKind};
 use serde_json::{Map, Value, json};
 
 use super::{Session, lock};
@@ -68,25 +68,18 @@ impl Session {
 
     /// A call of one of the gateway's own tools (a skill, the search), in the trail.
     pub(super) fn record_own(&self, method: &str, id: &Value, listed: &str, what: &str) {
-        self.record_gateways_own(method, id, listed, "allow", what);
+        self.record_gateways_own(method, id, listed, Decision::Allow, what);
     }
 
     /// An event for a request the gateway answered itself (no server saw it), under the
     /// name the client used.
-    pub(super) fn record_gateways_own(
-        &self,
-        method: &str,
-        id: &Value,
-        listed: &str,
-        decision: &'static str,
-        why: &str,
-    ) {
+    pub(super) fn record_gateways_own(&self, method: &str, id: &Value, listed: &str, decision: Decision, why: &str) {
         let id = id.to_string();
         let event = Event {
             time: jiff::Timestamp::now(),
             session: &self.id,
             direction: Some(Direction::ClientToServer),
-            kind: "request",
+            kind: EventKind::Request,
             method: Some(method),
             id: Some(&id),
             listed_as: Some(listed),

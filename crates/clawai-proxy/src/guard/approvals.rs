@@ -28,7 +28,7 @@ use crate::ask::form::{self, Choice, Question};
 use crate::ask::grants::SessionGrants;
 use crate::ask::key::{arguments_digest, call_key};
 use crate::ask::seal::{Binding, SealError, Sealer, Stage, State};
-use crate::audit::Direction;
+use crate::audit::{Channel, Decision, Direction, EventKind, Scope, Step};
 use crate::in_flight::match_key;
 
 /// The key of clawai's question among a 2026-07-28 result's `inputRequests`.
@@ -213,15 +213,15 @@ pub(super) enum Asked {
     /// It goes on without asking now: a standing approval, a grant, or the answer a
     /// retry carried. `forward`: the bytes to send instead of the call (a retry without
     /// clawai's members).
-    Allowed { channel: &'static str, scope: &'static str, by: String, forward: Option<Vec<u8>> },
+    Allowed { channel: Channel, scope: Scope, by: String, forward: Option<Vec<u8>> },
     /// A person said no (in the answer a retry carried).
-    Declined { channel: &'static str },
+    Declined { channel: Channel },
     /// A retry whose sealed state is not good: refused.
     Refused(SealError),
     /// A call under the id of one that already waits for a person: refused.
     Duplicate,
     /// The person is being asked; the call waits (or the client retries).
-    Held { verdict: Verdict, channel: &'static str, approval: Option<String> },
+    Held { verdict: Verdict, channel: Channel, approval: Option<String> },
 }
 
 /// The call the stage is about.
@@ -276,7 +276,12 @@ impl Guard {
                 Ok(approvals) => {
                     if let Some((index, entry)) = approvals.approving(ask.call) {
                         let by = format!("{} {}", path.display(), entry.label(index));
-                        return Asked::Allowed { channel: "approvals_file", scope: "always", by, forward: None };
+                        return Asked::Allowed {
+                            channel: Channel::ApprovalsFile,
+                            scope: Scope::Always,
+                            by,
+                            forward: None,
+                        };
                     }
                 }
                 Err(e) => tracing::warn!("the standing approvals were not read: {e}"),
@@ -285,7 +290,12 @@ impl Guard {
         let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
         let stateless = reply::is_stateless_request(ask.params);
         if !stateless && self.asking.grants.allows(&key) {
-            return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
+            return Asked::Allowed {
+                channel: Channel::SessionGrant,
+                scope: Scope::Session,
+                by: "grant".into(),
+                forward: None,
+            };
         }
         if stateless {
             return match self.ask_stateless(ask) {
@@ -319,7 +329,7 @@ impl Guard {
         self.start_timer(own_id.clone());
         Asked::Held {
             verdict: Verdict::Dispatch(vec![Outgoing::ToClient(request)]),
-            channel: "client",
+            channel: Channel::Client,
             approval: Some(own_id),
         }
     }
@@ -345,7 +355,7 @@ impl Guard {
         let waiting = self.asking.waiting().remove(own_id)?;
         let seconds = self.asking.options.timeout.as_secs_f64();
         let why = format!("nobody answered within {seconds} s");
-        self.record_step(&waiting, own_id, "client", "timed_out", None, false, "clawai");
+        self.record_step(&waiting, own_id, Channel::Client, Step::TimedOut, None, false, "clawai");
         let cancel = reply::notification(
             methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(own_id).unwrap_or(Value::Null), "reason": why}),
@@ -368,11 +378,11 @@ impl Guard {
             _ => Choice::Deny,
         };
         let scope = match choice {
-            Choice::AllowSession => Some("session"),
-            Choice::AllowOnce => Some("once"),
+            Choice::AllowSession => Some(Scope::Session),
+            Choice::AllowOnce => Some(Scope::Once),
             Choice::Deny => None,
         };
-        self.record_step(&waiting, id.get(), "client", "answered", scope, choice.allows(), "client");
+        self.record_step(&waiting, id.get(), Channel::Client, Step::Answered, scope, choice.allows(), "client");
         if !choice.allows() {
             return Some(Verdict::Dispatch(vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))]));
         }
@@ -403,7 +413,7 @@ impl Guard {
                 .map(|(own, _)| own.clone())?
         };
         let waiting = self.asking.waiting().remove(&own_id)?;
-        self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "client");
+        self.record_step(&waiting, &own_id, Channel::Client, Step::Cancelled, None, false, "client");
         let cancel = reply::notification(
             methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(&own_id).unwrap_or(Value::Null), "reason": "the call was cancelled"}),
@@ -426,7 +436,7 @@ impl Guard {
         drained
             .into_iter()
             .map(|(own_id, waiting)| {
-                self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "clawai");
+                self.record_step(&waiting, &own_id, Channel::Client, Step::Cancelled, None, false, "clawai");
                 reply::error(
                     Some(&waiting.call_id),
                     reply::SERVER_UNAVAILABLE,
@@ -453,14 +463,14 @@ impl Guard {
         &self,
         waiting: &Waiting,
         approval: &str,
-        channel: &'static str,
-        step: &'static str,
-        scope: Option<&'static str>,
+        channel: Channel,
+        step: Step,
+        scope: Option<Scope>,
         approved: bool,
         by: &str,
     ) {
         let shown = self.shown_id(&waiting.call_id);
-        let mut event = self.event(Direction::ClientToServer, "approval");
+        let mut event = self.event(Direction::ClientToServer, EventKind::Approval);
         event.method = Some(&waiting.method);
         event.id = Some(&shown);
         match waiting.method.as_str() {
@@ -479,7 +489,7 @@ impl Guard {
         event.approved = Some(approved);
         // What the answer decided and the rule that asked, as a call's own line says
         // them: a reader of the trail (or of the ui) sees the outcome without joining.
-        event.decision = Some(if approved { "allow" } else { "deny" });
+        event.decision = Some(if approved { Decision::Allow } else { Decision::Deny });
         event.rule = waiting.rule.as_deref();
         event.by = Some(by);
         event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);
@@ -520,15 +530,15 @@ impl Guard {
                 Err(e) => return Asked::Refused(e),
             };
             let scope = match opened.stage {
-                Stage::Approved => "once",
+                Stage::Approved => Scope::Once,
                 Stage::Asked => {
                     let answer = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
                     // A stateless request has no session: "for the session" is never
                     // offered, and an answer that says it anyway allows once (the
                     // shared guard of `--listen` serves many clients).
                     match answer.map_or(Choice::Deny, form::read_answer) {
-                        Choice::Deny => return Asked::Declined { channel: "client_retry" },
-                        Choice::AllowSession | Choice::AllowOnce => "once",
+                        Choice::Deny => return Asked::Declined { channel: Channel::ClientRetry },
+                        Choice::AllowSession | Choice::AllowOnce => Scope::Once,
                     }
                 }
             };
@@ -537,7 +547,12 @@ impl Guard {
                 Approved { method: ask.method.to_owned(), name: ask.call.name.map(str::to_owned), digest },
             );
             let forward = retry_without_clawai(ask.id, ask.method, params, opened.inner);
-            return Asked::Allowed { channel: "client_retry", scope, by: "client".into(), forward: Some(forward) };
+            return Asked::Allowed {
+                channel: Channel::ClientRetry,
+                scope,
+                by: "client".into(),
+                forward: Some(forward),
+            };
         }
         let capabilities = params.get("_meta").and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"));
         if !capabilities.and_then(|c| c.get("elicitation")).is_some_and(offers_form) {
@@ -562,7 +577,7 @@ impl Guard {
         });
         Asked::Held {
             verdict: Verdict::Reply(reply::result(Some(ask.id.get()), &result)),
-            channel: "client",
+            channel: Channel::Client,
             approval: None,
         }
     }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::approvals::Later;
 use super::approvals::{Ask, Asked, Waiting, not_approved};
 use super::{Guard, Outgoing, Verdict};
+use crate::audit::{Channel, Scope, Step};
 use crate::redact::Redacted;
 
 /// How often a waiting call with a progress token hears that it still waits.
@@ -111,19 +112,19 @@ impl Guard {
             lock(&self.asking.brokered).remove(&approval);
             return None;
         }
-        Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: "broker", approval: Some(approval) })
+        Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: Channel::Broker, approval: Some(approval) })
     }
 
     /// The broker's answer: the call goes on, or is denied.
     pub(super) fn broker_answered(&self, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         let scope = match outcome {
-            Outcome::AllowOnce => Some("once"),
-            Outcome::AllowSession => Some("session"),
-            Outcome::AllowAlways => Some("always"),
+            Outcome::AllowOnce => Some(Scope::Once),
+            Outcome::AllowSession => Some(Scope::Session),
+            Outcome::AllowAlways => Some(Scope::Always),
             Outcome::Deny => None,
         };
-        self.record_step(&waiting, approval, "broker", "answered", scope, scope.is_some(), by);
+        self.record_step(&waiting, approval, Channel::Broker, Step::Answered, scope, scope.is_some(), by);
         if scope.is_none() {
             return vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))];
         }
@@ -133,7 +134,7 @@ impl Guard {
     /// Nobody answered in time: the call gets an error that names the pending approval.
     pub(super) fn broker_timed_out(&self, approval: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
-        self.record_step(&waiting, approval, "broker", "timed_out", None, false, "clawai");
+        self.record_step(&waiting, approval, Channel::Broker, Step::TimedOut, None, false, "clawai");
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let text = format!(
@@ -150,7 +151,7 @@ impl Guard {
     /// The broker's connection broke while a call waited: the call is denied.
     pub(super) fn broker_gone(&self, approval: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
-        self.record_step(&waiting, approval, "broker", "cancelled", None, false, "clawai");
+        self.record_step(&waiting, approval, Channel::Broker, Step::Cancelled, None, false, "clawai");
         vec![Outgoing::ToClient(self.declined(&waiting, "the approval broker went away before anyone answered"))]
     }
 
@@ -165,7 +166,7 @@ impl Guard {
         let (waiting, canceller) = brokered.remove(&approval)?;
         drop(brokered);
         let _ = canceller.cancel();
-        self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "client");
+        self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "client");
         Some(Verdict::Drop)
     }
 
@@ -177,7 +178,7 @@ impl Guard {
             .into_iter()
             .map(|(approval, (waiting, canceller))| {
                 let _ = canceller.cancel();
-                self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "clawai");
+                self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "clawai");
                 waiting.call_id
             })
             .collect()

@@ -25,7 +25,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Guard, Outgoing, Verdict};
-use crate::audit::{Direction, Stamp};
+use crate::audit::{Decision, Direction, EventKind, Stamp};
 
 /// The session's knowledge of the server's tools.
 pub(super) struct Listing {
@@ -232,10 +232,10 @@ impl Guard {
         }
         let mut bytes = serde_json::to_vec(&request).expect("a JSON value encodes");
         bytes.push(b'\n');
-        let mut event = self.event(Direction::ClientToServer, "request");
+        let mut event = self.event(Direction::ClientToServer, EventKind::Request);
         event.method = Some(methods::TOOLS_LIST);
         event.id = Some(&id);
-        event.decision = Some("pass");
+        event.decision = Some(Decision::Pass);
         event.reason = Some(format!("clawai's own request for the server's tools, {why}").into());
         event.size = Some(bytes.len());
         self.audit.record(&event);
@@ -256,7 +256,7 @@ impl Guard {
             return None;
         }
         fetch.pending = None;
-        let mut event = self.event(Direction::ServerToClient, "response");
+        let mut event = self.event(Direction::ServerToClient, EventKind::Response);
         event.method = Some(methods::TOOLS_LIST);
         event.id = Some(id.get());
         event.is_error = Some(result.is_none());
@@ -315,7 +315,7 @@ impl Guard {
             .into_iter()
             .map(|call| {
                 let shown = self.shown_id(&call.id);
-                let mut event = self.event(Direction::ServerToClient, "response");
+                let mut event = self.event(Direction::ServerToClient, EventKind::Response);
                 event.method = Some(methods::TOOLS_CALL);
                 event.id = Some(&shown);
                 event.is_error = Some(true);

@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 
 use super::approvals::{Later, Outlet};
 use super::{Guard, Verdict};
-use crate::audit::Direction;
+use crate::audit::{Decision, Direction, EventKind};
 
 /// The poisoning scan's settings in `guards` (`scan`, `quarantine_on`).
 pub fn scan_settings(guards: &Guards) -> ScanSettings {
@@ -211,10 +211,10 @@ impl Guard {
             parts.join("; ")
         };
         let shown = self.shown_id(id.get());
-        let mut event = self.event(Direction::ServerToClient, "pinning");
+        let mut event = self.event(Direction::ServerToClient, EventKind::Pinning);
         event.method = Some(method);
         event.id = Some(&shown);
-        event.decision = Some(if filtered.blocked || !held.is_empty() { "held" } else { "pass" });
+        event.decision = Some(if filtered.blocked || !held.is_empty() { Decision::Held } else { Decision::Pass });
         event.reason = Some(reason.into());
         self.audit.record_decision(&event);
     }

@@ -9,7 +9,7 @@ use clawai_protocol::skim::{leading_id, salvage};
 use serde_json::value::RawValue;
 
 use super::{Guard, Verdict, raw, utf8};
-use crate::audit::Direction;
+use crate::audit::{Decision, Direction, EventKind};
 
 impl Guard {
     /// Records that a message was refused (not valid, ambiguous, too large…).
@@ -22,10 +22,10 @@ impl Guard {
         size: usize,
     ) {
         let shown = id.map(|id| self.shown_id(id.get()));
-        let mut event = self.event(direction, "refused");
+        let mut event = self.event(direction, EventKind::Refused);
         event.method = method;
         event.id = shown.as_deref();
-        event.decision = Some("refused");
+        event.decision = Some(Decision::Refused);
         event.reason = Some(reason.into());
         event.size = Some(size);
         self.audit.record_decision(&event);

@@ -10,7 +10,7 @@ use compact_str::CompactString;
 use serde_json::value::RawValue;
 
 use super::{Guard, Verdict};
-use crate::audit::{Direction, Stamp};
+use crate::audit::{Direction, EventKind, Stamp};
 use crate::in_flight::InFlightTable;
 
 /// Audit events of responses that a transport forwards first and records after its
@@ -168,7 +168,7 @@ impl Guard {
     /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
     pub fn record_deferred(&self, deferred: &mut Deferred) {
         self.audit.record_all(deferred.responses.iter().map(|record| {
-            let mut event = self.event_at(record.time, record.direction, "response");
+            let mut event = self.event_at(record.time, record.direction, EventKind::Response);
             event.method = record.method.as_deref();
             event.id = record.id.as_deref();
             event.is_error = Some(record.is_error);
