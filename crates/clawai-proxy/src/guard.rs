@@ -23,6 +23,7 @@ mod broker;
 mod decide;
 mod hiding;
 mod listing;
+mod own;
 mod pinning;
 mod refuse;
 mod response;
@@ -39,6 +40,7 @@ use std::time::Instant;
 pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
+pub use own::{OwnRequest, OwnRequests, OwnVerdict};
 pub use pinning::scan_settings;
 
 use compact_str::CompactString;

@@ -196,16 +196,6 @@ impl Session {
         Some(pins.refusal_text(pinned, original, &refusal))
     }
 
-    /// Records a request for a name this session cannot use (hidden or not there): the
-    /// trail shows probing of hidden names. The event names what the client asked for,
-    /// not which server, if any, has it.
-    fn record_unknown(&self, method: &str, id: &Value, name: &str) {
-        let why = "not in this session's lists (hidden, or no server has it)";
-        self.record_gateways_own(method, id, name, clawai_proxy::audit::Decision::Refused, why);
-        // On disk before the refusal leaves, like every decision.
-        self.core.audit.flush();
-    }
-
     /// Sends a client's request (already under the server's own names) to `upstream`
     /// (for a per-client server, this session's own instance of it) through this
     /// session's guard for it, under an id and progress token of the gateway's.

@@ -4,7 +4,8 @@
 //! it, and the client is told (`notifications/tools/list_changed`).
 
 use clawai_protocol::methods;
-use clawai_proxy::audit::{Decision, Direction, Event, EventKind};
+use clawai_protocol::Json;
+use clawai_proxy::guard::{OwnRequest, OwnRequests, OwnVerdict};
 use serde_json::{Map, Value, json};
 
 use super::{Session, lock};
@@ -22,6 +23,11 @@ impl Session {
         let skill = skills.get(name).filter(|skill| method == methods::TOOLS_CALL || skill.user_invocable())?;
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
         let deactivate = method == methods::TOOLS_CALL && arguments.get("deactivate") == Some(&Value::Bool(true));
+        let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
+        if let OwnVerdict::Refuse(refusal) = self.decide_own(method, id, listed, message, modern, what) {
+            self.send(refusal);
+            return Some(());
+        }
         let (active_before, active_after) = {
             let mut state = lock(&self.state);
             let before = state.skill.clone();
@@ -34,8 +40,6 @@ impl Session {
             }
             (before, state.skill.clone())
         };
-        let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
-        self.record_own(method, id, listed, what);
         if active_before != active_after {
             self.view_may_have_changed();
         }
@@ -66,28 +70,31 @@ impl Session {
         }
     }
 
-    /// A call of one of the gateway's own tools (a skill, the search), in the trail.
-    pub(super) fn record_own(&self, method: &str, id: &Value, listed: &str, what: &str) {
-        self.record_gateways_own(method, id, listed, Decision::Allow, what);
+    /// Decides a request for one of the gateway's own tools or prompts (a skill, the
+    /// search) with the policy, as a server's call is decided, and records it: `doing`
+    /// says what the gateway does if it answers.
+    pub(super) fn decide_own(
+        &self,
+        method: &str,
+        id: &Value,
+        listed: &str,
+        message: &Value,
+        modern: bool,
+        doing: &str,
+    ) -> OwnVerdict {
+        let policy = self.core.policy.current();
+        let own = OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id };
+        let params = message.get("params").map(Json::from);
+        let id = id.to_string();
+        let request = OwnRequest { method, id: &id, name: listed, params: params.as_ref(), stateless: modern };
+        own.decide(&request, doing)
     }
 
-    /// An event for a request the gateway answered itself (no server saw it), under the
-    /// name the client used.
-    pub(super) fn record_gateways_own(&self, method: &str, id: &Value, listed: &str, decision: Decision, why: &str) {
-        let id = id.to_string();
-        let event = Event {
-            time: jiff::Timestamp::now(),
-            session: &self.id,
-            direction: Some(Direction::ClientToServer),
-            kind: EventKind::Request,
-            method: Some(method),
-            id: Some(&id),
-            listed_as: Some(listed),
-            decision: Some(decision),
-            reason: Some(why.into()),
-            ..Default::default()
-        };
-        self.core.audit.record_decision(&event);
+    /// Records a request for a name this session cannot use (hidden or not there).
+    pub(super) fn record_unknown(&self, method: &str, id: &Value, name: &str) {
+        let policy = self.core.policy.current();
+        let own = OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id };
+        own.refuse_unknown(method, &id.to_string(), name);
     }
 }
 
