@@ -354,14 +354,8 @@ impl Front {
             _ => Ok(()),
         };
         if let (Err(why), Some(message)) = (checked, &message) {
-            tracing::warn!("refused an HTTP request: {why}");
             let id = message.get("id").filter(|id| id.is_string() || id.is_number()).map(Value::to_string);
-            let error = reply::error(
-                id.as_deref(),
-                mirror::HEADER_MISMATCH,
-                &format!("clawai refused the request: {why}"),
-                None,
-            );
+            let error = self.sessionless.refuse_header_mismatch(id.as_deref(), &why, body.len());
             return json_bytes(StatusCode::BAD_REQUEST, error, None);
         }
         let route = Route::of(&body);

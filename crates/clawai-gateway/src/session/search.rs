@@ -85,7 +85,8 @@ impl Session {
     /// Answers `search_tools`.
     pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
         let doing = "searched the tools this session can see";
-        if let OwnVerdict::Refuse(refusal) = self.decide_own(methods::TOOLS_CALL, id, SEARCH_TOOL, message, modern, doing)
+        if let OwnVerdict::Refuse(refusal) =
+            self.decide_own(methods::TOOLS_CALL, id, SEARCH_TOOL, message, modern, doing)
         {
             return self.send(refusal);
         }

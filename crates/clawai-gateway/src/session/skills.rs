@@ -3,8 +3,8 @@
 //! tool called with `{"deactivate": true}` ends it. What the session sees changes with
 //! it, and the client is told (`notifications/tools/list_changed`).
 
-use clawai_protocol::methods;
 use clawai_protocol::Json;
+use clawai_protocol::methods;
 use clawai_proxy::guard::{OwnRequest, OwnRequests, OwnVerdict};
 use serde_json::{Map, Value, json};
 
@@ -82,19 +82,22 @@ impl Session {
         modern: bool,
         doing: &str,
     ) -> OwnVerdict {
-        let policy = self.core.policy.current();
-        let own = OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id };
         let params = message.get("params").map(Json::from);
         let id = id.to_string();
         let request = OwnRequest { method, id: &id, name: listed, params: params.as_ref(), stateless: modern };
-        own.decide(&request, doing)
+        self.with_own_requests(|own| own.decide(&request, doing))
     }
 
     /// Records a request for a name this session cannot use (hidden or not there).
     pub(super) fn record_unknown(&self, method: &str, id: &Value, name: &str) {
+        self.with_own_requests(|own| own.refuse_unknown(method, &id.to_string(), name));
+    }
+
+    /// Runs `then` with the stage that decides and records what the gateway answers
+    /// itself, for this session.
+    pub(crate) fn with_own_requests<R>(&self, then: impl FnOnce(&OwnRequests<'_>) -> R) -> R {
         let policy = self.core.policy.current();
-        let own = OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id };
-        own.refuse_unknown(method, &id.to_string(), name);
+        then(&OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id })
     }
 }
 

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use clawai_policy::{Action, Call, Policy};
-use clawai_protocol::{Json, methods, reply};
+use clawai_protocol::{Envelope, Json, methods, reply};
 
 use crate::audit::{AuditLog, Decision, Direction, Event, EventKind};
 use crate::redact::Redacted;
@@ -97,6 +97,39 @@ impl OwnRequests<'_> {
         let request = OwnRequest { method, id, name, params: None, stateless: false };
         let why = "not in this session's lists (hidden, or no server has it)";
         self.audit.record_decision(&self.event(&request, Decision::Refused, why.into()));
+        self.audit.flush();
+    }
+
+    /// A client line the front cannot take as one valid JSON-RPC message (read strictly,
+    /// as the guard reads what it decides): recorded, and the error it gets; `None`
+    /// when the line is valid.
+    pub fn refuse_unparsable(&self, line: &[u8]) -> Option<Vec<u8>> {
+        let error = Envelope::parse_deciding(line, |_| true).err()?;
+        let (id, answer) = super::refuse::refusal_answer(line, &error);
+        self.record_refusal(id.map(|id| id.get()), error.to_string(), line.len());
+        Some(answer)
+    }
+
+    /// A client line over the front's size limit: recorded, and the error it gets.
+    pub fn refuse_oversize(&self, prefix: &[u8], length: usize, limit: usize) -> Vec<u8> {
+        let (why, answer) = super::refuse::oversize_answer(prefix, length, limit);
+        self.record_refusal(None, why, length);
+        answer
+    }
+
+    fn record_refusal(&self, id: Option<&str>, why: String, size: usize) {
+        let mut event = Event {
+            time: crate::audit::stamp().wall,
+            session: self.session,
+            direction: Some(Direction::ClientToServer),
+            kind: EventKind::Refused,
+            id,
+            decision: Some(Decision::Refused),
+            reason: Some(why.into()),
+            ..Default::default()
+        };
+        event.size = Some(size);
+        self.audit.record_decision(&event);
         self.audit.flush();
     }
 

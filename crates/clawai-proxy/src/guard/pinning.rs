@@ -165,7 +165,14 @@ impl Guard {
                 }
                 let held: Vec<String> = filtered.compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();
                 if filtered.blocked || !held.is_empty() || !filtered.removed.is_empty() {
-                    self.record_pinning(method, id, &filtered, &held, pins.tracker.server());
+                    self.record_pinning(
+                        method,
+                        Some(id),
+                        filtered.blocked,
+                        &filtered.removed,
+                        &held,
+                        pins.tracker.server(),
+                    );
                 }
                 filtered.result
             }
@@ -185,15 +192,28 @@ impl Guard {
         }
     }
 
+    /// A listing the gateway compared with the pins itself (it lists each server once
+    /// for every session): recorded as this guard records a listing it compares, so a
+    /// held tool has its `pinning` event whichever front listed it.
+    pub fn record_compared(&self, method: &str, compared: &[clawai_pins::Compared], blocked: bool) {
+        let held: Vec<String> = compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();
+        if !blocked && held.is_empty() {
+            return;
+        }
+        let server = self.pins().map(|pins| pins.tracker.server().to_owned()).or_else(|| self.server.clone());
+        self.record_pinning(method, None, blocked, &[], &held, server.as_deref().unwrap_or_default());
+    }
+
     fn record_pinning(
         &self,
         method: &str,
-        id: &RawValue,
-        filtered: &clawai_pins::Filtered,
+        id: Option<&RawValue>,
+        blocked: bool,
+        removed: &[String],
         held: &[String],
         server: &str,
     ) {
-        let reason = if filtered.blocked {
+        let reason = if blocked {
             format!(
                 "nothing listed: the server's instructions changed since they were approved (`clawai pins diff {server}`)"
             )
@@ -205,16 +225,16 @@ impl Guard {
                     held.join(", ")
                 ));
             }
-            if !filtered.removed.is_empty() {
-                parts.push(format!("no longer listed: {}", filtered.removed.join(", ")));
+            if !removed.is_empty() {
+                parts.push(format!("no longer listed: {}", removed.join(", ")));
             }
             parts.join("; ")
         };
-        let shown = self.shown_id(id.get());
+        let shown = id.map(|id| self.shown_id(id.get()));
         let mut event = self.event(Direction::ServerToClient, EventKind::Pinning);
         event.method = Some(method);
-        event.id = Some(&shown);
-        event.decision = Some(if filtered.blocked || !held.is_empty() { Decision::Held } else { Decision::Pass });
+        event.id = shown.as_deref();
+        event.decision = Some(if blocked || !held.is_empty() { Decision::Held } else { Decision::Pass });
         event.reason = Some(reason.into());
         self.audit.record_decision(&event);
     }
