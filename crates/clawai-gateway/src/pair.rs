@@ -30,8 +30,8 @@ impl Pair {
         let server = upstream.name.clone();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
             .with_session(session.id.clone())
-            .remembering_in(Arc::clone(&session.remembered))
             .with_ask_options(core.options.ask.clone())
+            .remembering_in(Arc::clone(&session.remembered))
             // The trail shows the ids the client sent, not the gateway's.
             .showing_client_ids()
             .listing_names_as(Arc::new(move |method, name| match method {

@@ -115,9 +115,11 @@ impl Session {
     /// messages for the client queue there, so that servers never wait for a slow client.
     pub fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
+        let id = uuid::Uuid::new_v4().to_string();
+        let memory = core.options.ask.stores.sessions.open(&id);
         let session = Arc::new(Session {
             core: Arc::clone(core),
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             outbox,
             state: Mutex::default(),
             pairs: Mutex::default(),
@@ -125,7 +127,7 @@ impl Session {
             asked: Mutex::default(),
             next_asked: AtomicU64::new(1),
             suspended: Mutex::default(),
-            remembered: Arc::default(),
+            remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
         (session, queued)

@@ -185,8 +185,12 @@ impl Guard {
         self.listed_as.as_ref().zip(name).and_then(|(listed_as, name)| listed_as(method, name))
     }
 
-    /// The same guard, asking a person as `options` say.
+    /// The same guard, asking a person as `options` say, and keeping the session's
+    /// memory in the store they name (opened for this guard's session; a gateway then
+    /// shares one between the guards of a client session, [`Guard::remembering_in`]).
     pub fn with_ask_options(mut self, options: AskOptions) -> Guard {
+        let memory = options.stores.sessions.open(&self.session);
+        self.remembered = std::sync::Arc::new(clawai_policy::Session::in_memory(memory));
         self.asking = approvals::Asking::new(options);
         self
     }

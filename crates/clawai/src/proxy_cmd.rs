@@ -131,7 +131,11 @@ impl ProxyArgs {
 /// How a call a `prompt` rule holds is asked about: `--ask-timeout`, `--approvals`.
 pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptions {
     let approvals = paths::approvals_path(approvals);
-    AskOptions { timeout: Duration::from_secs_f64(timeout), approvals_file: Some(approvals) }
+    AskOptions {
+        timeout: Duration::from_secs_f64(timeout),
+        approvals_file: Some(approvals),
+        stores: crate::stores::chosen(),
+    }
 }
 
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {

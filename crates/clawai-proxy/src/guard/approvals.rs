@@ -25,7 +25,6 @@ use serde_json::{Map, Value, json};
 
 use super::{Guard, Outgoing, Verdict};
 use crate::ask::form::{self, Choice, Question};
-use crate::ask::grants::SessionGrants;
 use crate::ask::key::{arguments_digest, call_key};
 use crate::ask::seal::{Binding, SealError, Sealer, Stage, State};
 use crate::audit::{Channel, Decision, Direction, EventKind, Scope, Step};
@@ -43,11 +42,14 @@ pub struct AskOptions {
     pub timeout: Duration,
     /// The standing approvals (`approvals.toml`), read whenever a rule asks.
     pub approvals_file: Option<PathBuf>,
+    /// Where the session's memory (taint, rate windows, session grants) is kept, and the
+    /// keyring that seals `requestState`: chosen once at start-up.
+    pub stores: clawai_store::Stores,
 }
 
 impl Default for AskOptions {
     fn default() -> Self {
-        AskOptions { timeout: Duration::from_secs(45), approvals_file: None }
+        AskOptions { timeout: Duration::from_secs(45), approvals_file: None, stores: clawai_store::Stores::local() }
     }
 }
 
@@ -141,7 +143,6 @@ struct Approved {
 pub(super) struct Asking {
     pub(super) options: AskOptions,
     sealer: Sealer,
-    pub(super) grants: SessionGrants,
     /// How clawai's own request ids begin, as written: `"clawai-ask-<random>-`.
     prefix: String,
     sent: AtomicU64,
@@ -158,10 +159,10 @@ pub(super) struct Asking {
 impl Asking {
     pub(super) fn new(options: AskOptions) -> Asking {
         let random = uuid::Uuid::now_v7().simple().to_string();
+        let sealer = Sealer::with_key(options.stores.keyring.key(clawai_store::KeyPurpose::RequestState));
         Asking {
             options,
-            sealer: Sealer::new(),
-            grants: SessionGrants::default(),
+            sealer,
             prefix: format!("\"clawai-ask-{}-", &random[16..]),
             sent: AtomicU64::new(0),
             client_elicits: AtomicBool::new(false),
@@ -289,7 +290,7 @@ impl Guard {
         }
         let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
         let stateless = reply::is_stateless_request(ask.params);
-        if !stateless && self.asking.grants.allows(&key) {
+        if !stateless && self.remembered.memory().granted(&key) {
             return Asked::Allowed {
                 channel: Channel::SessionGrant,
                 scope: Scope::Session,
@@ -392,7 +393,7 @@ impl Guard {
     /// A call a person allowed goes on (and, `for_session`, the identical call later).
     pub(super) fn release(&self, waiting: Waiting, for_session: bool) -> Vec<Outgoing> {
         if for_session {
-            self.asking.grants.grant(&waiting.key);
+            self.remembered.memory().grant(&waiting.key);
         }
         let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
         self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
