@@ -2,8 +2,11 @@
 //! everything that keeps state: this process's memory and files (the only kind built so
 //! far; cluster mode adds a shared one behind the same interfaces).
 
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
+use clawai_proxy::guard::AskOptions;
 use clawai_store::Stores;
 
 /// The stores of this process: every guard and gateway it starts shares them (one
@@ -11,4 +14,16 @@ use clawai_store::Stores;
 pub(crate) fn chosen() -> Stores {
     static STORES: OnceLock<Stores> = OnceLock::new();
     STORES.get_or_init(Stores::local).clone()
+}
+
+/// How the guards of this process ask a person: within `timeout`, with the standing
+/// approvals of `approvals` (a file, locally), holding calls at the broker of `clawai ui`
+/// on this machine, keeping session state in [`chosen`].
+pub(crate) fn ask_options(timeout: Duration, approvals: PathBuf) -> AskOptions {
+    AskOptions {
+        timeout,
+        standing: Some(Arc::new(clawai_policy::ApprovalsFile::new(approvals))),
+        held: Arc::new(clawai_approvals::LocalBroker),
+        stores: chosen(),
+    }
 }

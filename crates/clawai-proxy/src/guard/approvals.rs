@@ -12,12 +12,11 @@
 
 use clawai_protocol::methods;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use clawai_policy::{Approvals, Call};
+use clawai_policy::Call;
 use clawai_protocol::Json;
 use clawai_protocol::reply;
 use serde_json::value::RawValue;
@@ -40,16 +39,23 @@ const STATE_TTL: Duration = Duration::from_secs(600);
 pub struct AskOptions {
     /// How long a call waits for a person before it is denied.
     pub timeout: Duration,
-    /// The standing approvals (`approvals.toml`), read whenever a rule asks.
-    pub approvals_file: Option<PathBuf>,
+    /// The standing approvals (locally `approvals.toml`), read whenever a rule asks.
+    pub standing: Option<std::sync::Arc<dyn clawai_policy::StandingApprovals>>,
     /// Where the session's memory (taint, rate windows, session grants) is kept, and the
     /// keyring that seals `requestState`: chosen once at start-up.
     pub stores: clawai_store::Stores,
+    /// Where calls held for a person wait (locally: the broker of `clawai ui`).
+    pub held: std::sync::Arc<dyn clawai_approvals::HeldApprovals>,
 }
 
 impl Default for AskOptions {
     fn default() -> Self {
-        AskOptions { timeout: Duration::from_secs(45), approvals_file: None, stores: clawai_store::Stores::local() }
+        AskOptions {
+            timeout: Duration::from_secs(45),
+            standing: None,
+            stores: clawai_store::Stores::local(),
+            held: std::sync::Arc::new(clawai_approvals::LocalBroker),
+        }
     }
 }
 
@@ -152,7 +158,7 @@ pub(super) struct Asking {
     approved: Mutex<HashMap<String, Approved>>,
     /// Calls waiting for the approval broker, by the broker's id: the call, and how to
     /// withdraw it.
-    pub(super) brokered: Mutex<HashMap<String, (Waiting, clawai_approvals::Canceller)>>,
+    pub(super) brokered: Mutex<HashMap<String, (Waiting, Box<dyn clawai_approvals::Withdraw>)>>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
@@ -272,11 +278,11 @@ impl Guard {
             return Asked::Duplicate;
         }
         let arguments = ask.call.arguments.map(Json::to_value);
-        if let Some(path) = &self.asking.options.approvals_file {
-            match Approvals::load(path) {
+        if let Some(standing) = &self.asking.options.standing {
+            match standing.current() {
                 Ok(approvals) => {
                     if let Some((index, entry)) = approvals.approving(ask.call) {
-                        let by = format!("{} {}", path.display(), entry.label(index));
+                        let by = format!("{} {}", standing.location(), entry.label(index));
                         return Asked::Allowed {
                             channel: Channel::ApprovalsFile,
                             scope: Scope::Always,

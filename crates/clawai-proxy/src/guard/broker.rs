@@ -10,7 +10,7 @@ use clawai_protocol::methods;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{Client, Error as BrokerError, Outcome};
+use clawai_approvals::{Error as BrokerError, Outcome};
 use clawai_protocol::Json;
 use clawai_protocol::reply;
 use serde_json::{Value, json};
@@ -29,14 +29,6 @@ impl Guard {
     /// runs, or the transport cannot answer later (no outlet): nobody can be asked.
     pub(super) fn ask_broker(&self, ask: &Ask, key: String) -> Option<Asked> {
         let outlet = self.asking.outlet.get()?.clone();
-        let client = match Client::connect() {
-            Ok(client) => client,
-            Err(BrokerError::NoBroker(_)) => return None,
-            Err(e) => {
-                tracing::warn!("the approval broker could not be reached: {e}");
-                return None;
-            }
-        };
         let arguments = ask.call.arguments.map_or(Value::Null, |args| {
             let mut out = Vec::new();
             Redacted(args).write_json(&mut out);
@@ -55,15 +47,16 @@ impl Guard {
             key: key.clone(),
             timeout_ms: timeout.as_millis() as u64,
         };
-        let mut pending = match client.ask(&request) {
+        let mut pending = match self.asking.options.held.hold(&request) {
             Ok(pending) => pending,
+            Err(BrokerError::NoBroker(_)) => return None,
             Err(e) => {
                 tracing::warn!("the approval broker did not take the question: {e}");
                 return None;
             }
         };
         let approval = pending.id().to_owned();
-        let canceller = pending.canceller().ok()?;
+        let canceller = pending.withdrawer().ok()?;
         let waiting = Waiting::new(ask, key);
         // By the broker's id: two held calls may carry the same JSON-RPC id.
         lock(&self.asking.brokered).insert(approval.clone(), (waiting, canceller));
@@ -165,7 +158,7 @@ impl Guard {
             .clone();
         let (waiting, canceller) = brokered.remove(&approval)?;
         drop(brokered);
-        let _ = canceller.cancel();
+        let _ = canceller.withdraw();
         self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "client");
         Some(Verdict::Drop)
     }
@@ -177,7 +170,7 @@ impl Guard {
         drained
             .into_iter()
             .map(|(approval, (waiting, canceller))| {
-                let _ = canceller.cancel();
+                let _ = canceller.withdraw();
                 self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "clawai");
                 waiting.call_id
             })
