@@ -16,6 +16,7 @@
 //! to POST to. Unreachable servers are retried with backoff; a request that still
 //! cannot be sent gets a JSON-RPC error that names the cause.
 
+use clawai_protocol::methods;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -229,7 +230,7 @@ impl Remote {
                 headers.remove(name);
             }
             let declared = match (method, body_name(message)) {
-                (Some("tools/call"), Some(tool)) => state.param_headers.get(tool),
+                (Some(methods::TOOLS_CALL), Some(tool)) => state.param_headers.get(tool),
                 _ => None,
             };
             if let Some(declared) = declared {
@@ -286,7 +287,7 @@ impl Remote {
     /// Sends a message; the session it was refused for, if the server refused the
     /// session rather than the message (nothing is answered then: the caller retries).
     async fn post_once(self: &Arc<Self>, message: &[u8], route: &Route) -> Option<String> {
-        if route.method.as_deref() == Some("notifications/initialized") {
+        if route.method.as_deref() == Some(methods::INITIALIZED) {
             // Servers send their first requests (roots/list…) as soon as they read this,
             // on the GET stream, and drop them when it is not open yet.
             let ready = self.state().standalone_ready.clone();
@@ -303,7 +304,7 @@ impl Remote {
         let stateless = crate::route::contains(message, b"protocolVersion");
         let parsed: Option<Value> = if stateless { serde_json::from_slice(message).ok() } else { None };
         let headers = self.headers(parsed.as_ref());
-        let initialize = route.method.as_deref() == Some("initialize");
+        let initialize = route.method.as_deref() == Some(methods::INITIALIZE);
         if initialize {
             self.state().initialize_request = Some(message.to_vec());
         }

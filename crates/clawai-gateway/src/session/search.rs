@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use clawai_protocol::methods;
+use clawai_proxy::guard::OwnVerdict;
 use serde_json::{Value, json};
 
 use super::Session;
@@ -80,11 +82,17 @@ pub fn index(catalog: &Catalog, skills: &Loaded) -> Index {
 impl Session {
     /// Answers `search_tools`.
     pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
+        let doing = "searched the tools this session can see";
+        if let OwnVerdict::Refuse(refusal) =
+            self.decide_own(methods::TOOLS_CALL, id, SEARCH_TOOL, message, modern, doing)
+        {
+            return self.send(refusal);
+        }
         let render::Arguments { query, limit } = match render::arguments(message.pointer("/params/arguments")) {
             Ok(arguments) => arguments,
             Err(why) => {
                 let why = format!("clawai gateway: {why}");
-                return self.send(crate::rewrite::error(id, clawai_protocol::reply::INVALID_PARAMS, &why));
+                return self.send(crate::rewrite::error(id, clawai_protocol::codes::INVALID_PARAMS, &why));
             }
         };
         let view = self.view();
