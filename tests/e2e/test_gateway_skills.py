@@ -227,7 +227,7 @@ method = "**"
             assert refused.is_error and "no-swarm-skill" in refused.content[0].text, refused
             assert not any(n.startswith("claude-flow__swarm_") for n in await tool_names(c)), "the skill stayed off"
             assert await search(c, "store a value in memory", 3)
-            activated = await c.call_tool("skill__flow-memory", {})
+            activated = await c.call_tool("skill__flow-memory", {"operation": "store notes"})
             assert not activated.is_error
     trail = read_audit(tmp_path / "audit.jsonl")
     own = {e["listed_as"]: e for e in trail if e.get("listed_as") in ("skill__flow-swarm", "skill__flow-memory", "search_tools")}
