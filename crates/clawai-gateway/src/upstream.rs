@@ -10,6 +10,7 @@ use clawai_protocol::methods;
 pub(crate) mod connect;
 mod failure;
 mod messages;
+mod modern;
 pub(crate) mod per_client;
 mod pins;
 
@@ -147,6 +148,8 @@ pub struct Upstream {
     role: Role,
     /// Its failures to start, told once.
     failures: failure::Failures,
+    /// It speaks 2026-07-28 only: its requests carry the revision in `_meta`.
+    modern: std::sync::atomic::AtomicBool,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -203,6 +206,7 @@ impl Upstream {
             restart: tokio::sync::Notify::new(),
             run: AtomicU64::new(0),
             failures: failure::Failures::default(),
+            modern: Default::default(),
         })
     }
 
@@ -352,6 +356,9 @@ impl Upstream {
 
     /// Sends one message to the server; false when it is not running.
     pub async fn send(&self, mut message: Vec<u8>) -> bool {
+        if self.speaks_modern() {
+            message = modern::stamp_request(message);
+        }
         let writer = lock(&self.sender).clone();
         match writer {
             Some(Writer::Link(sender)) => sender.send(message).await.is_ok(),

@@ -163,7 +163,16 @@ impl Upstream {
             "capabilities": {"sampling": {}, "elicitation": {}, "roots": {}},
             "clientInfo": {"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = match self.request(methods::INITIALIZE, Some(params), INITIALIZE_TIMEOUT).await {
+        self.modern.store(false, std::sync::atomic::Ordering::SeqCst);
+        let answered = match self.request(methods::INITIALIZE, Some(params), INITIALIZE_TIMEOUT).await {
+            // The server answered `initialize` with an error: it may speak 2026-07-28 only.
+            Err(why) if why.starts_with("`initialize` failed (") => match self.discover().await {
+                Ok(result) => Ok(result),
+                Err(discover) => Err(format!("{why}; and {discover}")),
+            },
+            answered => answered,
+        };
+        let result = match answered {
             Ok(result) => result,
             Err(why) => {
                 // The run ends (the child is stopped) and starts again after a wait; why
@@ -175,7 +184,9 @@ impl Upstream {
         };
         let result = self.approved_initialize(result);
         *self.initialized.write().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
-        self.notify(methods::INITIALIZED, None).await;
+        if !self.speaks_modern() {
+            self.notify(methods::INITIALIZED, None).await;
+        }
         for kind in ListKind::ALL {
             if result.pointer(&format!("/capabilities/{}", kind.capability())).is_some_and(|c| !c.is_null()) {
                 self.refresh(kind).await;

@@ -1,0 +1,89 @@
+"""`clawai gateway` in front of servers that speak only 2026-07-28 (no `initialize`:
+tests/e2e/servers/modern_server.py), over stdio and over HTTP, beside an older one: each is
+discovered with `server/discover`, listed and called, every request to it carries the
+revision in `_meta`, and its `input_required` results reach the calling client, whose retry
+with the answer completes the call."""
+
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+from mcp import types
+
+from gateway_support import client, gateway_missing, has_all, listed, scripted, text_of, write_config
+
+SERVER = pathlib.Path(__file__).parent / "servers" / "modern_server.py"
+_MISSING = gateway_missing()
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def modern_http(tmp_path):
+    """The modern server over HTTP: (url, its log)."""
+    port_file, log = tmp_path / "http-port", tmp_path / "http.jsonl"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port_file), "--name", "h", "--log", str(log)])
+    try:
+        deadline = time.monotonic() + 10
+        while not (port_file.exists() and port_file.read_text()):
+            assert time.monotonic() < deadline, "the HTTP server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text()}/mcp", log
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def logged(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_modern_only_servers_over_stdio_and_http_are_listed_and_called_beside_an_old_one(tmp_path, modern_http,
+                                                                                                mode):
+    url, http_log = modern_http
+    stdio_log = tmp_path / "stdio.jsonl"
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(stdio_log)],
+              "internalOnly": False},
+        "h": {"url": url, "internalOnly": False},
+        "old": scripted("old"),
+    })
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, mode=mode) as c:
+            await listed(c, has_all("m__echo", "m__confirm", "h__echo", "h__confirm", "old__echo"), timeout=15)
+            assert text_of(await c.call_tool("m__echo", {"text": "over stdio"})) == "m: over stdio"
+            assert text_of(await c.call_tool("h__echo", {"text": "over http"})) == "h: over http"
+            assert text_of(await c.call_tool("old__echo", {"text": "as before"})) == "old: as before"
+    for log in (stdio_log, http_log):
+        requests = logged(log)
+        methods = [r["method"] for r in requests]
+        assert methods[:2] == ["initialize", "server/discover"], methods
+        assert "notifications/initialized" not in methods
+        after = [r for r in requests if r["method"] not in ("initialize", "server/discover")]
+        assert after and all(r["meta"].get("io.modelcontextprotocol/protocolVersion") == "2026-07-28" for r in after)
+
+
+async def test_an_input_required_result_of_a_modern_server_reaches_the_client_and_its_retry_completes(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m"], "internalOnly": False}})
+    asked = []
+
+    async def person(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, mode="auto", elicitation_callback=person) as c:
+            await listed(c, has_all("m__confirm"), timeout=15)
+            result = await c.call_tool("m__confirm", {})
+            assert asked == ["sure?"]
+            assert "confirmed with" in text_of(result) and '"ok": true' in text_of(result), result
