@@ -60,6 +60,9 @@ pub struct Session {
     snapshots: Mutex<crate::snapshots::Snapshots<View>>,
     /// Servers that were not up when this session searched (`partial_search`).
     searched_without: Mutex<Vec<String>>,
+    /// The server instances that asked this session's client for its roots: told when
+    /// the client's roots change.
+    roots_askers: Mutex<Vec<Weak<Upstream>>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -134,6 +137,7 @@ impl Session {
             suspended: Mutex::default(),
             snapshots: Mutex::default(),
             searched_without: Mutex::default(),
+            roots_askers: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -308,9 +312,10 @@ impl Session {
                     self.cancel(request, &message).await;
                 }
             }
-            // The gateway's sessions with its servers are shared: one client's roots are
-            // not every client's. Servers ask for roots during a call instead.
-            methods::INITIALIZED | methods::ROOTS_LIST_CHANGED => {}
+            // The servers that asked this client for its roots are told (they ask again,
+            // during a call of this client's); no other server is.
+            methods::ROOTS_LIST_CHANGED => self.roots_changed().await,
+            methods::INITIALIZED => {}
             _ => tracing::debug!("session {}: `{method}` from the client is not passed on", self.id),
         }
     }

@@ -3,8 +3,8 @@
 //! and updates of resources the client subscribed to.
 
 use clawai_protocol::methods;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use clawai_proxy::Verdict;
 use serde_json::{Value, json};
@@ -59,6 +59,13 @@ impl Session {
         if modern {
             return self.ask_in_result(upstream, method, id, message, bytes).await;
         }
+        if method == methods::ROOTS_LIST {
+            let mut askers = lock(&self.roots_askers);
+            askers.retain(|asker| asker.strong_count() > 0);
+            if !askers.iter().any(|asker| asker.upgrade().is_some_and(|asker| asker.instance == upstream.instance)) {
+                askers.push(Arc::downgrade(upstream));
+            }
+        }
         let pair = self.pair(upstream);
         if !self.server_request_goes_on(&pair, bytes).await {
             return Ok(());
@@ -86,6 +93,16 @@ impl Session {
             Verdict::Drop => {}
         }
         false
+    }
+
+    /// The client's roots changed: each server that asked it for them is told.
+    pub(super) async fn roots_changed(&self) {
+        let askers: Vec<Arc<Upstream>> = lock(&self.roots_askers).iter().filter_map(Weak::upgrade).collect();
+        for upstream in askers {
+            if upstream.is_up() {
+                upstream.notify(methods::ROOTS_LIST_CHANGED, None).await;
+            }
+        }
     }
 
     /// The server gave up a request it sent this session's client (if it did).

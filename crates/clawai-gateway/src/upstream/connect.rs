@@ -158,9 +158,8 @@ impl Upstream {
     async fn set_up(self: Arc<Self>) {
         let params = json!({
             "protocolVersion": PROPOSED_VERSION,
-            // Roots without listChanged: the session is shared, so clients' roots are
-            // asked for during their calls only.
-            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {}},
+            // A client's roots change is told to the servers that asked that client.
+            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
             "clientInfo": {"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")},
         });
         self.modern.store(false, std::sync::atomic::Ordering::SeqCst);
