@@ -24,6 +24,7 @@ mod core;
 pub mod cursor;
 pub mod names;
 mod pair;
+mod raw_ids;
 pub mod reload;
 mod rewrite;
 pub mod search;

@@ -146,7 +146,7 @@ impl Session {
 
     /// Queues a message for the client.
     pub fn send(&self, message: Vec<u8>) {
-        let _ = self.outbox.send(message);
+        let _ = self.outbox.send(crate::raw_ids::restored(message));
     }
 
     /// This session's guard for `upstream`.
@@ -226,10 +226,17 @@ impl Session {
 
     /// One message from the client (the front checked it is one valid JSON-RPC message).
     pub(crate) async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
-        let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+        let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
             self.send(rewrite::error(&Value::Null, clawai_protocol::reply::PARSE_ERROR, "not JSON"));
             return;
         };
+        // An id parsing would change (a float, an integer beyond 64 bits) goes back as written.
+        if let Some(id) = message.get("id")
+            && let Some(raw) = clawai_protocol::skim::skim(&bytes).and_then(|skim| skim.id)
+            && let Some(carried) = crate::raw_ids::carried(id, raw)
+        {
+            message["id"] = carried;
+        }
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         match (method, id) {
