@@ -1,7 +1,10 @@
-"""Request ids through `clawai gateway` come back byte for byte, whatever JSON number the
-client wrote: integers beyond 64 bits, exponents, trailing zeros (a parser would make them
-floats), alongside strings and 0."""
+"""What a request carries, kept through `clawai gateway`: its id comes back byte for byte,
+whatever JSON number the client wrote (integers beyond 64 bits, exponents, trailing zeros:
+a parser would make them floats), alongside strings and 0; and the capabilities a
+2026-07-28 request declares decide what its server may ask during it, never another
+request's."""
 
+import json
 import re
 
 import pytest
@@ -36,5 +39,35 @@ def test_every_id_comes_back_as_the_client_wrote_it(tmp_path, raw_id):
             answer = exchange(gw, raw_id, method, params)
             assert re.search(rb'"id":' + re.escape(raw_id.encode()) + rb"[,}]", answer), (method, answer[:200])
             assert b'"result"' in answer, answer[:300]
+    finally:
+        gw.kill()
+
+
+def modern(rid: str, method: str, params: dict, capabilities: dict) -> dict:
+    return {"id": rid, "method": method, "params": {**params, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities}}}
+
+
+def test_a_server_request_is_decided_with_the_capabilities_its_call_carried(tmp_path):
+    """2026-07-28 requests declare capabilities each: a request that follows a call (from
+    the same client, or another of its principal) never changes what that call allows."""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.wait_listed(has_all("a__elicit"), timeout=10)
+        elicit = {"name": "a__elicit", "arguments": {}}
+        # The call declares elicitation; a request right after it declares nothing.
+        gw.send(modern("with", "tools/call", elicit, {"elicitation": {}}))
+        gw.send(modern("after-with", "tools/list", {}, {}))
+        answer = json.loads(gw.read_response("with"))["result"]
+        assert answer["resultType"] == "input_required", answer
+        assert [r["method"] for r in answer["inputRequests"].values()] == ["elicitation/create"], answer
+        # The call declares nothing; a request right after it declares elicitation.
+        gw.send(modern("without", "tools/call", elicit, {}))
+        gw.send(modern("after-without", "tools/list", {}, {"elicitation": {}}))
+        answer = json.loads(gw.read_response("without"))["result"]
+        assert answer.get("resultType") != "input_required" and answer["isError"], answer
+        assert "did not declare the `elicitation` capability" in json.dumps(answer), answer
     finally:
         gw.kill()

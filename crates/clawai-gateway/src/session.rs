@@ -63,6 +63,10 @@ pub struct Session {
     /// The server instances that asked this session's client for its roots: told when
     /// the client's roots change.
     roots_askers: Mutex<Vec<Weak<Upstream>>>,
+    /// The capabilities each 2026-07-28 request in flight carried, by its id (as JSON
+    /// text): a server's request during a call is decided with that call's, never those
+    /// another request declared.
+    request_capabilities: Mutex<HashMap<String, Value>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -138,6 +142,7 @@ impl Session {
             snapshots: Mutex::default(),
             searched_without: Mutex::default(),
             roots_askers: Mutex::default(),
+            request_capabilities: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -254,6 +259,7 @@ impl Session {
             .and_then(Value::as_str)
             == Some(MODERN_VERSION);
         if modern {
+            self.remember_capabilities(&id, &message);
             let mut state = lock(&self.state);
             state.modern = true;
             if let Some(capabilities) =

@@ -41,6 +41,9 @@ impl Session {
         message: &Value,
         bytes: &[u8],
     ) -> Result<(), String> {
+        // A 2026-07-28 client declares its capabilities with each request: those of the
+        // call the server asks during (a legacy client's are those of its `initialize`).
+        let of_the_call = self.capabilities_of_the_call(upstream);
         let modern = {
             let state = lock(&self.state);
             let capability = match method {
@@ -49,8 +52,9 @@ impl Session {
                 methods::ROOTS_LIST => Some("roots"),
                 _ => None,
             };
+            let capabilities = of_the_call.as_ref().filter(|_| state.modern).unwrap_or(&state.capabilities);
             if let Some(capability) = capability
-                && state.capabilities.get(capability).is_none_or(Value::is_null)
+                && capabilities.get(capability).is_none_or(Value::is_null)
             {
                 return Err(format!("clawai gateway: the client did not declare the `{capability}` capability"));
             }
@@ -93,6 +97,28 @@ impl Session {
             Verdict::Drop => {}
         }
         false
+    }
+
+    /// Keeps the capabilities a 2026-07-28 request carries, for the server requests made
+    /// during it (those of requests no longer in flight are let go).
+    pub(super) fn remember_capabilities(&self, id: &Value, message: &Value) {
+        let capabilities = message
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(crate::rewrite::CLIENT_CAPABILITIES_META))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let in_flight: std::collections::HashSet<String> = lock(&self.calls).keys().cloned().collect();
+        let mut remembered = lock(&self.request_capabilities);
+        remembered.retain(|key, _| in_flight.contains(key));
+        remembered.insert(id_key(id), capabilities);
+    }
+
+    /// The capabilities the one call of this session in flight on `upstream` carried,
+    /// when there is one such call.
+    fn capabilities_of_the_call(self: &Arc<Self>, upstream: &Arc<Upstream>) -> Option<Value> {
+        let calls = upstream.calls_of(self);
+        let [(_, client_id)] = calls.as_slice() else { return None };
+        lock(&self.request_capabilities).get(&id_key(client_id)).cloned()
     }
 
     /// The client's roots changed: each server that asked it for them is told.
