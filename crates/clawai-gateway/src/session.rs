@@ -15,6 +15,7 @@ mod lists;
 mod partial_search;
 mod search;
 mod skills;
+mod tasks;
 
 pub(crate) use search::{index as search_index, tool_json as search_tool_json};
 
@@ -67,6 +68,8 @@ pub struct Session {
     /// text): a server's request during a call is decided with that call's, never those
     /// another request declared.
     request_capabilities: Mutex<HashMap<String, Value>>,
+    /// The tasks this session created, by their gateway names (`tasks`).
+    tasks: Mutex<HashMap<String, tasks::Task>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -143,6 +146,7 @@ impl Session {
             searched_without: Mutex::default(),
             roots_askers: Mutex::default(),
             request_capabilities: Mutex::default(),
+            tasks: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -307,6 +311,9 @@ impl Session {
             }
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
+            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST => {
+                self.task_request(method, id, message, modern).await
+            }
             _ => match ListKind::of_method(method) {
                 Some(kind) => self.list(kind, &id, &params, modern),
                 None => self.send(rewrite::error(

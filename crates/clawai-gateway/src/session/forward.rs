@@ -200,7 +200,12 @@ impl Session {
     /// (for a per-client server, this session's own instance of it) through this
     /// session's guard for it, under an id and progress token of the gateway's.
     /// True when the guard let it go to the server.
-    async fn forward(self: &Arc<Self>, upstream: &Arc<Upstream>, client_id: Value, mut message: Value) -> bool {
+    pub(super) async fn forward(
+        self: &Arc<Self>,
+        upstream: &Arc<Upstream>,
+        client_id: Value,
+        mut message: Value,
+    ) -> bool {
         let upstream = match upstream.serving(self).await {
             Ok(upstream) => upstream,
             Err(why) => {
@@ -330,6 +335,7 @@ impl Session {
         let modern = lock(&self.state).modern;
         if let Some(result) = message.get_mut("result") {
             rewrite::list_resource_uris(result, &upstream.name);
+            self.tasks_answered(upstream, result);
             if modern {
                 rewrite::stamp_modern(result, &super::server_info());
             }
@@ -411,7 +417,9 @@ impl Session {
         bytes: Vec<u8>,
         id_at: Option<std::ops::Range<usize>>,
     ) {
-        let names_resources = memchr::memmem::find(&bytes, b"\"uri\"").is_some();
+        // Resource URIs and task ids get the gateway's names.
+        let names_resources =
+            memchr::memmem::find(&bytes, b"\"uri\"").is_some() || memchr::memmem::find(&bytes, b"\"taskId\"").is_some();
         match id_at {
             Some(id_at) if !names_resources && !lock(&self.state).modern => {
                 lock(&self.calls).remove(&id_key(client_id));

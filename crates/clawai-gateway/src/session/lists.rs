@@ -29,6 +29,11 @@ impl Session {
                     capabilities[extra] = json!({});
                 }
             }
+            // Task-augmented calls, and the session's tasks listed and cancelled
+            // (`tasks`), when a server takes them.
+            if upstream.capability("tasks").is_some() {
+                capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+            }
         }
         capabilities
     }

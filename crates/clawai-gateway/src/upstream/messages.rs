@@ -119,6 +119,17 @@ impl Upstream {
                     }
                 }
             }
+            "notifications/tasks/status" => {
+                // To the session whose task it is, only.
+                if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
+                    return;
+                }
+                for session in self.audience(&core) {
+                    if session.task_status(self, &message) {
+                        break;
+                    }
+                }
+            }
             methods::RESOURCES_UPDATED => {
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
