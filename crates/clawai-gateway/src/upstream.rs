@@ -219,16 +219,6 @@ impl Upstream {
         *lock(&self.status) = status;
     }
 
-    /// Why its last run failed before it was up, if it did and is not up since.
-    pub fn last_failure(&self) -> Option<String> {
-        self.failures.last()
-    }
-
-    /// How many of its tools pinning holds (waiting for a person's review).
-    pub(crate) fn held_tools(&self) -> usize {
-        self.held_now().0
-    }
-
     /// True when the server answers calls.
     pub fn is_up(&self) -> bool {
         matches!(*lock(&self.status), Status::Up)

@@ -271,22 +271,9 @@ impl Remote {
         }
     }
 
-    /// Sends a message. One the server refuses for its session (which expired) never
-    /// reached it: it is sent again, once, in a new session.
-    async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
-        let Some(expired) = self.post_once(&message, &route).await else { return };
-        match self.reinitialize(&expired).await {
-            Ok(()) => match self.post_once(&message, &route).await {
-                None => self.session_works(),
-                Some(_) => self.session_lost(&route, "the server refused the new session too").await,
-            },
-            Err(why) => self.session_lost(&route, &why).await,
-        }
-    }
-
     /// Sends a message; the session it was refused for, if the server refused the
     /// session rather than the message (nothing is answered then: the caller retries).
-    async fn post_once(self: &Arc<Self>, message: &[u8], route: &Route) -> Option<String> {
+    pub(super) async fn post_once(self: &Arc<Self>, message: &[u8], route: &Route) -> Option<String> {
         if route.method.as_deref() == Some(methods::INITIALIZED) {
             // Servers send their first requests (roots/list…) as soon as they read this,
             // on the GET stream, and drop them when it is not open yet.

@@ -57,6 +57,16 @@ impl Failures {
 }
 
 impl Upstream {
+    /// Why its last run failed before it was up, if it did and is not up since.
+    pub fn last_failure(&self) -> Option<String> {
+        self.failures.last()
+    }
+
+    /// How many of its tools pinning holds (waiting for a person's review), for reports.
+    pub(crate) fn held_tools(&self) -> usize {
+        self.held_now().0
+    }
+
     /// Reads a starting server's stderr: held (its last lines kept) until the server is
     /// up, then passed on to the gateway's stderr as it comes.
     pub(super) fn take_stderr(self: &Arc<Self>, stderr: tokio::process::ChildStderr) {

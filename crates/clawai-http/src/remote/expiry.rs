@@ -40,6 +40,19 @@ pub(super) fn refuses_session(status: StatusCode, body: &str) -> bool {
 }
 
 impl Remote {
+    /// Sends a message. One the server refuses for its session (which expired) never
+    /// reached it: it is sent again, once, in a new session.
+    pub(super) async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
+        let Some(expired) = self.post_once(&message, &route).await else { return };
+        match self.reinitialize(&expired).await {
+            Ok(()) => match self.post_once(&message, &route).await {
+                None => self.session_works(),
+                Some(_) => self.session_lost(&route, "the server refused the new session too").await,
+            },
+            Err(why) => self.session_lost(&route, &why).await,
+        }
+    }
+
     /// Opens a new session in place of `expired`. Requests refused at the same time wait
     /// for one attempt: when another already replaced `expired`, there is nothing to do.
     pub(super) async fn reinitialize(self: &Arc<Self>, expired: &str) -> Result<(), String> {
