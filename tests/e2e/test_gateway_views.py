@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -76,8 +77,11 @@ def post_modern(url: str, rid: int, method: str, params: dict, token: str | None
     if token:
         headers["authorization"] = f"Bearer {token}"
     body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
-    with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10) as response:
-        text = response.read().decode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10) as response:
+            text = response.read().decode()
+    except urllib.error.HTTPError as refused:  # an error answer may come with a 4xx status
+        text = refused.read().decode()
     if text.startswith(("event:", "data:")):
         messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
         return next(m for m in messages if m.get("id") == rid)
@@ -117,5 +121,8 @@ def test_a_skill_a_stateless_client_activates_changes_its_principals_view_only(t
             assert "shown__echo" in names and not [n for n in names if n.startswith("hidden__")], (other, names)
         # The same principal, a later request: still its view.
         assert "hidden__echo" in listed_names(url, "alice")
+        # No stream to tell a subscription on, over HTTP: refused, not left hanging.
+        refused = post_modern(url, 3, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, "alice")
+        assert refused["error"]["code"] == -32601 and "stdio" in refused["error"]["message"], refused
     finally:
         stop(proc)

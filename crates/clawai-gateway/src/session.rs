@@ -15,6 +15,7 @@ mod lists;
 mod partial_search;
 mod search;
 mod skills;
+mod subscriptions;
 mod tasks;
 
 pub(crate) use search::{index as search_index, tool_json as search_tool_json};
@@ -70,6 +71,11 @@ pub struct Session {
     request_capabilities: Mutex<HashMap<String, Value>>,
     /// The tasks this session created, by their gateway names (`tasks`).
     tasks: Mutex<HashMap<String, tasks::Task>>,
+    /// The client's open `subscriptions/listen` requests.
+    listening: Mutex<Vec<subscriptions::Listening>>,
+    /// The session is an HTTP front's (`Session::open`), whose stateless requests carry
+    /// no stream for a subscription's notifications.
+    behind_http: std::sync::atomic::AtomicBool,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -108,6 +114,7 @@ impl Session {
     pub fn open(core: &Arc<Core>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
         let (session, mut queued) = Session::new(core);
+        session.behind_http.store(true, std::sync::atomic::Ordering::Relaxed);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
@@ -147,6 +154,8 @@ impl Session {
             roots_askers: Mutex::default(),
             request_capabilities: Mutex::default(),
             tasks: Mutex::default(),
+            listening: Mutex::default(),
+            behind_http: Default::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -214,10 +223,19 @@ impl Session {
             state = lock(&self.state);
         }
         let Some(announced) = state.announced else { return };
-        if !state.initialized || state.modern {
+        let changed = |kind: ListKind| announced[kind.index()] != view.digests[kind.index()];
+        if state.modern {
+            // A 2026-07-28 client is told on the subscriptions it opened, if any.
+            if self.is_listening() {
+                state.announced = Some(view.digests);
+                drop(state);
+                self.tell_subscriptions(changed);
+            }
             return;
         }
-        let changed = |kind: ListKind| announced[kind.index()] != view.digests[kind.index()];
+        if !state.initialized {
+            return;
+        }
         state.announced = Some(view.digests);
         drop(state);
         // A search missed servers that were starting: now that they are up, searching
@@ -311,6 +329,7 @@ impl Session {
             }
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
+            "subscriptions/listen" => self.listen(id, &params),
             methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST => {
                 self.task_request(method, id, message, modern).await
             }
@@ -329,6 +348,7 @@ impl Session {
         match method {
             methods::CANCELLED => {
                 if let Some(request) = message.pointer("/params/requestId") {
+                    self.stop_listening(request);
                     self.cancel(request, &message).await;
                 }
             }
