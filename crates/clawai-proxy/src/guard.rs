@@ -21,6 +21,7 @@ mod arguments;
 mod batch;
 mod broker;
 mod decide;
+mod deliver;
 mod hiding;
 mod listing;
 mod own;
@@ -40,6 +41,7 @@ use std::time::Instant;
 pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
+pub use deliver::{Deliveries, Delivery, Side, dispatched};
 pub use own::{OwnRequest, OwnRequests, OwnVerdict};
 pub use pinning::scan_settings;
 
@@ -56,7 +58,9 @@ use crate::audit::{AuditLog, Decision, Direction, Event, EventKind, Stamp, stamp
 use crate::in_flight::{InFlight, InFlightTable};
 use crate::reload::PolicyHandle;
 
-/// What the transport does with a message.
+/// What the transport does with a message: turned into what to send by
+/// [`Verdict::deliveries`], the one place that says where each verdict's bytes go.
+#[must_use = "a verdict says what to send; send its deliveries"]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Forward the original bytes, unchanged.
