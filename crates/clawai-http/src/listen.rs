@@ -9,6 +9,9 @@
 
 mod front_door;
 mod oauth;
+mod replica;
+
+pub use replica::{HEALTH_PATH, Lifecycle, valid_replica_id};
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -62,6 +65,12 @@ pub struct ListenOptions {
     pub ask: clawai_proxy::AskOptions,
     /// The server's pins, shared by every session (`None`: no pinning stage).
     pub pins: Option<std::sync::Arc<clawai_proxy::pins::Tracker>>,
+    /// This replica's id (`--replica-id`, checked with [`valid_replica_id`]): every
+    /// session id it issues starts with it and a `.`, for a balancer to route by.
+    pub replica_id: Option<String>,
+    /// After a shutdown signal, how long sessions are still served while `/healthz`
+    /// answers 503, so that a balancer stops sending new ones before the port closes.
+    pub drain: Duration,
 }
 
 /// What the endpoint relays to.
@@ -88,6 +97,8 @@ pub struct Front {
     sessionless: Guard,
     /// The upstream's metadata URL, as its last authorization challenge named it.
     upstream_metadata: Mutex<Option<String>>,
+    /// Starting, serving or draining, as `/healthz` reports it.
+    lifecycle: replica::LifecycleCell,
 }
 
 /// One message as a server-sent event: its line without the newline (a trailing newline
@@ -127,6 +138,7 @@ impl Front {
             stateless: tokio::sync::Mutex::default(),
             sessionless,
             upstream_metadata: Mutex::default(),
+            lifecycle: replica::LifecycleCell::new(),
         })
     }
 
@@ -137,12 +149,19 @@ impl Front {
             .route(&self.options.path, axum::routing::any(handle))
             .route(PRM_PATH, metadata.clone())
             .route(&format!("{PRM_PATH}{}", self.options.path), metadata)
+            .route(HEALTH_PATH, axum::routing::get(replica::healthz))
             .layer(DefaultBodyLimit::max(self.options.max_message))
             .with_state(Arc::clone(self))
     }
 
-    /// Serves until `shutdown` resolves, then closes every session (children are shut
-    /// down with the grace period).
+    /// Where the endpoint is in its life (what `/healthz` reports).
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle.get()
+    }
+
+    /// Serves until `shutdown` resolves and the drain period has passed (meanwhile
+    /// `/healthz` answers 503), then closes every session (children are shut down with
+    /// the grace period).
     pub async fn serve(
         self: Arc<Self>,
         listener: TcpListener,
@@ -150,8 +169,18 @@ impl Front {
     ) -> io::Result<()> {
         let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
         let (stop, stopping) = tokio::sync::watch::channel(false);
+        self.lifecycle.set(Lifecycle::Serving);
+        let draining = Arc::clone(&self);
         tokio::spawn(async move {
             shutdown.await;
+            draining.lifecycle.set(Lifecycle::Draining);
+            if !draining.options.drain.is_zero() {
+                tracing::info!(
+                    "draining for {:?}: /healthz answers 503, sessions are still served",
+                    draining.options.drain
+                );
+                tokio::time::sleep(draining.options.drain).await;
+            }
             stop.send_replace(true);
         });
         let mut graceful_signal = stopping.clone();
@@ -271,7 +300,7 @@ impl Front {
             )));
         }
         let session = self.open_session(false).await?;
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = replica::mint_session_id(self.options.replica_id.as_deref());
         lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
         Ok((id, session))
     }

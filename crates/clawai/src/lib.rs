@@ -7,6 +7,7 @@ mod audit_cmd;
 mod audit_follow;
 mod audit_verify;
 mod clients_cmd;
+mod cluster;
 pub mod gateway_cmd;
 pub mod http_cmd;
 mod not_started;
@@ -107,12 +108,12 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT` or `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT`, `CLAWAI_CLUSTER` or `OTEL_EXPORTER_OTLP_ENDPOINT`
 /// (`"env": {"CLAWAI_AUDIT": ""}` in a client configuration) means the default, as an
 /// unset one does; clap would read it as the flag given without a value and stop with
 /// an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "CLAWAI_CLUSTER", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };
