@@ -292,6 +292,17 @@ impl Front {
     }
 
     async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
+        if self.lifecycle.get() == Lifecycle::Draining {
+            // A session begun here now would end with the replica in a moment; a
+            // balancer retries a 503 on another replica (deploy/haproxy.cfg, nginx.conf).
+            let mut refused = json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                reply::SERVER_UNAVAILABLE,
+                "clawai: this replica is shutting down and takes no new sessions; initialize again",
+            );
+            refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Err(Box::new(refused));
+        }
         if lock(&self.sessions).len() >= self.options.max_sessions {
             return Err(Box::new(json_error(
                 StatusCode::SERVICE_UNAVAILABLE,

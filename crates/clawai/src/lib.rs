@@ -5,6 +5,7 @@
 mod approvals_cmd;
 mod audit_cmd;
 mod audit_follow;
+pub mod audit_postgres;
 mod audit_verify;
 mod clients_cmd;
 mod cluster;
@@ -154,7 +155,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Proxy(args) => proxy_cmd::run(args, http),
         Command::Gateway(args) => gateway_cmd::run(args, http),
         Command::McpServer(args) => gateway_cmd::run_mcp_server_command(args, http),
-        Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Audit(cmd) => audit_cmd::run(cmd, http),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),
         Command::Status(args) => clients_cmd::status(args),
