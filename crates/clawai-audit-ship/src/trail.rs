@@ -57,12 +57,12 @@ impl Cursor {
     pub(crate) fn open(path: &Path, after: Option<&str>) -> io::Result<(Cursor, Start)> {
         let files = files_oldest_first(path);
         let mut cursor = Cursor { path: path.to_owned(), current: None, offset: 0 };
-        if let Some(after) = after {
-            if let Some((file, offset)) = find_after(&files, after.as_bytes())? {
-                cursor.enter(&file)?;
-                cursor.offset = offset;
-                return Ok((cursor, Start::AfterLastShipped));
-            }
+        if let Some(after) = after
+            && let Some((file, offset)) = find_after(&files, after.as_bytes())?
+        {
+            cursor.enter(&file)?;
+            cursor.offset = offset;
+            return Ok((cursor, Start::AfterLastShipped));
         }
         if let Some(oldest) = files.first() {
             cursor.enter(oldest)?;
