@@ -3,6 +3,7 @@
 //! has its own approvals ("allow for this session" is this client session's) and writes
 //! the client session's id in the audit trail.
 
+use clawai_protocol::methods;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -29,13 +30,13 @@ impl Pair {
         let server = upstream.name.clone();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
             .with_session(session.id.clone())
-            .remembering_in(Arc::clone(&session.remembered))
             .with_ask_options(core.options.ask.clone())
+            .remembering_in(Arc::clone(&session.remembered))
             // The trail shows the ids the client sent, not the gateway's.
             .showing_client_ids()
             .listing_names_as(Arc::new(move |method, name| match method {
-                "tools/call" | "prompts/get" => Some(names::namespaced(&server, name)),
-                "resources/read" => Some(names::resource_uri(&server, name)),
+                methods::TOOLS_CALL | methods::PROMPTS_GET => Some(names::namespaced(&server, name)),
+                methods::RESOURCES_READ => Some(names::resource_uri(&server, name)),
                 _ => None,
             }));
         let guard = if upstream.entry.transport.is_remote() { guard.for_remote_server() } else { guard };

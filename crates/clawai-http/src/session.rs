@@ -2,6 +2,7 @@
 //! where each message from the server goes (the POST that waits for it, the GET
 //! stream, or a short backlog until one opens).
 
+use clawai_protocol::methods;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -97,7 +98,7 @@ impl Outlet for SessionOutlet {
 fn question_for(message: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(message).ok()?;
     let id = value.get("id")?.as_str()?;
-    if !id.starts_with("clawai-ask-") || value.get("method")?.as_str()? != "elicitation/create" {
+    if !id.starts_with("clawai-ask-") || value.get("method")?.as_str()? != methods::ELICITATION_CREATE {
         return None;
     }
     Some(value.get("params")?.get("_meta")?.get("clawai/for")?.to_string())
@@ -244,7 +245,7 @@ impl Session {
                 let position = routes.waiting.iter().position(|(waiting, _)| waiting == id);
                 routes.progress.retain(|_, request| request != id);
                 position.map(|index| routes.waiting.remove(index).1)
-            } else if let Some(held) = (route.method.as_deref() == Some("elicitation/create"))
+            } else if let Some(held) = (route.method.as_deref() == Some(methods::ELICITATION_CREATE))
                 .then(|| question_for(&message))
                 .flatten()
                 .and_then(|held| routes.waiting.iter().find(|(id, _)| *id == held).map(|(_, s)| s.clone()))
@@ -252,7 +253,7 @@ impl Session {
                 // clawai's question about a held call goes on that call's stream.
                 Some(held)
             } else {
-                let by_token = (route.method.as_deref() == Some("notifications/progress"))
+                let by_token = (route.method.as_deref() == Some(methods::PROGRESS))
                     .then(|| Route::reported_progress_token(&message))
                     .flatten()
                     .and_then(|token| routes.progress.get(&token).cloned())

@@ -20,6 +20,7 @@ mod policy_replay;
 mod protected;
 pub mod proxy_cmd;
 pub mod scan_cmd;
+mod stores;
 mod telemetry_cmd;
 pub mod ui_cmd;
 

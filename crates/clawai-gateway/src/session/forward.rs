@@ -2,6 +2,7 @@
 //! their way back. The guard sees the server's own names and the server's ids; the
 //! client sees the gateway's names and its own ids.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 
 use clawai_protocol::reply;
@@ -15,8 +16,7 @@ use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
 use crate::upstream::{CallFrom, Pending, Upstream};
 
-/// MCP's code for a resource that does not exist.
-const RESOURCE_NOT_FOUND: i64 = -32002;
+use clawai_protocol::codes::RESOURCE_NOT_FOUND;
 
 impl Session {
     pub(super) async fn call_tool(self: &Arc<Self>, id: Value, message: Value) {
@@ -26,7 +26,7 @@ impl Session {
         let view = self.view();
         let allowed = self.core.allowed_tools();
         let Some(item) = view.find(ListKind::Tools, &name, allowed.as_deref()) else {
-            self.record_unknown("tools/call", &id, &name);
+            self.record_unknown(methods::TOOLS_CALL, &id, &name);
             return self.send(self.unknown(&id, "tool", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
@@ -42,7 +42,7 @@ impl Session {
         };
         let view = self.view();
         let Some(item) = view.find(ListKind::Prompts, &name, None) else {
-            self.record_unknown("prompts/get", &id, &name);
+            self.record_unknown(methods::PROMPTS_GET, &id, &name);
             return self.send(self.unknown(&id, "prompt", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
@@ -67,7 +67,7 @@ impl Session {
         let (_, original) = names::split_resource_uri(&uri).expect("checked by resource_server");
         let original = original.to_owned();
         match method {
-            "resources/subscribe" => {
+            methods::RESOURCES_SUBSCRIBE => {
                 let mut message = message;
                 message["params"]["uri"] = json!(original);
                 // Subscribed only once the guard let the subscription through.
@@ -76,7 +76,7 @@ impl Session {
                 }
                 return;
             }
-            "resources/unsubscribe" => {
+            methods::RESOURCES_UNSUBSCRIBE => {
                 lock(&self.state).subscriptions.remove(&uri);
                 // A shared server's session stays subscribed while any client is (a
                 // per-client server's instance is this session's alone).
@@ -120,7 +120,7 @@ impl Session {
         let Some((upstream, key, original)) = target else {
             let name =
                 reference.get("name").or_else(|| reference.get("uri")).and_then(Value::as_str).unwrap_or_default();
-            self.record_unknown("completion/complete", &id, name);
+            self.record_unknown(methods::COMPLETION_COMPLETE, &id, name);
             return self.send(rewrite::error(
                 &id,
                 reply::INVALID_PARAMS,
@@ -194,16 +194,6 @@ impl Session {
         }
         let refusal = pins.refusal(pinned, original)?;
         Some(pins.refusal_text(pinned, original, &refusal))
-    }
-
-    /// Records a request for a name this session cannot use (hidden or not there): the
-    /// trail shows probing of hidden names. The event names what the client asked for,
-    /// not which server, if any, has it.
-    fn record_unknown(&self, method: &str, id: &Value, name: &str) {
-        let why = "not in this session's lists (hidden, or no server has it)";
-        self.record_gateways_own(method, id, name, "refused", why);
-        // On disk before the refusal leaves, like every decision.
-        self.core.audit.flush();
     }
 
     /// Sends a client's request (already under the server's own names) to `upstream`
@@ -321,7 +311,7 @@ impl Session {
                     }
                 } else {
                     // The guard's own (the cancellation of a question it asked).
-                    if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                    if message.get("method").and_then(Value::as_str) == Some(methods::CANCELLED)
                         && let Some(asked) = message.pointer("/params/requestId")
                     {
                         lock(&self.asked).remove(&id_key(asked));

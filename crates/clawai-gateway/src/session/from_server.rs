@@ -2,6 +2,7 @@
 //! (sampling, elicitation, roots) during a call, the cancellation of such a request,
 //! and updates of resources the client subscribed to.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -43,9 +44,9 @@ impl Session {
         let modern = {
             let state = lock(&self.state);
             let capability = match method {
-                "sampling/createMessage" => Some("sampling"),
-                "elicitation/create" => Some("elicitation"),
-                "roots/list" => Some("roots"),
+                methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+                methods::ELICITATION_CREATE => Some("elicitation"),
+                methods::ROOTS_LIST => Some("roots"),
                 _ => None,
             };
             if let Some(capability) = capability
@@ -106,7 +107,7 @@ impl Session {
         };
         if let Some(ours) = ours {
             let id: Value = serde_json::from_str(&ours).unwrap_or(Value::Null);
-            self.send(rewrite::notification("notifications/cancelled", Some(json!({"requestId": id}))));
+            self.send(rewrite::notification(methods::CANCELLED, Some(json!({"requestId": id}))));
         }
     }
 

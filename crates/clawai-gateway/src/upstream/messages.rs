@@ -2,6 +2,7 @@
 //! requests (sampling, elicitation, roots: to the session whose call caused them), and
 //! notifications (lists changed, progress, logs, resource updates).
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -97,17 +98,17 @@ impl Upstream {
     async fn server_notification(self: &Arc<Self>, method: &str, message: Value, bytes: Vec<u8>) {
         let Some(core) = self.core() else { return };
         match method {
-            "notifications/tools/list_changed" => self.refresh_later(&[ListKind::Tools]),
-            "notifications/prompts/list_changed" => self.refresh_later(&[ListKind::Prompts]),
-            "notifications/resources/list_changed" => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
-            "notifications/progress" => {
+            methods::TOOLS_LIST_CHANGED => self.refresh_later(&[ListKind::Tools]),
+            methods::PROMPTS_LIST_CHANGED => self.refresh_later(&[ListKind::Prompts]),
+            methods::RESOURCES_LIST_CHANGED => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
+            methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
                 let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
                 if let Some((Some(session), original)) = progress {
                     session.progress(self, original, message, bytes).await;
                 }
             }
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 // The server gave up a request it sent a client.
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
@@ -118,7 +119,7 @@ impl Upstream {
                     }
                 }
             }
-            "notifications/resources/updated" => {
+            methods::RESOURCES_UPDATED => {
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
                 }
