@@ -254,6 +254,10 @@ def test_a_draining_replica_gets_no_new_sessions(cluster):
         if answer and answer[0] == 503:
             draining = answer
     assert draining is not None and draining[1]["status"] == "draining", "no 503 from /healthz while draining"
+    # Asked directly, the draining replica refuses a new session, for the balancer to retry.
+    status, headers, reply = post(port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "cluster-test", "version": "1"}}})
+    assert (status, headers.get("retry-after")) == (503, "1") and "shutting down" in reply["error"]["message"], reply
 
     # While it drains (4 s) and after it is gone: every new session elsewhere, none lost.
     sessions, errors = run_sessions(front, 40, workers=4)

@@ -155,11 +155,6 @@ impl Front {
             .with_state(Arc::clone(self))
     }
 
-    /// Where the endpoint is in its life (what `/healthz` reports).
-    pub fn lifecycle(&self) -> Lifecycle {
-        self.lifecycle.get()
-    }
-
     /// Serves until `shutdown` resolves and the drain period has passed (meanwhile
     /// `/healthz` answers 503), then closes every session (children are shut down with
     /// the grace period).
@@ -171,19 +166,7 @@ impl Front {
         let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
         let (stop, stopping) = tokio::sync::watch::channel(false);
         self.lifecycle.set(Lifecycle::Serving);
-        let draining = Arc::clone(&self);
-        tokio::spawn(async move {
-            shutdown.await;
-            draining.lifecycle.set(Lifecycle::Draining);
-            if !draining.options.drain.is_zero() {
-                tracing::info!(
-                    "draining for {:?}: /healthz answers 503, sessions are still served",
-                    draining.options.drain
-                );
-                tokio::time::sleep(draining.options.drain).await;
-            }
-            stop.send_replace(true);
-        });
+        tokio::spawn(Arc::clone(&self).drain_then_stop(shutdown, stop));
         let mut graceful_signal = stopping.clone();
         let graceful = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
             let _ = graceful_signal.wait_for(|stop| *stop).await;
@@ -293,15 +276,7 @@ impl Front {
     }
 
     async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
-        if self.lifecycle.get() == Lifecycle::Draining {
-            // A session begun here now would end with the replica in a moment; a
-            // balancer retries a 503 on another replica (deploy/haproxy.cfg, nginx.conf).
-            let mut refused = json_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                reply::SERVER_UNAVAILABLE,
-                "clawai: this replica is shutting down and takes no new sessions; initialize again",
-            );
-            refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Some(refused) = self.refuse_while_draining() {
             return Err(Box::new(refused));
         }
         if lock(&self.sessions).len() >= self.options.max_sessions {

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use clawai_protocol::reply;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::json;
 
-use super::{Front, lock};
+use super::{Front, json_error, lock};
 
 /// Where `GET` tells whether the replica serves.
 pub const HEALTH_PATH: &str = "/healthz";
@@ -58,6 +59,48 @@ impl LifecycleCell {
             value if value == Lifecycle::Draining as u8 => Lifecycle::Draining,
             _ => Lifecycle::Starting,
         }
+    }
+}
+
+impl Front {
+    /// Where the endpoint is in its life (what `/healthz` reports).
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle.get()
+    }
+
+    /// After `shutdown`: draining for the drain period (`/healthz` answers 503, open
+    /// sessions are served, new ones refused), then `stop` tells the server to close.
+    pub(super) async fn drain_then_stop(
+        self: Arc<Self>,
+        shutdown: impl Future<Output = ()>,
+        stop: tokio::sync::watch::Sender<bool>,
+    ) {
+        shutdown.await;
+        self.lifecycle.set(Lifecycle::Draining);
+        if !self.options.drain.is_zero() {
+            tracing::info!(
+                "draining for {:?}: /healthz answers 503, open sessions are still served",
+                self.options.drain
+            );
+            tokio::time::sleep(self.options.drain).await;
+        }
+        stop.send_replace(true);
+    }
+
+    /// While draining, `initialize` is answered 503: a session begun now would end with
+    /// the replica in a moment, and a balancer retries a 503 on another replica
+    /// (deploy/haproxy.cfg, deploy/nginx.conf).
+    pub(super) fn refuse_while_draining(&self) -> Option<Response> {
+        if self.lifecycle.get() != Lifecycle::Draining {
+            return None;
+        }
+        let mut refused = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            reply::SERVER_UNAVAILABLE,
+            "clawai: this replica is shutting down and takes no new sessions; initialize again",
+        );
+        refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        Some(refused)
     }
 }
 

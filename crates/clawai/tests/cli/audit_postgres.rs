@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use clawai_proxy::AuditLog;
-use clawai_proxy::audit::{Direction, Event, stamp};
+use clawai_proxy::audit::{Decision, Direction, Event, EventKind, stamp};
 
 use crate::postgres_support::Postgres;
 use crate::support::clawai;
@@ -21,11 +21,11 @@ fn write_calls(log: &AuditLog, from: usize, count: usize) {
             session: "s-1",
             server: Some("fs"),
             direction: Some(Direction::ClientToServer),
-            kind: "request",
+            kind: EventKind::Request,
             method: Some("tools/call"),
             id: Some(&id),
             tool: Some("read_file"),
-            decision: Some("allow"),
+            decision: Some(Decision::Allow),
             ..Default::default()
         });
     }

@@ -10,6 +10,7 @@ mod audit_chain;
 mod audit_cli;
 mod audit_postgres;
 mod clients_cli;
+mod cluster_cli;
 mod help_text;
 mod imported_policies;
 mod pins_cli;
