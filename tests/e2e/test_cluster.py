@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import ALLOW_ALL, EVERYTHING, ROOT, clawai_bin, write_policy
+from gateway_support import gateway_args, own_state, scripted, write_config
 from test_conformance import free_port
 
 REPLICAS = ("r1", "r2", "r3")
@@ -112,12 +113,19 @@ http {{
 
 
 def stop(proc: subprocess.Popen):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    proc.wait(timeout=20)
+    stop_all([proc])
+
+
+def stop_all(procs: list[subprocess.Popen]):
+    """SIGTERM to each at once (replicas drain 4 s each), then wait for all."""
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for proc in procs:
+        proc.wait(timeout=20)
 
 
 @pytest.fixture(params=["haproxy", "nginx"])
@@ -127,8 +135,7 @@ def cluster(request, tmp_path):
     balancer, front = starter(tmp_path, replicas)
     yield replicas, front
     stop(balancer)
-    for proc, _ in replicas.values():
-        stop(proc)
+    stop_all([proc for proc, _ in replicas.values()])
 
 
 def post(port: int, message: dict, session: str | None = None) -> tuple[int, dict, dict | None]:
@@ -265,3 +272,35 @@ def test_a_draining_replica_gets_no_new_sessions(cluster):
     per_replica = collections.Counter(session.split(".", 1)[0] for session in sessions)
     assert per_replica["r3"] == 0 and len(sessions) == 40, per_replica
     assert proc.wait(timeout=20) == 0
+
+
+def test_a_gateway_replica_issues_routable_session_ids_and_answers_health_checks(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {"alpha": scripted("alpha")})
+    port = free_port()
+    proc = subprocess.Popen(
+        [clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}", "--replica-id", "gw-2",
+         "--shutdown-drain", "2"],
+        env=own_state(tmp_path, dict(os.environ)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        wait_listening(port, proc, "gateway")
+        assert health(port) == (200, {"status": "serving", "replica": "gw-2", "sessions": 0, "cluster": None})
+        status, headers, reply = post(port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "cluster-test", "version": "1"}}})
+        session = headers.get("mcp-session-id", "")
+        assert status == 200 and "result" in reply, reply
+        prefix, _, random = session.partition(".")
+        assert prefix == "gw-2" and len(random) == 32 and int(random, 16) >= 0, session
+        assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+        status, _, reply = post(port, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
+        assert status == 200 and "alpha__echo" in {tool["name"] for tool in reply["result"]["tools"]}, reply
+        assert delete(port, session) == 200
+        os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.time() + 2
+        answer = None
+        while time.time() < deadline and not (answer and answer[0] == 503):
+            answer = health(port)
+        assert answer and answer == (503, {"status": "draining", "replica": "gw-2", "sessions": 0, "cluster": None})
+        assert proc.wait(timeout=20) == 0
+    finally:
+        stop(proc)
