@@ -195,3 +195,24 @@ fn postgres_down_while_shipping_loses_nothing() {
     let checked = verify(&db);
     assert!(checked.status.success(), "{}", text(&checked));
 }
+
+#[test]
+fn rows_deleted_from_the_start_of_a_chain_are_caught() {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(&trail, u64::MAX, 0).unwrap();
+    write_calls(&log, 0, 6);
+    let writer = log.writer_id();
+    drop(log);
+    assert!(ship_once(&db, &trail).status.success());
+
+    db.sql("DELETE FROM clawai_audit_events WHERE seq < 2");
+    let checked = verify(&db);
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        said.contains(&format!("deleted: events #0–#1 of writer {writer} are missing")),
+        "the first two rows were deleted: {said}"
+    );
+}
