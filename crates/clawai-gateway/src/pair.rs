@@ -7,6 +7,7 @@ use clawai_protocol::methods;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use clawai_proxy::guard::dispatched;
 use clawai_proxy::{Guard, Later, Outlet};
 
 use crate::core::Core;
@@ -76,7 +77,7 @@ impl Outlet for PairOutlet {
         let (Some(session), Some(pair)) = (self.session.upgrade(), self.pair.upgrade()) else { return };
         self.runtime.spawn(async move {
             let out = pair.guard.settle(later);
-            session.route_from_pair(&pair, out).await;
+            session.deliver_from_pair(&pair, dispatched(out)).await;
         });
     }
 }

@@ -6,28 +6,34 @@
 //! records the audit event before anything is forwarded, and keeps the little state a
 //! decision needs (tool annotations from `tools/list`, requests in flight).
 //!
-//! A decided message goes through the stages of the decision path in order, each a
-//! module: the policy (`decide`: the first rule that matches, with what the server said
-//! of its tools, `listing`), the approvals (`approvals`: a call a rule asks about waits
-//! for a person, or a standing approval lets it through), the pins (`pinning`: what the
-//! server lists is compared with what was approved), and the audit trail (the event is
-//! recorded before anything leaves). A stage may hold a message; everything else
-//! keeps flowing meanwhile.
+//! A decided message goes through the stages of the decision path in the order
+//! [`pipeline`] lists for its direction, each a module here: limits and parsing
+//! (`refuse`), the params, the server's tool list (`listing`), [`self_protection`], the
+//! policy (`decide`), the pins (`pinning`), credentials in the arguments (`arguments`,
+//! [`credentials`]), a person (`approvals`, `broker`), and the audit trail (the event is
+//! recorded before anything leaves); a result goes through pinning, `results` and
+//! `hiding`. A stage may hold a message; everything else keeps flowing meanwhile.
+//! [`Verdict::deliveries`] turns what the guard decided into what the transport sends.
 
 use clawai_protocol::methods;
+
 mod alone;
 mod approvals;
 mod arguments;
 mod batch;
 mod broker;
+pub mod credentials;
 mod decide;
+mod deliver;
 mod hiding;
 mod listing;
 mod own;
 mod pinning;
+pub mod pipeline;
 mod refuse;
 mod response;
 mod results;
+pub mod self_protection;
 mod shown_ids;
 
 use refuse::reads_as_decided;
@@ -40,6 +46,7 @@ use std::time::Instant;
 pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
+pub use deliver::{Deliveries, Delivery, Side, dispatched};
 pub use own::{OwnRequest, OwnRequests, OwnVerdict};
 pub use pinning::scan_settings;
 
@@ -56,7 +63,9 @@ use crate::audit::{AuditLog, Decision, Direction, Event, EventKind, Stamp, stamp
 use crate::in_flight::{InFlight, InFlightTable};
 use crate::reload::PolicyHandle;
 
-/// What the transport does with a message.
+/// What the transport does with a message: turned into what to send by
+/// [`Verdict::deliveries`], the one place that says where each verdict's bytes go.
+#[must_use = "a verdict says what to send; send its deliveries"]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Forward the original bytes, unchanged.

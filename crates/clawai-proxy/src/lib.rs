@@ -12,7 +12,6 @@
 
 pub mod ask;
 pub mod audit;
-pub mod credentials;
 pub mod guard;
 mod in_flight;
 pub mod links;
@@ -20,7 +19,6 @@ pub mod pipe;
 pub mod process_tree;
 pub mod redact;
 pub mod reload;
-pub mod self_protection;
 pub mod stdio;
 
 pub use audit::{AuditLog, AuditObserver};

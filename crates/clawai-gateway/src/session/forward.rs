@@ -6,7 +6,8 @@ use clawai_protocol::methods;
 use std::sync::Arc;
 
 use clawai_protocol::reply;
-use clawai_proxy::{Outgoing, Verdict};
+use clawai_proxy::Verdict;
+use clawai_proxy::guard::{Deliveries, Side};
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
@@ -234,13 +235,7 @@ impl Session {
 
     /// Does what the guard said of a message on its way to the server.
     pub(super) async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
-        match verdict {
-            Verdict::Forward => self.to_server(pair, bytes).await,
-            Verdict::Replace(instead) => self.to_server(pair, instead).await,
-            Verdict::Reply(answer) => self.answer_from_pair(pair, answer),
-            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
-            Verdict::Drop => {}
-        }
+        self.deliver_from_pair(pair, verdict.deliveries(bytes, Side::Client)).await;
     }
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
@@ -257,10 +252,11 @@ impl Session {
     }
 
     /// Sends what a guard gave, each message to its side.
-    pub(crate) async fn route_from_pair(self: &Arc<Self>, pair: &Arc<Pair>, out: Vec<Outgoing>) {
-        for message in out {
-            match message {
-                Outgoing::ToServer(bytes) => {
+    pub(crate) async fn deliver_from_pair(self: &Arc<Self>, pair: &Arc<Pair>, deliveries: Deliveries<'_>) {
+        for delivery in deliveries {
+            let bytes = delivery.bytes.into_owned();
+            match delivery.to {
+                Side::Server if delivery.from_guard => {
                     if let Ok(message) = serde_json::from_slice::<Value>(&bytes)
                         && message.get("method").is_some()
                         && let Some(id) = message.get("id")
@@ -277,7 +273,8 @@ impl Session {
                     }
                     self.to_server(pair, bytes).await;
                 }
-                Outgoing::ToClient(bytes) => self.answer_from_pair(pair, bytes),
+                Side::Server => self.to_server(pair, bytes).await,
+                Side::Client => self.answer_from_pair(pair, bytes),
             }
         }
     }
@@ -360,19 +357,14 @@ impl Session {
             }
             return;
         }
-        match verdict {
-            Verdict::Forward => self.forward_answer(upstream, &call.client_id, bytes, id_at),
-            Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
-            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
-            Verdict::Dispatch(out) => {
-                for message in out {
-                    match message {
-                        Outgoing::ToClient(answer) => self.send_parsed_answer(upstream, &call.client_id, &answer),
-                        Outgoing::ToServer(bytes) => self.to_server(&pair, bytes).await,
-                    }
-                }
+        if let Verdict::Forward = verdict {
+            return self.forward_answer(upstream, &call.client_id, bytes, id_at);
+        }
+        for delivery in verdict.deliveries(bytes, Side::Server) {
+            match delivery.to {
+                Side::Client => self.send_parsed_answer(upstream, &call.client_id, &delivery.bytes),
+                Side::Server => self.to_server(&pair, delivery.bytes.into_owned()).await,
             }
-            Verdict::Drop => {}
         }
     }
 
@@ -438,11 +430,11 @@ impl Session {
     /// The server answered a request a guard made of its own.
     pub(crate) async fn guard_answered(self: &Arc<Self>, upstream: &Arc<Upstream>, bytes: Vec<u8>) {
         let pair = self.pair(upstream);
+        // The guard takes its own answer (a listing it asked for) and says what follows
+        // from it; nothing of it is the client's.
         let verdict = pair.guard.from_server(&bytes);
-        match verdict {
-            Verdict::Dispatch(out) => self.route_from_pair(&pair, out).await,
-            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
-            _ => {}
+        if !matches!(verdict, Verdict::Forward | Verdict::Replace(_)) {
+            self.deliver_from_pair(&pair, verdict.deliveries(bytes, Side::Server)).await;
         }
     }
 

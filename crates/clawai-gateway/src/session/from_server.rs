@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clawai_proxy::Verdict;
+use clawai_proxy::guard::Side;
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
@@ -77,14 +78,10 @@ impl Session {
     pub(super) async fn server_request_goes_on(self: &Arc<Self>, pair: &Arc<Pair>, bytes: &[u8]) -> bool {
         let verdict = pair.guard.from_server(bytes);
         pair.guard.write_pending_decisions();
-        match verdict {
-            Verdict::Forward => return true,
-            Verdict::Reply(answer) | Verdict::Replace(answer) => {
-                pair.upstream.send(answer).await;
-            }
-            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
-            Verdict::Drop => {}
+        if let Verdict::Forward = verdict {
+            return true;
         }
+        self.deliver_from_pair(pair, verdict.deliveries(bytes, Side::Server)).await;
         false
     }
 
