@@ -34,6 +34,18 @@ CREATE TABLE IF NOT EXISTS clawai_audit_writers (
 );
 ";
 
+/// Whether every table is there (in the role's search path).
+pub(crate) const PRESENT: &str = "SELECT to_regclass('clawai_audit_events') IS NOT NULL \
+     AND to_regclass('clawai_audit_sources') IS NOT NULL AND to_regclass('clawai_audit_writers') IS NOT NULL";
+
+/// The least a shipper's role needs once the tables exist, `{role}` being its name: it
+/// can add lines and move its position, never change or delete a line shipped.
+pub const SHIPPER_GRANTS: &str = "
+GRANT SELECT, INSERT ON clawai_audit_events, clawai_audit_writers TO {role};
+GRANT SELECT, INSERT, UPDATE ON clawai_audit_sources TO {role};
+GRANT USAGE ON SEQUENCE clawai_audit_events_id_seq TO {role};
+";
+
 /// Two shippers starting at once may both create the tables: PostgreSQL's
 /// `IF NOT EXISTS` is not safe against that race, so creation runs under this
 /// transaction-level advisory lock.

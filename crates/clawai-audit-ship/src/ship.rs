@@ -143,7 +143,13 @@ async fn run_connected(
     }
 }
 
+/// Creates the tables unless they are there: a shipper whose role may only insert
+/// (docs/cluster.md) must not need the right to create them.
 async fn create_tables(db: &Postgres, client: &mut tokio_postgres::Client) -> Result<(), Error> {
+    let present: bool = client.query_one(schema::PRESENT, &[]).await.map_err(|e| db.error(e))?.get(0);
+    if present {
+        return Ok(());
+    }
     let transaction = client.transaction().await.map_err(|e| db.error(e))?;
     transaction.batch_execute(schema::LOCK).await.map_err(|e| db.error(e))?;
     transaction.batch_execute(schema::CREATE).await.map_err(|e| db.error(e))?;

@@ -216,3 +216,30 @@ fn rows_deleted_from_the_start_of_a_chain_are_caught() {
         "the first two rows were deleted: {said}"
     );
 }
+
+#[test]
+fn a_shipper_whose_role_may_only_insert_ships_and_cannot_rewrite() {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let log = AuditLog::open(&trail, u64::MAX, 0).unwrap();
+    write_calls(&log, 0, 5);
+    // The tables, created once by their owner.
+    assert!(ship_once(&db, &trail).status.success());
+    db.sql("CREATE ROLE shipper LOGIN");
+    db.sql(&clawai_audit_ship::schema::SHIPPER_GRANTS.replace("{role}", "shipper"));
+
+    write_calls(&log, 5, 5);
+    drop(log);
+    let as_shipper = db.url().replace("clawai@", "shipper@");
+    let shipped =
+        clawai_cmd(&["audit", "ship", "--once", "--postgres", &as_shipper]).arg("--audit").arg(&trail).output();
+    let shipped = shipped.unwrap();
+    assert!(shipped.status.success(), "{}", text(&shipped));
+    assert_eq!(db.count(STORED), 10);
+    assert!(verify(&db).status.success());
+
+    let rewrite = db.psql_as("shipper", "UPDATE clawai_audit_events SET line = '{}'");
+    assert!(!rewrite.status.success(), "the shipper's role rewrote a shipped line");
+    assert!(String::from_utf8_lossy(&rewrite.stderr).contains("permission denied"), "{rewrite:?}");
+}

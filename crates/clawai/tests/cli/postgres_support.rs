@@ -115,13 +115,18 @@ impl Postgres {
         }
     }
 
-    /// Runs SQL with `psql`; its output, unaligned, without headers.
-    pub fn sql(&self, statement: &str) -> String {
-        let output = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "clawai", "-d", "postgres"])
+    /// Runs SQL with `psql` as `user`, whatever comes of it.
+    pub fn psql_as(&self, user: &str, statement: &str) -> std::process::Output {
+        Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", user, "-d", "postgres"])
             .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", statement])
             .output()
-            .expect("run psql");
+            .expect("run psql")
+    }
+
+    /// Runs SQL with `psql` as the superuser; its output, unaligned, without headers.
+    pub fn sql(&self, statement: &str) -> String {
+        let output = self.psql_as("clawai", statement);
         assert!(output.status.success(), "psql {statement}: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned()
     }
