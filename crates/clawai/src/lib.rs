@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The `clawai` command line: a thin layer over the policy, protocol, proxy and HTTP
 //! crates. Two binaries share it: `clawai` (everything, with the stdio proxy) and
 //! `clawai-http` (the same commands, able to run the HTTP transports itself).

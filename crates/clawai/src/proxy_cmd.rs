@@ -138,6 +138,7 @@ pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptio
     crate::stores::ask_options(Duration::from_secs_f64(timeout), paths::approvals_path(approvals))
 }
 
+/// `clawai proxy`: guards one server (a command, or `--upstream URL`) for one client.
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if args.upstream.is_some() && !args.command.is_empty() {
         bail!("give either --upstream URL or a command after `--`, not both");
