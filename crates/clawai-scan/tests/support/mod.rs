@@ -8,7 +8,7 @@ use clawai_scan::ItemKind;
 use serde_json::Value;
 
 /// One server's dump.
-pub struct Listing {
+pub(crate) struct Listing {
     pub server: String,
     pub instructions: Option<String>,
     pub items: Vec<(ItemKind, Value)>,
@@ -19,7 +19,7 @@ fn dir(name: &str) -> PathBuf {
 }
 
 /// Every dumped server, in file name order.
-pub fn listings() -> Vec<Listing> {
+pub(crate) fn listings() -> Vec<Listing> {
     clawai_testkit::corpus::dumps()
         .into_iter()
         .map(|dump| {
@@ -37,7 +37,7 @@ pub fn listings() -> Vec<Listing> {
 }
 
 /// The multilingual and emoji samples, one per line.
-pub fn samples() -> Vec<String> {
+pub(crate) fn samples() -> Vec<String> {
     std::fs::read_to_string(dir("samples").join("multilingual.txt"))
         .expect("samples")
         .lines()
@@ -47,7 +47,7 @@ pub fn samples() -> Vec<String> {
 }
 
 /// Every string of a JSON value, keys included.
-pub fn strings(value: &Value, out: &mut Vec<String>) {
+pub(crate) fn strings(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(text) => out.push(text.clone()),
         Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
@@ -62,7 +62,7 @@ pub fn strings(value: &Value, out: &mut Vec<String>) {
 }
 
 /// Every string of the corpus (listings, instructions, samples).
-pub fn corpus_strings() -> Vec<String> {
+pub(crate) fn corpus_strings() -> Vec<String> {
     let mut out = samples();
     for listing in listings() {
         out.extend(listing.instructions);
