@@ -144,7 +144,14 @@ pub struct Guard {
     /// What the policy's `rate`, `taint` and `tainted` remember of this session; the
     /// gateway shares one between the guards of a client session's servers.
     remembered: std::sync::Arc<clawai_policy::Session>,
+    /// The protections of the server's sandbox, once it started in one (shared with the
+    /// other guards of the same server behind the gateway).
+    sandbox: SandboxCell,
 }
+
+/// Where the summary of a server's sandbox is kept once it started, for the audit events
+/// of its calls.
+pub type SandboxCell = std::sync::Arc<std::sync::OnceLock<Box<str>>>;
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
 /// name or URI)` → the name the client uses, for the audit trail.
@@ -169,6 +176,7 @@ impl Guard {
             listed_as: None,
             pinning: None,
             remembered: std::sync::Arc::default(),
+            sandbox: SandboxCell::default(),
         }
     }
 
@@ -254,6 +262,40 @@ impl Guard {
         self.listing.annotations(tool)
     }
 
+    /// Records that the server runs in a sandbox with these protections (`summary`), and
+    /// what it has not (`detail`): one event now, and the summary on every call's events.
+    pub fn record_sandbox(&self, summary: &str, detail: &str) {
+        let _ = self.sandbox.set(summary.into());
+        let event = Event {
+            time: stamp().wall,
+            session: &self.session,
+            server: self.server.as_deref(),
+            kind: "sandbox",
+            reason: Some(detail.into()),
+            sandbox: Some(summary),
+            ..Default::default()
+        };
+        self.audit.record(&event);
+        self.audit.flush();
+    }
+
+    /// Where this guard keeps the summary of its server's sandbox.
+    pub fn sandbox_cell(&self) -> SandboxCell {
+        std::sync::Arc::clone(&self.sandbox)
+    }
+
+    /// The same guard, reading its server's sandbox from `cell` (behind the gateway: the
+    /// guard of the server's own session records the sandbox when the server starts).
+    pub fn with_sandbox_cell(mut self, cell: SandboxCell) -> Guard {
+        self.sandbox = cell;
+        self
+    }
+
+    /// The server's name (`--server`, the gateway's name for it), if it has one.
+    pub fn server_name(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
     /// The session id written in every audit event.
     pub fn session(&self) -> &str {
         &self.session
@@ -270,6 +312,7 @@ impl Guard {
             server: self.server.as_deref(),
             direction: Some(direction),
             kind,
+            sandbox: self.sandbox.get().map(|s| &**s),
             ..Default::default()
         }
     }

@@ -70,6 +70,17 @@ impl ServerContext {
         path.split(':').filter(|dir| !dir.is_empty()).map(|dir| Path::new(dir).join(program)).find(|p| p.is_file())
     }
 
+    /// The program's file name, as found and as its links resolve (`npx`, `npx-cli.js`).
+    fn program_names(&self) -> Vec<String> {
+        let found = self.program();
+        let resolved = found.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
+        [found, resolved]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect()
+    }
+
     fn absolute(&self, path: &str) -> PathBuf {
         let path = Path::new(path);
         if path.is_absolute() { path.to_path_buf() } else { self.cwd.join(path) }
@@ -85,12 +96,15 @@ pub struct Profile {
     pub network: Vec<NetworkGrant>,
     /// Why the network is what it is.
     pub network_why: String,
+    /// Variables set in the server's environment, with why: without the network, `npx`
+    /// and `uvx` are told to use their caches instead of retrying the registry.
+    pub env: Vec<(String, String, String)>,
 }
 
 /// Files and directories of the system every runtime needs read: the programs and
 /// libraries, the loader, and the `/etc` files the C library, Node and Python read
 /// (names, time zone, certificates, name resolution).
-const SYSTEM_READ: [(&str, &str); 25] = [
+const SYSTEM_READ: [(&str, &str); 26] = [
     ("/usr", "programs, libraries and the runtimes' own files"),
     ("/bin", "programs (often a link to /usr/bin)"),
     ("/sbin", "programs (often a link to /usr/sbin)"),
@@ -114,6 +128,7 @@ const SYSTEM_READ: [(&str, &str); 25] = [
     ("/etc/passwd", "user names (the runtimes look up the user)"),
     ("/etc/group", "group names"),
     ("/etc/mime.types", "file types"),
+    ("/etc/locale.alias", "locale names (the C library reads it through /usr/share/locale)"),
     ("/etc/os-release", "the system's name"),
     ("/proc", "the process's own information (/proc/self); other processes' are refused by Landlock"),
 ];
@@ -158,6 +173,7 @@ impl Profile {
             }
         }
         profile.set_network(context, request);
+        profile.set_offline(context);
         Ok(profile)
     }
 
@@ -189,11 +205,7 @@ impl Profile {
 
     /// The caches and configuration of the package managers the command runs through.
     fn add_package_managers(&mut self, context: &ServerContext) {
-        let names: Vec<String> = [context.program(), context.program().and_then(|p| std::fs::canonicalize(p).ok())]
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
+        let names = context.program_names();
         let runs = |candidates: &[&str]| names.iter().any(|n| candidates.iter().any(|c| n == c || n.starts_with(c)));
         let home = context.home();
         if runs(&["npx", "npm", "node", "pnpm", "yarn", "bun", "npx-cli.js", "npm-cli.js"]) {
@@ -296,6 +308,23 @@ impl Profile {
         }
     }
 
+    /// Without the network, a package manager that asks its registry first retries for
+    /// a minute before it falls back to its cache: tell it to use the cache.
+    fn set_offline(&mut self, context: &ServerContext) {
+        if self.network != [NetworkGrant::None] {
+            return;
+        }
+        let names = context.program_names();
+        let why = "network none: use the cache, never the registry";
+        if names.iter().any(|n| ["npx", "npm", "npx-cli.js", "npm-cli.js", "pnpm", "yarn"].contains(&n.as_str())) {
+            self.env.push(("npm_config_offline".into(), "true".into(), why.into()));
+            self.env.push(("npm_config_update_notifier".into(), "false".into(), why.into()));
+        }
+        if names.iter().any(|n| n == "uvx" || n == "uv") {
+            self.env.push(("UV_OFFLINE".into(), "1".into(), why.into()));
+        }
+    }
+
     /// True when a grant already covers `path` (it is the grant's path or beneath it).
     fn covered(&self, path: &Path) -> bool {
         self.grants.iter().any(|g| path.starts_with(&g.path))
@@ -316,6 +345,9 @@ impl Profile {
         }
         let network: Vec<String> = self.network.iter().map(ToString::to_string).collect();
         text.push_str(&format!("network  {}  ({})\n", network.join(", "), self.network_why));
+        for (name, value, why) in &self.env {
+            text.push_str(&format!("env      {name}={value}  ({why})\n"));
+        }
         text
     }
 }
