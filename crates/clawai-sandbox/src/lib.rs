@@ -31,7 +31,7 @@ mod support;
 mod linux;
 
 pub use grant::{Access, Grant, NetworkGrant};
-pub use plan::{Prepared, prepare};
+pub use plan::{Prepared, on_this_system, prepare};
 pub use profile::{Profile, ServerContext};
 pub use report::{Protection, Report};
 pub use support::Support;

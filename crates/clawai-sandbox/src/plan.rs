@@ -50,6 +50,23 @@ pub fn prepare(request: &Request, context: &ServerContext, die_with_parent: bool
     })
 }
 
+/// What this system would enforce of the sandbox `request` asks for the server in
+/// `context`, without starting anything (`clawai status`).
+pub fn on_this_system(request: &Request, context: &ServerContext) -> Result<Report, SandboxError> {
+    let profile = Profile::auto(context, request)?;
+    let support = Support::probe();
+    let wanted = wanted(&profile.network);
+    let prepared = Prepared {
+        mode: request.mode,
+        profile,
+        support,
+        wanted,
+        #[cfg(target_os = "linux")]
+        stage: None,
+    };
+    Ok(prepared.expected())
+}
+
 /// The protections a profile asks for: all of them, but the network's depend on its
 /// grants (TCP ports are restricted for `none` and HOST:PORT grants only; the network
 /// namespace is for `none`).

@@ -151,6 +151,8 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
     }
+    // Wrong sandbox options stop here, before the policy is even looked for.
+    args.sandbox.request()?;
     if args.sandbox.mode.is_some_and(|mode| mode != clawai_proxy::sandbox::Mode::Off)
         && (args.upstream.is_some() || args.front.listen.is_some())
     {

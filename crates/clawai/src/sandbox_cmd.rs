@@ -58,6 +58,43 @@ impl SandboxArgs {
     }
 }
 
+/// What this system would enforce of the sandbox asked by a wrapped entry's options of
+/// `clawai proxy` (`--sandbox auto --sandbox-read P …`), for `clawai status`; `None`
+/// when the entry asks for none.
+pub(crate) fn status_line(proxy_options: &[String], command: &[String]) -> Option<String> {
+    // `--sandbox=auto` as `--sandbox auto`.
+    let options: Vec<String> = proxy_options
+        .iter()
+        .flat_map(|option| match option.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--sandbox") => vec![flag.to_owned(), value.to_owned()],
+            _ => vec![option.clone()],
+        })
+        .collect();
+    let value = |i: usize| options.get(i + 1).cloned().unwrap_or_default();
+    let mut args = SandboxArgs::default();
+    for (i, option) in options.iter().enumerate() {
+        match option.as_str() {
+            "--sandbox" => args.mode = Mode::parse(&value(i)),
+            "--sandbox-read" => args.read.push(value(i).into()),
+            "--sandbox-write" => args.write.push(value(i).into()),
+            "--sandbox-network" => args.network.push(value(i)),
+            _ => {}
+        }
+    }
+    let request = match args.request() {
+        Ok(request) if request.is_on() => request,
+        Ok(_) => return None,
+        Err(error) => {
+            return Some(format!("sandbox: the entry's options are wrong ({error}); the server will not start"));
+        }
+    };
+    let context = ServerContext::here(command, None);
+    Some(match clawai_proxy::sandbox::on_this_system(&request, &context) {
+        Ok(report) => report.describe(),
+        Err(error) => format!("sandbox: {error}"),
+    })
+}
+
 /// `clawai sandbox …`.
 #[derive(Debug, Subcommand)]
 pub enum SandboxCommand {
@@ -77,11 +114,13 @@ pub struct ExplainArgs {
 }
 
 pub(crate) fn run(command: SandboxCommand) -> Result<ExitCode> {
-    let SandboxCommand::Explain(args) = command;
-    let mut request = args.sandbox.request()?;
-    if request.mode == Mode::Off {
-        request.mode = Mode::Auto;
+    let SandboxCommand::Explain(mut args) = command;
+    // What `--sandbox auto` would grant, unless another mode is given.
+    let mode = args.sandbox.mode.get_or_insert(Mode::Auto);
+    if *mode == Mode::Off {
+        *mode = Mode::Auto;
     }
+    let request = args.sandbox.request()?;
     let context = ServerContext::here(&args.command, None);
     let prepared = prepare(&request, &context, false)?;
     print!("{}", prepared.profile().explain());
