@@ -11,6 +11,7 @@ away (the kernel cannot be made to lack them from here)."""
 import http.server
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +109,10 @@ async def test_filesystem_under_auto_works_in_its_project_and_the_kernel_refuses
     assert start[0]["sandbox"] == "landlock-files,landlock-tcp,landlock-scopes,user-ns,pid-ns,net-ns,no-new-privs"
     failed = [e for e in events if e["kind"] == "response" and e.get("method") == "tools/call" and e.get("is_error")]
     assert len(failed) == 2 and all("landlock-files" in e["sandbox"] for e in failed), failed
+    tail = subprocess.run([clawai_bin(), "audit", "tail", "--audit", str(tmp_path / "audit.jsonl"), "-n", "100"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "files    started: sandbox (auto): landlock-files," in tail, tail
+    assert tail.count(" error (in sandbox: landlock-files,") == 2, tail
 
 
 async def test_without_the_sandbox_the_same_setup_reads_the_key(tmp_path, home):

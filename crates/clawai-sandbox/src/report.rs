@@ -71,7 +71,7 @@ impl Protection {
                 "a PID namespace (what the server starts and detaches may outlive it; clawai still ends what it can find)"
                     .to_owned()
             }
-            Protection::NetworkNamespace => "no network (no network namespace: UDP and other protocols are open)".to_owned(),
+            Protection::NetworkNamespace => "no network (no network namespace: the server reaches the network as its user can)".to_owned(),
             Protection::NoNewPrivs => "no_new_privs".to_owned(),
         }
     }
