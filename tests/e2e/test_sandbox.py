@@ -351,3 +351,41 @@ def test_gateway_refuses_a_bad_sandbox_value_with_its_file_and_line(tmp_path):
     assert refused.returncode != 0
     stderr = refused.stderr
     assert f"{config}:3:20: `sandbox` of server `s` is `yes`; use \"auto\", \"require\", \"off\"" in stderr, stderr
+
+
+def test_proxy_killed_takes_its_sandboxed_server_and_all_it_started_along(tmp_path):
+    gw = raw_proxy(tmp_path, [sys.executable, str(STATEFUL)], "--sandbox", "auto")
+    namespace = {}
+    try:
+        gw.initialize()
+        namespace, strays = strays_of(gw, "spawn_strays")
+        assert_nothing_left(namespace, strays)
+        gw.proc.kill()  # SIGKILL: clawai cleans nothing up itself
+        gw.proc.wait()
+        assert gone_within_a_second(namespace.values()), \
+            f"alive 1 s after clawai was killed: {[p for p in namespace.values() if alive(p)]}"
+    finally:
+        gw.kill()
+        kill_leftovers(namespace.values())
+
+
+def test_gateway_reload_that_removes_a_sandboxed_server_ends_all_it_started(tmp_path):
+    entry = {"command": sys.executable, "args": [str(STATEFUL)], "internalOnly": False, "sandbox": "auto"}
+    other = {"command": sys.executable, "args": [str(FETCH)], "internalOnly": False}
+    config = write_config(tmp_path / "gateway.json", {"s": entry, "f": other})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    namespace = {}
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("s__spawn_strays", "f__fetch"))
+        namespace, strays = strays_of(gw, "s__spawn_strays")
+        assert_nothing_left(namespace, strays)
+        write_config(config, {"f": other})
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in namespace.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in namespace.values()), "left after the server was removed"
+        assert gw.proc.poll() is None, "the gateway goes on"
+    finally:
+        gw.kill()
+        kill_leftovers(namespace.values())

@@ -26,6 +26,7 @@ mod pinning;
 mod refuse;
 mod response;
 mod results;
+mod sandbox;
 mod shown_ids;
 
 use refuse::reads_as_decided;
@@ -149,9 +150,7 @@ pub struct Guard {
     sandbox: SandboxCell,
 }
 
-/// Where the summary of a server's sandbox is kept once it started, for the audit events
-/// of its calls.
-pub type SandboxCell = std::sync::Arc<std::sync::OnceLock<Box<str>>>;
+pub use sandbox::SandboxCell;
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
 /// name or URI)` → the name the client uses, for the audit trail.
@@ -260,35 +259,6 @@ impl Guard {
     /// The annotations recorded for a tool, if it was listed.
     pub fn annotations(&self, tool: &str) -> Option<ToolAnnotations> {
         self.listing.annotations(tool)
-    }
-
-    /// Records that the server runs in a sandbox with these protections (`summary`), and
-    /// what it has not (`detail`): one event now, and the summary on every call's events.
-    pub fn record_sandbox(&self, summary: &str, detail: &str) {
-        let _ = self.sandbox.set(summary.into());
-        let event = Event {
-            time: stamp().wall,
-            session: &self.session,
-            server: self.server.as_deref(),
-            kind: "sandbox",
-            reason: Some(detail.into()),
-            sandbox: Some(summary),
-            ..Default::default()
-        };
-        self.audit.record(&event);
-        self.audit.flush();
-    }
-
-    /// Where this guard keeps the summary of its server's sandbox.
-    pub fn sandbox_cell(&self) -> SandboxCell {
-        std::sync::Arc::clone(&self.sandbox)
-    }
-
-    /// The same guard, reading its server's sandbox from `cell` (behind the gateway: the
-    /// guard of the server's own session records the sandbox when the server starts).
-    pub fn with_sandbox_cell(mut self, cell: SandboxCell) -> Guard {
-        self.sandbox = cell;
-        self
     }
 
     /// The server's name (`--server`, the gateway's name for it), if it has one.

@@ -152,3 +152,64 @@ impl Prepared {
         self.report(Vec::new())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(network: &[&str], support: Support) -> Prepared {
+        let profile = Profile { network: NetworkGrant::parse_all(network).unwrap(), ..Profile::default() };
+        let wanted = wanted(&profile.network);
+        Prepared {
+            mode: Mode::Auto,
+            profile,
+            support,
+            wanted,
+            #[cfg(target_os = "linux")]
+            stage: None,
+        }
+    }
+
+    const FULL: Support = Support { landlock_abi: 7, namespaces: true, linux: true };
+
+    #[test]
+    fn network_none_asks_for_its_namespace_and_all_tcp_refused_any_for_neither() {
+        let none = prepared(&["none"], FULL);
+        assert!(none.wanted.contains(&Protection::NetworkNamespace) && none.wanted.contains(&Protection::TcpPorts));
+        let ports = prepared(&["api.github.com:443"], FULL);
+        assert!(!ports.wanted.contains(&Protection::NetworkNamespace) && ports.wanted.contains(&Protection::TcpPorts));
+        for open in [&["any"][..], &["loopback"], &["loopback", "a.b:1"]] {
+            let open = prepared(open, FULL);
+            assert!(
+                !open.wanted.contains(&Protection::TcpPorts) && !open.wanted.contains(&Protection::NetworkNamespace)
+            );
+        }
+    }
+
+    #[test]
+    fn everything_offered_is_expected_and_only_the_inherent_limits_are_said() {
+        let none = prepared(&["none"], FULL).expected();
+        assert_eq!(none.enforced.len(), Protection::ALL.len());
+        assert!(none.not_enforced.is_empty(), "{:?}", none.not_enforced);
+        let loopback = prepared(&["loopback"], FULL).expected();
+        assert_eq!(loopback.not_enforced.len(), 1);
+        assert!(loopback.not_enforced[0].starts_with("network `loopback` is not confined to this machine"));
+    }
+
+    #[test]
+    fn without_namespaces_none_still_refuses_tcp_and_says_the_rest_is_open() {
+        let report = prepared(&["none"], Support { namespaces: false, ..FULL }).expected();
+        assert!(report.has(Protection::TcpPorts) && !report.has(Protection::NetworkNamespace));
+        assert!(report.not_enforced.iter().any(|l| l.starts_with("no network for UDP and other protocols")));
+        assert!(!report.not_enforced.iter().any(|l| l.starts_with("no network (")), "{:?}", report.not_enforced);
+        assert!(report.not_enforced.iter().any(|l| l.starts_with("a PID namespace")));
+    }
+
+    #[test]
+    fn without_landlock_nothing_of_the_files_is_claimed() {
+        let report = prepared(&["none"], Support { landlock_abi: 0, ..FULL }).expected();
+        assert!(!report.has(Protection::Files) && !report.has(Protection::TcpPorts));
+        assert!(report.summary().split(',').all(|p| !p.starts_with("landlock")), "{}", report.summary());
+        assert!(report.not_enforced.iter().any(|l| l.starts_with("files (no Landlock")));
+    }
+}
