@@ -389,3 +389,26 @@ def test_gateway_reload_that_removes_a_sandboxed_server_ends_all_it_started(tmp_
     finally:
         gw.kill()
         kill_leftovers(namespace.values())
+
+
+async def test_proxy_listen_runs_each_sessions_server_in_the_sandbox(tmp_path, local_site):
+    from test_conformance import free_port, stop
+    from test_http import wait_until_listening
+    policy = write_policy(tmp_path, ALLOW_ALL)
+    port = free_port()
+    with open(tmp_path / "proxy.err", "wb") as err:
+        proc = subprocess.Popen([clawai_bin(), "proxy", "--policy", str(policy), "--audit", str(tmp_path / "audit.jsonl"),
+                                 "--server", "fetch", "--listen", f"127.0.0.1:{port}", "--sandbox", "auto", "--",
+                                 sys.executable, str(FETCH)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                env={**os.environ, "CLAWAI_PINS": str(tmp_path / "pins")}, cwd=tmp_path)
+    try:
+        wait_until_listening(port, proc)
+        with anyio.fail_after(30):
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as client:
+                result = await client.call_tool("fetch", {"url": local_site})
+    finally:
+        stop(proc)
+    assert result.is_error and "Errno" in result.content[0].text, result
+    starts = [e for e in read_audit(tmp_path / "audit.jsonl") if e["kind"] == "sandbox"]
+    assert starts and "net-ns" in starts[0]["sandbox"], starts

@@ -52,6 +52,18 @@ pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildS
     spawn_with(command, |_| {}, max_message)
 }
 
+/// Starts `command` as [`spawn`] does, in `sandbox` (prepared for this command); returns
+/// what the sandbox had in force.
+pub fn spawn_sandboxed(
+    command: &[String],
+    sandbox: Option<Prepared>,
+    max_message: usize,
+) -> io::Result<(Link, ChildServer, Option<Report>)> {
+    let (stdin, stdout, child, report) = spawn_piped_sandboxed(command, |_| {}, sandbox)?;
+    let (link, child) = link(stdin, stdout, child, max_message);
+    Ok((link, child, report))
+}
+
 /// Starts `command` as [`spawn`] does, after `prepare` set what else it needs (its
 /// environment, its working directory).
 pub fn spawn_with(

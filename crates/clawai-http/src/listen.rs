@@ -62,6 +62,8 @@ pub struct ListenOptions {
     pub ask: clawai_proxy::AskOptions,
     /// The server's pins, shared by every session (`None`: no pinning stage).
     pub pins: Option<std::sync::Arc<clawai_proxy::pins::Tracker>>,
+    /// The sandbox each session's stdio server runs in (off by default).
+    pub sandbox: clawai_proxy::sandbox::Request,
 }
 
 /// What the endpoint relays to.
@@ -228,13 +230,29 @@ impl Front {
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
-                let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
+                let unavailable = |error: &dyn std::fmt::Display| {
                     Box::new(json_error(
                         StatusCode::BAD_GATEWAY,
                         reply::SERVER_UNAVAILABLE,
                         &format!("clawai: {error}"),
                     ))
-                })?;
+                };
+                let sandbox = match self.options.sandbox.is_on() {
+                    true => {
+                        let context = clawai_proxy::sandbox::ServerContext::here(command, None);
+                        // Not `die_with_parent`: the spawning thread is a runtime's.
+                        Some(
+                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, false)
+                                .map_err(|e| unavailable(&e))?,
+                        )
+                    }
+                    false => None,
+                };
+                let (link, child, report) =
+                    child::spawn_sandboxed(command, sandbox, self.options.max_message).map_err(|e| unavailable(&e))?;
+                if let Some(report) = report {
+                    clawai_proxy::sandboxed::announce(&guard, &report);
+                }
                 (link, Some(child))
             }
             Upstream::Remote(options) => {

@@ -153,12 +153,10 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     }
     // Wrong sandbox options stop here, before the policy is even looked for.
     args.sandbox.request()?;
-    if args.sandbox.mode.is_some_and(|mode| mode != clawai_proxy::sandbox::Mode::Off)
-        && (args.upstream.is_some() || args.front.listen.is_some())
-    {
+    if args.sandbox.mode.is_some_and(|mode| mode != clawai_proxy::sandbox::Mode::Off) && args.upstream.is_some() {
         bail!(
             "--sandbox applies to a stdio server clawai starts itself (`clawai proxy --sandbox auto -- CMD`), \
-             not to --upstream or --listen; run the server behind `clawai gateway` with a \"sandbox\" value instead"
+             not to a remote server (--upstream): that process is not clawai's to confine"
         );
     }
     if args.front.listen.is_some() || args.upstream.is_some() || args.otlp.wanted() {

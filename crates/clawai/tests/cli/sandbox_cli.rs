@@ -60,6 +60,7 @@ fn grants_without_a_sandbox_and_a_sandbox_for_a_remote_server_are_refused() {
     let (code, _, err) = clawai(&["proxy", "--sandbox", "auto", "--upstream", "https://mcp.example.com/mcp"]);
     assert_eq!(code, 2);
     assert!(err.contains("--sandbox applies to a stdio server clawai starts itself"), "{err}");
+    assert!(err.contains("not to a remote server (--upstream)"), "{err}");
     let (code, _, err) = clawai(&["proxy", "--sandbox", "maybe", "--", "true"]);
     assert_eq!(code, 2);
     assert!(err.contains("`maybe` is not a sandbox mode; use auto, require or off"), "{err}");
