@@ -150,6 +150,30 @@ def test_ids_come_back_exactly_and_a_batch_is_refused(tmp_path):
     assert not [m for m in read_log(tmp_path / "a.log")[0] if "batched" in json.dumps(m)]
 
 
+def test_lines_the_front_refuses_are_in_the_trail(tmp_path):
+    """An unparsable line and a line over the size limit are refused by the same stage as
+    in the proxy, and each leaves a `refused` line in the trail."""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    gw = RawGateway(tmp_path, [*gateway_args(tmp_path, config), "--max-message-size", "4096"])
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__echo"))
+        gw.proc.stdin.write(b'{"jsonrpc":"2.0","id":60,"method":"tools/call","method":"ping"}\n')
+        gw.proc.stdin.flush()
+        assert json.loads(gw.read_response(60))["error"]["code"] in (-32600, -32003)
+        big = json.dumps({"jsonrpc": "2.0", "id": 61, "method": "tools/call",
+                          "params": {"name": "a__echo", "arguments": {"text": "x" * 8000}}})
+        gw.proc.stdin.write(big.encode() + b"\n")
+        gw.proc.stdin.flush()
+        assert json.loads(gw.read_response(61))["error"]["code"] == -32004
+        assert gw.request(62, "ping")["result"] == {}
+    finally:
+        gw.kill()
+    refused = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("decision") == "refused"]
+    assert any(e.get("id") == 60 for e in refused), refused
+    assert any("over the 4096-byte limit" in e.get("reason", "") for e in refused), refused
+
+
 async def test_a_tool_whose_own_name_has_a_double_underscore_is_routed_on_the_first(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"s": scripted("s"), "s_foo": scripted("s_foo")})
     # A tool added after the first listing would be held by pinning until approved.
@@ -373,6 +397,32 @@ method = "**"
     assert not [m for m in read_log(tmp_path / "a.log")[0] if m.get("method") == "prompts/get"]
 
 
+async def test_an_unknown_resource_and_an_approval_not_given_get_different_codes(tmp_path):
+    # A client must be able to tell "no such resource" from "clawai wants a person to say
+    # yes": they once shared -32002.
+    policy = """
+[[rule]]
+id = "ask-before-reading"
+action = "prompt"
+server = "a"
+resource = "mem://shared"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    with anyio.fail_after(15):
+        async with client(tmp_path, config, policy=policy) as c:
+            await listed(c, has_all("a__echo"))
+            with pytest.raises(MCPError) as unknown:
+                await c.read_resource("clawai://nobody/mem://shared")
+            with pytest.raises(MCPError) as asked:
+                await c.read_resource("clawai://a/mem://shared")
+    assert unknown.value.code == -32002, unknown.value
+    assert asked.value.code == -32007 and "ask-before-reading" in asked.value.message, asked.value
+
+
 # --- requests from servers to the client ---------------------------------------------------
 
 async def test_sampling_reaches_the_callers_callback_and_the_answer_returns(tmp_path):
@@ -506,6 +556,32 @@ def test_a_server_name_with_a_double_underscore_is_rejected(tmp_path):
 
 
 # --- HTTP ------------------------------------------------------------------------------------
+
+def test_the_http_front_records_what_it_refuses_and_nothing_twice(tmp_path):
+    from test_http import http
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
+    port = free_port()
+    proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    call = json.dumps({"jsonrpc": "2.0", "id": "h1", "method": "tools/call",
+                       "params": {"name": "a__echo", "arguments": {"text": "t"}, "_meta": meta}}).encode()
+    try:
+        wait_until_listening(port, proc)
+        status, _, body = http("POST", port, headers, call)
+        assert status == 400 and json.loads(body)["error"]["code"] == -32020, body
+        status, _, body = http("POST", port, {**headers, "Mcp-Method": "tools/call", "Mcp-Name": "a__echo"}, call)
+        assert status == 200 and "a: t" in body, body
+    finally:
+        stop(proc)
+    trail = read_audit(tmp_path / "audit.jsonl")
+    assert [e["id"] for e in trail if e.get("decision") == "refused"] == ["h1"], trail
+    decided = [e for e in trail if e.get("method") == "tools/call" and e.get("kind") == "request"]
+    assert len(decided) == 1 and decided[0]["decision"] == "allow", decided
+
 
 async def test_two_http_sessions_with_the_same_ids_each_get_their_own_answers(tmp_path):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a"), "b": scripted("b")})

@@ -11,7 +11,7 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from conftest import ROOT
+from conftest import ROOT, read_audit
 from gateway_support import client, gateway_missing, listed, scripted, tool_names
 
 _MISSING = gateway_missing()
@@ -180,3 +180,39 @@ async def test_a_skill_removed_while_active_ends_and_does_not_come_back_on_its_o
             shutil.move(saved, skill_dir)
             names = await listed(c, lambda names: "skill__flow-memory" in names)
             assert not (MEMORY & set(names)), "a skill of the same name is not active until asked for"
+
+
+async def test_the_policy_decides_the_gateways_own_tools_and_the_trail_says_so(tmp_path):
+    """`search_tools` and the skills are decided like any call: a deny rule refuses them
+    (the skill stays inactive), and every call of them has a line with its decision."""
+    config = setup(tmp_path)
+    policy = """
+[[rule]]
+id = "no-swarm-skill"
+action = "deny"
+tool = "skill__flow-swarm"
+
+[[rule]]
+id = "mark-search"
+action = "audit"
+tool = "search_tools"
+
+[[rule]]
+action = "allow"
+method = "**"
+"""
+    with anyio.fail_after(20):
+        async with client(tmp_path, config, "--skills", str(tmp_path / "skills"), policy=policy) as c:
+            await listed(c, lambda names: "ext__echo" in names and "skill__flow-swarm" in names)
+            refused = await c.call_tool("skill__flow-swarm", {})
+            assert refused.is_error and "no-swarm-skill" in refused.content[0].text, refused
+            assert not any(n.startswith("claude-flow__swarm_") for n in await tool_names(c)), "the skill stayed off"
+            assert await search(c, "store a value in memory", 3)
+            activated = await c.call_tool("skill__flow-memory", {})
+            assert not activated.is_error
+    trail = read_audit(tmp_path / "audit.jsonl")
+    own = {e["listed_as"]: e for e in trail if e.get("listed_as") in ("skill__flow-swarm", "skill__flow-memory", "search_tools")}
+    assert own["skill__flow-swarm"]["decision"] == "deny" and own["skill__flow-swarm"]["rule"] == "no-swarm-skill"
+    assert own["search_tools"]["decision"] == "audit" and own["search_tools"]["rule"] == "mark-search"
+    assert own["search_tools"]["arguments"]["query"] == "store a value in memory"
+    assert own["skill__flow-memory"]["decision"] == "allow"

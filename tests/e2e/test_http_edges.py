@@ -87,7 +87,7 @@ def test_stateless_requests_are_audited_under_the_ids_their_clients_sent(tmp_pat
 
 
 def test_headers_that_disagree_with_the_body_get_400_and_a_json_rpc_error(tmp_path):
-    proc, port, _ = listen(tmp_path, ALLOW_ALL)
+    proc, port, audit = listen(tmp_path, ALLOW_ALL)
     try:
         # 2026-07-28: the method header, then the name header, says something else.
         for headers in ({"Mcp-Method": "tools/list", "Mcp-Name": "safe_read"},
@@ -105,6 +105,10 @@ def test_headers_that_disagree_with_the_body_get_400_and_a_json_rpc_error(tmp_pa
         assert status == 200 and "called safe_read" in body, body
     finally:
         stop(proc)
+    # Each refusal is in the trail, under the id the client sent.
+    refused = [e for e in read_audit(audit) if e.get("decision") == "refused"]
+    assert [e.get("id") for e in refused].count("c1") == 2 and 2 in [e.get("id") for e in refused], refused
+    assert all("header" in e["reason"].lower() or "mcp-" in e["reason"].lower() for e in refused), refused
 
 
 def test_listen_in_front_of_an_upstream_that_refuses_connections_answers_at_once(tmp_path):

@@ -312,6 +312,10 @@ async def test_the_gateway_holds_a_rug_pulled_tool_and_releases_it_on_approval(t
             await until(lambda: len(changes) > seen, "list_changed after the approval")
             await until_listed(c, "scripted__echo")
             assert text(await c.call_tool("scripted__echo", {"text": "approved"})) == "scripted: approved"
+    # The trail says what the gateway held and why, as the proxy's does.
+    pinning = [e for e in read_audit(tmp_path / "audit.jsonl") if e.get("kind") == "pinning"]
+    assert any(e["decision"] == "held" and e["server"] == "scripted" and "`echo` (" in e["reason"]
+               and e["method"] == "tools/list" for e in pinning), pinning
 
 
 async def test_the_gateway_refuses_reads_of_a_changed_resource_template(tmp_path):

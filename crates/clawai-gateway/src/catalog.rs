@@ -1,6 +1,7 @@
 //! What every server offers, merged under the gateway's names: rebuilt whenever a
 //! server's list changes (never per request), and read by every session's view.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -35,10 +36,10 @@ impl ListKind {
     /// The method that lists it.
     pub fn method(self) -> &'static str {
         match self {
-            ListKind::Tools => "tools/list",
-            ListKind::Prompts => "prompts/list",
-            ListKind::Resources => "resources/list",
-            ListKind::Templates => "resources/templates/list",
+            ListKind::Tools => methods::TOOLS_LIST,
+            ListKind::Prompts => methods::PROMPTS_LIST,
+            ListKind::Resources => methods::RESOURCES_LIST,
+            ListKind::Templates => methods::RESOURCES_TEMPLATES_LIST,
         }
     }
 
@@ -163,7 +164,7 @@ impl Catalog {
         self.items(ListKind::Tools)
             .map(|item| {
                 let call = Call {
-                    method: "tools/call",
+                    method: methods::TOOLS_CALL,
                     name: Some(&item.listed.original),
                     arguments: None,
                     server: Some(&item.upstream.name),

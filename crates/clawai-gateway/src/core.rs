@@ -96,11 +96,12 @@ const SETTLE: Duration = Duration::from_millis(1500);
 
 impl Core {
     pub(crate) fn new(policy: PolicyHandle, audit: AuditLog, options: GatewayOptions) -> Arc<Core> {
+        let cursors = Cursors::with_key(options.ask.stores.keyring.key(clawai_store::KeyPurpose::Cursors));
         let core = Arc::new(Core {
             policy,
             audit,
             options,
-            cursors: Cursors::new(),
+            cursors,
             upstreams: RwLock::default(),
             removed: Mutex::default(),
             allowed_tools: RwLock::default(),

@@ -26,9 +26,13 @@ pub enum BadCursor {
 impl Cursors {
     /// Cursors sealed with a new random key.
     pub fn new() -> Cursors {
-        let rng = ring::rand::SystemRandom::new();
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &rng).expect("the system has randomness");
-        Cursors { key }
+        use clawai_store::Keyring as _;
+        Cursors::with_key(clawai_store::LocalKeyring::new().key(clawai_store::KeyPurpose::Cursors))
+    }
+
+    /// Cursors sealed with `key` (from the keyring in use).
+    pub fn with_key(key: [u8; 32]) -> Cursors {
+        Cursors { key: hmac::Key::new(hmac::HMAC_SHA256, &key) }
     }
 
     /// The cursor of the page of list `kind` that starts at `offset`, for the list whose

@@ -184,10 +184,23 @@ impl ClientSession {
         self.0.from_client(message).await;
     }
 
-    /// A message for the client from the front itself (a refusal), in order with the
-    /// gateway's.
+    /// A message for the client from the front itself, in order with the gateway's.
     pub fn reply(&self, message: Vec<u8>) {
         self.0.send(message);
+    }
+
+    /// A client line that is not one valid JSON-RPC message: refused through the guard's
+    /// refusal stage (recorded in the trail), and answered. False when the line is valid
+    /// (the front hands it to [`ClientSession::receive`]).
+    pub fn refuse_unparsable(&self, line: &[u8]) -> bool {
+        let refused = self.0.with_own_requests(|own| own.refuse_unparsable(line));
+        refused.map(|answer| self.0.send(answer)).is_some()
+    }
+
+    /// A client line over the front's size limit: refused (recorded) and answered.
+    pub fn refuse_oversize(&self, prefix: &[u8], length: usize, limit: usize) {
+        let answer = self.0.with_own_requests(|own| own.refuse_oversize(prefix, length, limit));
+        self.0.send(answer);
     }
 
     /// The client is going away: its calls still in flight are cancelled at the servers

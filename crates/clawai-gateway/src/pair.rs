@@ -3,9 +3,11 @@
 //! has its own approvals ("allow for this session" is this client session's) and writes
 //! the client session's id in the audit trail.
 
+use clawai_protocol::methods;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use clawai_proxy::guard::dispatched;
 use clawai_proxy::{Guard, Later, Outlet};
 
 use crate::core::Core;
@@ -29,14 +31,14 @@ impl Pair {
         let server = upstream.name.clone();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
             .with_session(session.id.clone())
-            .remembering_in(Arc::clone(&session.remembered))
             .with_ask_options(core.options.ask.clone())
+            .remembering_in(Arc::clone(&session.remembered))
             .with_sandbox_cell(upstream.sandbox_cell())
             // The trail shows the ids the client sent, not the gateway's.
             .showing_client_ids()
             .listing_names_as(Arc::new(move |method, name| match method {
-                "tools/call" | "prompts/get" => Some(names::namespaced(&server, name)),
-                "resources/read" => Some(names::resource_uri(&server, name)),
+                methods::TOOLS_CALL | methods::PROMPTS_GET => Some(names::namespaced(&server, name)),
+                methods::RESOURCES_READ => Some(names::resource_uri(&server, name)),
                 _ => None,
             }));
         let guard = if upstream.entry.transport.is_remote() { guard.for_remote_server() } else { guard };
@@ -76,7 +78,7 @@ impl Outlet for PairOutlet {
         let (Some(session), Some(pair)) = (self.session.upgrade(), self.pair.upgrade()) else { return };
         self.runtime.spawn(async move {
             let out = pair.guard.settle(later);
-            session.route_from_pair(&pair, out).await;
+            session.deliver_from_pair(&pair, dispatched(out)).await;
         });
     }
 }

@@ -14,7 +14,7 @@ pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabi
 pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC's code for a method the receiver does not have.
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub use clawai_protocol::codes::METHOD_NOT_FOUND;
 
 /// One message, newline-terminated.
 pub fn encode(message: &Value) -> Vec<u8> {

@@ -7,6 +7,7 @@
 //! * `from_server`: what a server sends the client on its own (its requests, progress,
 //!   cancellations, resource updates).
 
+use clawai_protocol::methods;
 mod forward;
 mod from_server;
 mod input_required;
@@ -114,9 +115,11 @@ impl Session {
     /// messages for the client queue there, so that servers never wait for a slow client.
     pub fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
+        let id = uuid::Uuid::new_v4().to_string();
+        let memory = core.options.ask.stores.sessions.open(&id);
         let session = Arc::new(Session {
             core: Arc::clone(core),
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             outbox,
             state: Mutex::default(),
             pairs: Mutex::default(),
@@ -124,7 +127,7 @@ impl Session {
             asked: Mutex::default(),
             next_asked: AtomicU64::new(1),
             suspended: Mutex::default(),
-            remembered: Arc::default(),
+            remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
         (session, queued)
@@ -198,13 +201,13 @@ impl Session {
         state.announced = Some(view.digests);
         drop(state);
         if changed(ListKind::Tools) {
-            self.send(rewrite::notification("notifications/tools/list_changed", None));
+            self.send(rewrite::notification(methods::TOOLS_LIST_CHANGED, None));
         }
         if changed(ListKind::Prompts) {
-            self.send(rewrite::notification("notifications/prompts/list_changed", None));
+            self.send(rewrite::notification(methods::PROMPTS_LIST_CHANGED, None));
         }
         if changed(ListKind::Resources) || changed(ListKind::Templates) {
-            self.send(rewrite::notification("notifications/resources/list_changed", None));
+            self.send(rewrite::notification(methods::RESOURCES_LIST_CHANGED, None));
         }
     }
 
@@ -245,36 +248,39 @@ impl Session {
         {
             return self.resume(id, &message, state).await;
         }
-        if matches!(method, "tools/call" | "prompts/get" | "resources/read" | "completion/complete")
-            || ListKind::of_method(method).is_some()
+        if matches!(
+            method,
+            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ | methods::COMPLETION_COMPLETE
+        ) || ListKind::of_method(method).is_some()
         {
             self.core.settle().await;
         }
-        if matches!(method, "tools/call" | "prompts/get") && self.skill_request(method, &id, &message, modern).is_some()
+        if matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET)
+            && self.skill_request(method, &id, &message, modern).is_some()
         {
             return;
         }
-        if method == "tools/call"
+        if method == methods::TOOLS_CALL
             && message.pointer("/params/name").and_then(Value::as_str) == Some(search::SEARCH_TOOL)
         {
             return self.search_tools(&id, &message, modern);
         }
         match method {
-            "initialize" => {
+            methods::INITIALIZE => {
                 // A client that starts with the gateway sees the servers that come up
                 // quickly, and what they can do, from its first answer.
                 self.core.settle().await;
                 self.initialize(&id, &params)
             }
-            "server/discover" => self.discover(&id),
+            methods::SERVER_DISCOVER => self.discover(&id),
             "ping" => self.answer(&id, json!({}), modern),
-            "tools/call" => self.call_tool(id, message).await,
-            "prompts/get" => self.get_prompt(id, message).await,
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            methods::TOOLS_CALL => self.call_tool(id, message).await,
+            methods::PROMPTS_GET => self.get_prompt(id, message).await,
+            methods::RESOURCES_READ | methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 self.resource_request(method, id, message, modern).await
             }
-            "completion/complete" => self.complete(id, message).await,
-            "logging/setLevel" => self.set_log_level(&id, &params, modern),
+            methods::COMPLETION_COMPLETE => self.complete(id, message).await,
+            methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
             _ => match ListKind::of_method(method) {
                 Some(kind) => self.list(kind, &id, &params, modern),
                 None => self.send(rewrite::error(
@@ -288,14 +294,14 @@ impl Session {
 
     async fn notification(self: &Arc<Self>, method: &str, message: Value) {
         match method {
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 if let Some(request) = message.pointer("/params/requestId") {
                     self.cancel(request, &message).await;
                 }
             }
             // The gateway's sessions with its servers are shared: one client's roots are
             // not every client's. Servers ask for roots during a call instead.
-            "notifications/initialized" | "notifications/roots/list_changed" => {}
+            methods::INITIALIZED | methods::ROOTS_LIST_CHANGED => {}
             _ => tracing::debug!("session {}: `{method}` from the client is not passed on", self.id),
         }
     }
@@ -358,7 +364,7 @@ impl Session {
                 }
                 let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
                 upstream
-                    .notify("notifications/cancelled", Some(json!({"requestId": id, "reason": "the client went away"})))
+                    .notify(methods::CANCELLED, Some(json!({"requestId": id, "reason": "the client went away"})))
                     .await;
             }
         }

@@ -9,9 +9,6 @@ use std::os::fd::AsFd;
 
 use std::io::Write as _;
 
-use clawai_protocol::envelope::Envelope;
-use clawai_protocol::reply;
-use clawai_protocol::skim::leading_id;
 use clawai_protocol::{Frame, LineReader};
 use clawai_proxy::pipe::enlarge_pipe;
 use tokio::signal::unix::{SignalKind, signal};
@@ -51,20 +48,12 @@ pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
             match reader.next_frame() {
                 Ok(None) => break Ok(()),
                 Ok(Some(Frame::Line(line))) if line.iter().all(u8::is_ascii_whitespace) => {}
-                Ok(Some(Frame::Line(line))) => match refusal(&line) {
-                    None => runtime.block_on(reading.receive(line)),
-                    Some(refused) => reading.reply(refused),
-                },
-                Ok(Some(Frame::Oversize { prefix, length })) => {
-                    let id = leading_id(&prefix).and_then(|id| std::str::from_utf8(id).ok());
-                    tracing::warn!("refused a {length}-byte message from the client (limit {max_message} bytes)");
-                    reading.reply(reply::error(
-                        id,
-                        reply::TOO_LARGE,
-                        &format!("clawai refused the message: {length} bytes is over the {max_message}-byte limit"),
-                        None,
-                    ));
+                Ok(Some(Frame::Line(line))) => {
+                    if !reading.refuse_unparsable(&line) {
+                        runtime.block_on(reading.receive(line));
+                    }
                 }
+                Ok(Some(Frame::Oversize { prefix, length })) => reading.refuse_oversize(&prefix, length, max_message),
                 Err(error) => break Err(error),
             }
         };
@@ -91,13 +80,4 @@ pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), tokio::task::spawn_blocking(move || writer.join()))
         .await;
     Ok(code)
-}
-
-/// The error a client line gets when it is not one valid JSON-RPC message, strictly read
-/// (the gateway re-encodes what it forwards, and must read what the client meant).
-fn refusal(line: &[u8]) -> Option<Vec<u8>> {
-    let error = Envelope::parse_deciding(line, |_| true).err()?;
-    let id = error.answer_id(line);
-    tracing::warn!("refused a message from the client: {error}");
-    Some(reply::error(id, error.code(), &format!("clawai refused the message: {error}"), None))
 }

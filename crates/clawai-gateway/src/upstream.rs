@@ -6,6 +6,7 @@
 //! guard of its own, so the audit trail records it like any other; the clients' calls
 //! go through the guard of their session with this server ([`crate::pair`]).
 
+use clawai_protocol::methods;
 pub(crate) mod connect;
 mod messages;
 pub(crate) mod per_client;
@@ -269,7 +270,7 @@ impl Upstream {
 
     /// Sets the server's log level (`logging/setLevel` of a client: the session is shared).
     pub async fn set_log_level(&self, params: Value) {
-        if let Err(why) = self.request("logging/setLevel", Some(params), LIST_TIMEOUT).await {
+        if let Err(why) = self.request(methods::LOGGING_SET_LEVEL, Some(params), LIST_TIMEOUT).await {
             tracing::debug!("server `{}`: {why}", self.name);
         }
     }
@@ -539,7 +540,7 @@ impl Upstream {
             if let Pending::Call(_) = pending {
                 let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
                 let reason = "the server was removed from the gateway's configuration";
-                self.notify("notifications/cancelled", Some(json!({"requestId": id, "reason": reason}))).await;
+                self.notify(methods::CANCELLED, Some(json!({"requestId": id, "reason": reason}))).await;
             }
         }
         self.fail_calls(

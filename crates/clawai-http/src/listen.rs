@@ -7,6 +7,7 @@
 //! stream, or as the POST's JSON response. Before any of that: `Host` and `Origin` are
 //! checked (403; DNS rebinding), then the bearer token when one is configured (401).
 
+use clawai_protocol::methods;
 mod front_door;
 mod oauth;
 
@@ -371,14 +372,8 @@ impl Front {
             _ => Ok(()),
         };
         if let (Err(why), Some(message)) = (checked, &message) {
-            tracing::warn!("refused an HTTP request: {why}");
             let id = message.get("id").filter(|id| id.is_string() || id.is_number()).map(Value::to_string);
-            let error = reply::error(
-                id.as_deref(),
-                mirror::HEADER_MISMATCH,
-                &format!("clawai refused the request: {why}"),
-                None,
-            );
+            let error = self.sessionless.refuse_header_mismatch(id.as_deref(), &why, body.len());
             return json_bytes(StatusCode::BAD_REQUEST, error, None);
         }
         let route = Route::of(&body);
@@ -387,7 +382,7 @@ impl Front {
                 Ok(session) => (None, session),
                 Err(response) => return *response,
             }
-        } else if route.method.as_deref() == Some("initialize") {
+        } else if route.method.as_deref() == Some(methods::INITIALIZE) {
             match self.new_session().await {
                 Ok((id, session)) => (Some(id), session),
                 Err(response) => return *response,

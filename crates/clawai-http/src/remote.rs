@@ -16,6 +16,7 @@
 //! to POST to. Unreachable servers are retried with backoff; a request that still
 //! cannot be sent gets a JSON-RPC error that names the cause.
 
+use clawai_protocol::methods;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -217,7 +218,7 @@ impl Remote {
                 headers.remove(name);
             }
             let declared = match (method, body_name(message)) {
-                (Some("tools/call"), Some(tool)) => state.param_headers.get(tool),
+                (Some(methods::TOOLS_CALL), Some(tool)) => state.param_headers.get(tool),
                 _ => None,
             };
             if let Some(declared) = declared {
@@ -259,7 +260,7 @@ impl Remote {
     }
 
     async fn post(self: &Arc<Self>, message: Vec<u8>, route: Route) {
-        if route.method.as_deref() == Some("notifications/initialized") {
+        if route.method.as_deref() == Some(methods::INITIALIZED) {
             // Servers send their first requests (roots/list…) as soon as they read this,
             // on the GET stream, and drop them when it is not open yet.
             let ready = self.state().standalone_ready.clone();
@@ -292,7 +293,7 @@ impl Remote {
             }
         };
         let status = response.status();
-        let initialize = route.method.as_deref() == Some("initialize");
+        let initialize = route.method.as_deref() == Some(methods::INITIALIZE);
         if initialize && matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED) {
             // Not Streamable HTTP: try the legacy HTTP+SSE transport.
             match self.open_legacy().await {

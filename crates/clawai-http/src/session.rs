@@ -2,12 +2,14 @@
 //! where each message from the server goes (the POST that waits for it, the GET
 //! stream, or a short backlog until one opens).
 
+use clawai_protocol::methods;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use clawai_proxy::{Guard, Later, Outgoing, Outlet, Verdict};
+use clawai_proxy::guard::{Deliveries, Side, dispatched};
+use clawai_proxy::{Guard, Later, Outlet, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -87,7 +89,7 @@ impl Outlet for SessionOutlet {
         let Some(session) = self.session.upgrade() else { return };
         self.runtime.spawn(async move {
             let messages = session.guard.settle(later);
-            let _ = session.dispatch(messages).await;
+            let _ = session.send_each(dispatched(messages)).await;
         });
     }
 }
@@ -97,7 +99,7 @@ impl Outlet for SessionOutlet {
 fn question_for(message: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(message).ok()?;
     let id = value.get("id")?.as_str()?;
-    if !id.starts_with("clawai-ask-") || value.get("method")?.as_str()? != "elicitation/create" {
+    if !id.starts_with("clawai-ask-") || value.get("method")?.as_str()? != methods::ELICITATION_CREATE {
         return None;
     }
     Some(value.get("params")?.get("_meta")?.get("clawai/for")?.to_string())
@@ -163,19 +165,18 @@ impl Session {
     /// guard answers instead of forwarding.
     pub(crate) async fn relay_from_client(&self, message: Vec<u8>) -> Result<Option<Vec<u8>>, ()> {
         match self.guard.from_client(&message) {
-            Verdict::Forward => self.send_to_server(message).await.map(|()| None),
-            Verdict::Reply(reply) | Verdict::Replace(reply) => Ok(Some(reply)),
-            Verdict::Dispatch(messages) => self.dispatch(messages).await.map(|()| None),
-            Verdict::Drop => Ok(None),
+            // The guard's answer to this request is the answer to its POST.
+            Verdict::Reply(reply) => Ok(Some(reply)),
+            verdict => self.send_each(verdict.deliveries(message, Side::Client)).await.map(|()| None),
         }
     }
 
     /// Sends each message to its side: the server, or the stream its id belongs to.
-    async fn dispatch(&self, messages: Vec<Outgoing>) -> Result<(), ()> {
-        for message in messages {
-            match message {
-                Outgoing::ToServer(bytes) => self.send_to_server(bytes).await?,
-                Outgoing::ToClient(bytes) => self.deliver(bytes).await,
+    async fn send_each(&self, deliveries: Deliveries<'_>) -> Result<(), ()> {
+        for delivery in deliveries {
+            match delivery.to {
+                Side::Server => self.send_to_server(delivery.bytes.into_owned()).await?,
+                Side::Client => self.deliver(delivery.bytes.into_owned()).await,
             }
         }
         Ok(())
@@ -244,7 +245,7 @@ impl Session {
                 let position = routes.waiting.iter().position(|(waiting, _)| waiting == id);
                 routes.progress.retain(|_, request| request != id);
                 position.map(|index| routes.waiting.remove(index).1)
-            } else if let Some(held) = (route.method.as_deref() == Some("elicitation/create"))
+            } else if let Some(held) = (route.method.as_deref() == Some(methods::ELICITATION_CREATE))
                 .then(|| question_for(&message))
                 .flatten()
                 .and_then(|held| routes.waiting.iter().find(|(id, _)| *id == held).map(|(_, s)| s.clone()))
@@ -252,7 +253,7 @@ impl Session {
                 // clawai's question about a held call goes on that call's stream.
                 Some(held)
             } else {
-                let by_token = (route.method.as_deref() == Some("notifications/progress"))
+                let by_token = (route.method.as_deref() == Some(methods::PROGRESS))
                     .then(|| Route::reported_progress_token(&message))
                     .flatten()
                     .and_then(|token| routes.progress.get(&token).cloned())
@@ -292,25 +293,14 @@ impl Session {
     async fn pump(self: Arc<Self>, mut from_server: mpsc::Receiver<FromServer>) {
         let reason = loop {
             match from_server.recv().await {
-                Some(FromServer::Message(message)) => match self.guard.from_server(&message) {
-                    Verdict::Forward => self.deliver(message).await,
-                    Verdict::Replace(replacement) => self.deliver(replacement).await,
-                    Verdict::Reply(answer) => {
-                        let _ = self.send_to_server(answer).await;
-                    }
-                    Verdict::Dispatch(messages) => {
-                        let _ = self.dispatch(messages).await;
-                    }
-                    Verdict::Drop => {}
-                },
+                Some(FromServer::Message(message)) => {
+                    let verdict = self.guard.from_server(&message);
+                    // A server gone meanwhile is told to the client when its end is read.
+                    let _ = self.send_each(verdict.deliveries(message, Side::Server)).await;
+                }
                 Some(FromServer::Oversize { prefix, length }) => {
-                    match self.guard.oversize_from_server(&prefix, length, self.max_message) {
-                        Verdict::Replace(error) => self.deliver(error).await,
-                        Verdict::Dispatch(messages) => {
-                            let _ = self.dispatch(messages).await;
-                        }
-                        _ => {}
-                    }
+                    let verdict = self.guard.oversize_from_server(&prefix, length, self.max_message);
+                    let _ = self.send_each(verdict.deliveries(Vec::new(), Side::Server)).await;
                 }
                 Some(FromServer::Closed(reason)) => break reason,
                 None => break "the server is gone".to_string(),

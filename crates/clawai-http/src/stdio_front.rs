@@ -9,8 +9,9 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
 
+use clawai_proxy::guard::{Deliveries, Side, dispatched};
 use clawai_proxy::pipe::enlarge_pipe;
-use clawai_proxy::{Guard, Later, Outgoing, Outlet, Verdict};
+use clawai_proxy::{Guard, Later, Outlet};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
@@ -28,13 +29,13 @@ async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
     }
 }
 
-/// Sends each message to its side.
-async fn dispatch(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Vec<u8>>, messages: Vec<Outgoing>) {
-    for message in messages {
-        match message {
-            Outgoing::ToServer(bytes) => to_server(guard, server, bytes).await,
-            Outgoing::ToClient(bytes) => {
-                let _ = client.send(bytes).await;
+/// Sends each message of a verdict to its side.
+async fn deliver(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Vec<u8>>, deliveries: Deliveries<'_>) {
+    for delivery in deliveries {
+        match delivery.to {
+            Side::Server => to_server(guard, server, delivery.bytes.into_owned()).await,
+            Side::Client => {
+                let _ = client.send(delivery.bytes.into_owned()).await;
             }
         }
     }
@@ -57,7 +58,7 @@ impl Outlet for FrontOutlet {
         let server = Arc::clone(&self.server);
         self.runtime.spawn(async move {
             let messages = guard.settle(later);
-            dispatch(&guard, &server, &client, messages).await;
+            deliver(&guard, &server, &client, dispatched(messages)).await;
         });
     }
 }
@@ -99,29 +100,14 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
     let pump = tokio::spawn(async move {
         while let Some(item) = from_server.recv().await {
             match item {
-                FromServer::Message(message) => match pump_guard.from_server(&message) {
-                    Verdict::Forward => {
-                        let _ = pump_client.send(message).await;
-                    }
-                    Verdict::Replace(replacement) => {
-                        let _ = pump_client.send(replacement).await;
-                    }
-                    Verdict::Reply(answer) => to_server(&pump_guard, &pump_server, answer).await,
-                    Verdict::Dispatch(messages) => {
-                        dispatch(&pump_guard, &pump_server, &pump_client, messages).await;
-                    }
-                    Verdict::Drop => {}
-                },
+                FromServer::Message(message) => {
+                    let verdict = pump_guard.from_server(&message);
+                    deliver(&pump_guard, &pump_server, &pump_client, verdict.deliveries(message, Side::Server)).await;
+                }
                 FromServer::Oversize { prefix, length } => {
-                    match pump_guard.oversize_from_server(&prefix, length, max_message) {
-                        Verdict::Replace(error) => {
-                            let _ = pump_client.send(error).await;
-                        }
-                        Verdict::Dispatch(messages) => {
-                            dispatch(&pump_guard, &pump_server, &pump_client, messages).await;
-                        }
-                        _ => {}
-                    }
+                    let verdict = pump_guard.oversize_from_server(&prefix, length, max_message);
+                    deliver(&pump_guard, &pump_server, &pump_client, verdict.deliveries(Vec::new(), Side::Server))
+                        .await;
                 }
                 FromServer::Closed(reason) => {
                     for error in pump_guard.server_gone(&reason) {
@@ -145,16 +131,7 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
                     (reader_guard.oversize_from_client(&prefix, length, max_message), Vec::new())
                 }
             };
-            match verdict {
-                Verdict::Forward => to_server(&reader_guard, &reader_server, line).await,
-                Verdict::Reply(reply) | Verdict::Replace(reply) => {
-                    let _ = reader_client.send(reply).await;
-                }
-                Verdict::Dispatch(messages) => {
-                    dispatch(&reader_guard, &reader_server, &reader_client, messages).await;
-                }
-                Verdict::Drop => {}
-            }
+            deliver(&reader_guard, &reader_server, &reader_client, verdict.deliveries(line, Side::Client)).await;
         }
     });
     drop(to_client);

@@ -11,13 +11,13 @@
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use clawai_scan::{ItemKind, Scanner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::Kind;
+use crate::store::PinStore;
 
 pub use clawai_scan::Severity;
 
@@ -164,33 +164,28 @@ fn kept(findings: Vec<clawai_scan::Finding>) -> Vec<Flag> {
     flags
 }
 
-/// The tool names in the pin files next to `path` of servers not named `server`, less
-/// those `path` itself has. A file that cannot be read is skipped: this only adds
-/// names to look for.
-pub(crate) fn other_servers_tool_names(path: &Path, server: &str) -> Vec<String> {
+/// The tool names in the store's pins of servers not named `server`, less those the
+/// pins `own` have. Pins that cannot be read are skipped: this only adds names to look
+/// for.
+pub(crate) fn other_servers_tool_names(store: &PinStore, own: &str, server: &str) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct ToolNames {
         server: String,
         #[serde(default)]
         tools: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
     }
-    let Some(entries) = path.parent().and_then(|dir| std::fs::read_dir(dir).ok()) else { return Vec::new() };
-    let (mut names, mut own) = (BTreeSet::new(), BTreeSet::new());
-    for entry in entries.flatten() {
-        let file = entry.path();
-        let stem = file.file_name().and_then(|n| n.to_str()).unwrap_or(".");
-        if stem.starts_with('.') || !stem.ends_with(".json") {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&file) else { continue };
+    let (mut names, mut own_names) = (BTreeSet::new(), BTreeSet::new());
+    for name in store.names().unwrap_or_default() {
+        // Only the names are read, not the pins.
+        let Some(bytes) = store.load_bytes(&name) else { continue };
         let Ok(listed) = serde_json::from_slice::<ToolNames>(&bytes) else { continue };
-        if file == path {
-            own.extend(listed.tools.into_keys());
+        if name == own {
+            own_names.extend(listed.tools.into_keys());
         } else if listed.server != server {
             names.extend(listed.tools.into_keys());
         }
     }
-    names.difference(&own).cloned().collect()
+    names.difference(&own_names).cloned().collect()
 }
 
 #[cfg(test)]

@@ -16,14 +16,13 @@
 //! list ([`judge_instructions`]); until then only what needs no other server is checked.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use clawai_scan::{Class, ItemKind, Scanner};
 use serde_json::Value;
 
 use crate::canonical::Kind;
 use crate::screen::{Flag, ScanSettings};
-use crate::store::{self, Entry, PinFile};
+use crate::store::{Entry, PinFile, PinStore};
 
 /// The current value of every item of `file` (the live version when one waits): the
 /// server's own words, which are never another server's tool.
@@ -70,12 +69,13 @@ fn hold(entry: &mut Entry, flags: Vec<Flag>) -> bool {
     true
 }
 
-/// `new_names`, tools `server` (store file `own_path`) lists for the first time, read
-/// against every other server's pins in the same directory: an item that directs the
+/// `new_names`, tools `server` (pins `own` in `store`) lists for the first time, read
+/// against every other server's pins in the same store: an item that directs the
 /// model at one of them is quarantined in its server's file. Returns what was held, as
 /// (server, kind, name, finding), for the log.
 pub(crate) fn quarantine_others(
-    own_path: &Path,
+    store: &PinStore,
+    own: &str,
     server: &str,
     new_names: &BTreeSet<String>,
     settings: ScanSettings,
@@ -84,13 +84,11 @@ pub(crate) fn quarantine_others(
     if !settings.on || new_names.is_empty() {
         return held;
     }
-    let Some(entries) = own_path.parent().and_then(|dir| std::fs::read_dir(dir).ok()) else { return held };
-    for path in entries.flatten().map(|entry| entry.path()) {
-        let stem = path.file_name().and_then(|n| n.to_str()).unwrap_or(".");
-        if path == own_path || stem.starts_with('.') || !stem.ends_with(".json") {
+    for name in store.names().unwrap_or_default() {
+        if name == own {
             continue;
         }
-        let Ok(Some(mut file)) = store::load(&path) else { continue };
+        let Ok(Some(mut file)) = store.load(&name) else { continue };
         // A server whose first complete tool list is not in yet is judged when it is
         // (its items against every name known then, its instructions against the others'
         // names less its own): before that, its own names are not known, and the same
@@ -131,7 +129,7 @@ pub(crate) fn quarantine_others(
                 changed = true;
             }
         }
-        if changed && let Err(e) = store::save(&path, &file) {
+        if changed && let Err(e) = store.save(&name, &file) {
             tracing::warn!("{e}; the quarantine found by reading it again is not recorded");
         }
     }

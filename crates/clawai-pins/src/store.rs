@@ -1,12 +1,13 @@
-//! The pin store: one JSON file per server identity in a private directory, written
-//! atomically (a temporary file in the same directory, then a rename), mode 0600 in a
-//! 0700 directory. A file that does not parse is an error naming it: pins are never
+//! The pin store: one JSON document per server identity in the process's
+//! [`Documents`] (locally: a file in a private directory, written atomically, mode 0600
+//! in a 0700 directory). A file that does not parse is an error naming it: pins are never
 //! silently taken anew, or a server could reset its own review by breaking the file.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clawai_store::{DirDocuments, DocumentError, Documents, Version as DocumentVersion};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -223,75 +224,121 @@ pub fn default_dir() -> PathBuf {
     state.join("clawai").join("pins")
 }
 
-/// The file of `identity` in `dir`.
+/// The name of `identity`'s pins in a store.
+pub fn name_of(identity: &Identity) -> String {
+    format!("{}.json", identity.file_stem())
+}
+
+/// The file of `identity` in `dir` (the local store's location of its pins).
 pub fn path_of(dir: &Path, identity: &Identity) -> PathBuf {
-    dir.join(format!("{}.json", identity.file_stem()))
+    dir.join(name_of(identity))
 }
 
-/// Reads a store file; `Ok(None)` when there is none yet.
+/// Where pins are kept: one document per server identity in the [`Documents`] the
+/// process chose at start-up (locally: one file per server in a private directory).
+#[derive(Debug, Clone)]
+pub struct PinStore {
+    documents: Arc<dyn Documents>,
+}
+
+impl PinStore {
+    /// The pins kept as files in `dir`.
+    pub fn dir(dir: &Path) -> PinStore {
+        PinStore::in_documents(Arc::new(DirDocuments::new(dir)))
+    }
+
+    /// The pins kept in `documents`.
+    pub fn in_documents(documents: Arc<dyn Documents>) -> PinStore {
+        PinStore { documents }
+    }
+
+    /// Where the pins `name` are, for messages.
+    pub fn location(&self, name: &str) -> PathBuf {
+        self.documents.location(name)
+    }
+
+    /// The pins `name`; `Ok(None)` when there are none yet. A document that does not
+    /// parse is an error naming it.
+    pub fn load(&self, name: &str) -> Result<Option<PinFile>, PinError> {
+        let Some(bytes) = self.documents.load(name).map_err(io_error)? else { return Ok(None) };
+        let corrupt = |why: String| PinError::Corrupt { path: self.location(name), why };
+        let file: PinFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        if file.format != FORMAT {
+            return Err(corrupt(format!("format {} is not the {FORMAT} this clawai reads", file.format)));
+        }
+        Ok(Some(file))
+    }
+
+    /// The pins `name` as stored, unread (`None`: none, or not readable now).
+    pub fn load_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.documents.load(name).ok().flatten()
+    }
+
+    /// Writes the pins `name` whole: a reader sees the old pins or the new ones, never
+    /// half of them (locally: a temporary file, mode 0600, synced, renamed over the old
+    /// one, in a directory created 0700).
+    pub fn save(&self, name: &str, file: &PinFile) -> Result<(), PinError> {
+        let mut bytes = serde_json::to_vec_pretty(file).expect("pins encode");
+        bytes.push(b'\n');
+        self.documents.save(name, &bytes).map_err(io_error)
+    }
+
+    /// The version of the pins `name` now: it moves whenever anyone writes them.
+    pub fn version(&self, name: &str) -> Option<DocumentVersion> {
+        self.documents.version(name)
+    }
+
+    /// The names of every server's pins (`*.json`, not hidden), sorted.
+    pub fn names(&self) -> Result<Vec<String>, PinError> {
+        let names = self.documents.names().map_err(io_error)?;
+        Ok(names.into_iter().filter(|name| name.ends_with(".json")).collect())
+    }
+
+    /// Every server's pins, with their names, sorted by server name; a document that
+    /// does not parse is an error naming it.
+    pub fn load_all(&self) -> Result<Vec<(String, PinFile)>, PinError> {
+        let mut out = Vec::new();
+        for name in self.names()? {
+            if let Some(file) = self.load(&name)? {
+                out.push((name, file));
+            }
+        }
+        out.sort_by(|a, b| (&a.1.server, &a.0).cmp(&(&b.1.server, &b.0)));
+        Ok(out)
+    }
+}
+
+fn io_error(error: DocumentError) -> PinError {
+    PinError::Io { path: PathBuf::from(error.location), source: error.source }
+}
+
+/// Reads the store file at `path`; `Ok(None)` when there is none yet.
 pub fn load(path: &Path) -> Result<Option<PinFile>, PinError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(PinError::Io { path: path.to_owned(), source: e }),
-    };
-    let file: PinFile =
-        serde_json::from_slice(&bytes).map_err(|e| PinError::Corrupt { path: path.to_owned(), why: e.to_string() })?;
-    if file.format != FORMAT {
-        return Err(PinError::Corrupt {
-            path: path.to_owned(),
-            why: format!("format {} is not the {FORMAT} this clawai reads", file.format),
-        });
-    }
-    Ok(Some(file))
+    let (dir, name) = split(path);
+    PinStore::dir(dir).load(name)
 }
 
-/// Writes a store file atomically: a temporary file in the same directory (created
-/// 0700 if missing), mode 0600, synced, then renamed over the old one, so that a reader
-/// sees the old file or the new one, never half of one.
+/// Writes the store file at `path` atomically ([`PinStore::save`]).
 pub fn save(path: &Path, file: &PinFile) -> Result<(), PinError> {
-    let io = |source: std::io::Error| PinError::Io { path: path.to_owned(), source };
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !dir.exists() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io)?;
-    }
-    let mut bytes = serde_json::to_vec_pretty(file).expect("pins encode");
-    bytes.push(b'\n');
-    // NamedTempFile is created 0600.
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    temp.write_all(&bytes).map_err(io)?;
-    temp.as_file().sync_all().map_err(io)?;
-    temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-    temp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    let (dir, name) = split(path);
+    PinStore::dir(dir).save(name, file)
 }
 
-/// Every store file in `dir`, with its content, sorted by server name; a file that
-/// does not parse is an error naming it.
+/// Every store file in `dir`, with its content, sorted by server name.
 pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>, PinError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(PinError::Io { path: dir.to_owned(), source: e }),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| PinError::Io { path: dir.to_owned(), source: e })?.path();
-        let hidden = path.file_name().and_then(|n| n.to_str()).is_none_or(|n| n.starts_with('.'));
-        if hidden || path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        if let Some(file) = load(&path)? {
-            out.push((path, file));
-        }
-    }
-    out.sort_by(|a, b| (&a.1.server, &a.0).cmp(&(&b.1.server, &b.0)));
-    Ok(out)
+    let store = PinStore::dir(dir);
+    Ok(store.load_all()?.into_iter().map(|(name, file)| (store.location(&name), file)).collect())
+}
+
+fn split(path: &Path) -> (&Path, &str) {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    (dir, path.file_name().and_then(|name| name.to_str()).unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn identity() -> Identity {
         Identity::command("files", &["npx".to_owned(), "server".to_owned()])

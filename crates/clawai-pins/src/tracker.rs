@@ -17,7 +17,8 @@ use crate::compare::Compared;
 use crate::identity::Identity;
 use crate::screen::{Flag, ScanSettings, Screen};
 use crate::shadowing;
-use crate::store::{self, Entry, PinFile};
+use crate::store::{self, Entry, PinFile, PinStore};
+use clawai_store::Version as DocumentVersion;
 
 /// What a list result became.
 #[derive(Debug, Default)]
@@ -56,24 +57,10 @@ pub enum Refusal {
     },
 }
 
-/// A file's identity and version, to tell whether someone else wrote it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    modified: Option<std::time::SystemTime>,
-    len: u64,
-    inode: u64,
-}
-
-fn stamp_of(path: &Path) -> Option<Stamp> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some(Stamp { modified: meta.modified().ok(), len: meta.len(), inode: meta.ino() })
-}
-
 struct Inner {
     file: PinFile,
-    /// The stamp of the file as last read or written here.
-    stamp: Option<Stamp>,
+    /// The version of the pins as last read or written here.
+    stamp: Option<DocumentVersion>,
     /// Names seen so far in the listing under way, per kind (every page until one
     /// without `nextCursor`).
     walks: HashMap<Kind, BTreeSet<String>>,
@@ -81,7 +68,9 @@ struct Inner {
 
 /// The pins of one server identity, shared by the sessions that talk to it.
 pub struct Tracker {
-    path: PathBuf,
+    store: PinStore,
+    /// The server's pins' name in the store.
+    name: String,
     identity: Identity,
     inner: Mutex<Inner>,
     /// Who wants to know when a person's approval releases something (each session's
@@ -99,7 +88,7 @@ const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for Tracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tracker").field("path", &self.path).field("identity", &self.identity).finish_non_exhaustive()
+        f.debug_struct("Tracker").field("name", &self.name).field("identity", &self.identity).finish_non_exhaustive()
     }
 }
 
@@ -107,11 +96,17 @@ impl Tracker {
     /// The pins of `identity` in `dir` (created on first write). A store file that
     /// does not parse is an error naming it.
     pub fn open(dir: &Path, identity: Identity) -> Result<Tracker, PinError> {
-        let path = store::path_of(dir, &identity);
-        let stamp = stamp_of(&path);
-        let file = store::load(&path)?.unwrap_or_else(|| PinFile::new(&identity));
+        Tracker::open_in(PinStore::dir(dir), identity)
+    }
+
+    /// The pins of `identity` in `store` (the store the process chose at start-up).
+    pub fn open_in(store: PinStore, identity: Identity) -> Result<Tracker, PinError> {
+        let name = store::name_of(&identity);
+        let stamp = store.version(&name);
+        let file = store.load(&name)?.unwrap_or_else(|| PinFile::new(&identity));
         Ok(Tracker {
-            path,
+            store,
+            name,
             identity,
             inner: Mutex::new(Inner { file, stamp, walks: HashMap::new() }),
             listeners: Mutex::new(Vec::new()),
@@ -119,9 +114,9 @@ impl Tracker {
         })
     }
 
-    /// The store file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the server's pins are (the store file, locally).
+    pub fn path(&self) -> PathBuf {
+        self.store.location(&self.name)
     }
 
     /// The server's name.
@@ -152,7 +147,7 @@ impl Tracker {
         if let Err(e) = started {
             tracing::warn!(
                 "cannot watch {} for approvals ({e}); clients learn of them when they list again",
-                self.path.display()
+                self.path().display()
             );
         }
     }
@@ -178,11 +173,11 @@ impl Tracker {
 
     fn reread(&self) -> Vec<Kind> {
         let mut inner = self.inner();
-        let now = stamp_of(&self.path);
+        let now = self.store.version(&self.name);
         if now == inner.stamp {
             return Vec::new();
         }
-        let fresh = match store::load(&self.path) {
+        let fresh = match self.store.load(&self.name) {
             Ok(Some(file)) => file,
             Ok(None) => PinFile::new(&self.identity),
             Err(e) => {
@@ -205,8 +200,8 @@ impl Tracker {
     }
 
     fn save(&self, inner: &mut Inner) {
-        match store::save(&self.path, &inner.file) {
-            Ok(()) => inner.stamp = stamp_of(&self.path),
+        match self.store.save(&self.name, &inner.file) {
+            Ok(()) => inner.stamp = self.store.version(&self.name),
             Err(e) => tracing::warn!("{e}; the pins are kept in memory for this session"),
         }
     }
@@ -422,7 +417,7 @@ impl Tracker {
         if !(first_complete && kind == Kind::Tool) {
             return false;
         }
-        let names = crate::screen::other_servers_tool_names(&self.path, &self.identity.server);
+        let names = crate::screen::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         match shadowing::judge_instructions(&mut inner.file, &names, scan) {
             Some(finding) => {
@@ -447,7 +442,9 @@ impl Tracker {
             .map(|c| c.name.clone())
             .filter(|name| !name.is_empty())
             .collect();
-        for (server, what, name, finding) in shadowing::quarantine_others(&self.path, self.server(), &new, scan) {
+        for (server, what, name, finding) in
+            shadowing::quarantine_others(&self.store, &self.name, self.server(), &new, scan)
+        {
             let review = if what == "instructions" {
                 String::new()
             } else {
@@ -489,7 +486,7 @@ impl Tracker {
     /// a listing that changed nothing.
     fn other_servers_tools(&self) -> impl Fn() -> clawai_scan::Scanner + '_ {
         move || {
-            let names = crate::screen::other_servers_tool_names(&self.path, &self.identity.server);
+            let names = crate::screen::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             clawai_scan::Scanner::new(&names)
         }

@@ -50,9 +50,9 @@ fn live_hash(pins: &Tracker, name: &str) -> String {
 }
 
 fn approve(pins: &Tracker, name: &str, hash: &str) -> Approval {
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     let approval = file.approve(name, hash);
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     approval
 }
 
@@ -183,9 +183,9 @@ fn a_held_version_listed_again_is_judged_by_its_kept_findings_not_scanned_again(
     listed(&pins, json!([poisoned()]), SCAN);
     // What was found is what counts: with the kept findings cleared (as if the scan had
     // found nothing then), the same version is no longer held, although it is poisoned.
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     file.tools.get_mut("add").unwrap().live.as_mut().unwrap().findings = Some(Vec::new());
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     assert_eq!(listed(&pins, json!([poisoned()]), SCAN), ["add"]);
 }
 
@@ -365,7 +365,7 @@ fn what_an_older_scan_held_is_scanned_again() {
     let bash = tool("Bash", "Do not commit files that likely contain secrets (.env, credentials.json, etc).");
     assert_eq!(listed(&pins, json!([bash.clone()]), SCAN), ["Bash"]);
     // As an older clawai left it: quarantined on sight by a credential_path finding.
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     let entry = file.tools.get_mut("Bash").unwrap();
     let mut version = entry.pinned.take().unwrap();
     version.quarantined = true;
@@ -379,7 +379,7 @@ fn what_an_older_scan_held_is_scanned_again() {
     }]);
     entry.live = Some(version);
     entry.held_on_sight = true;
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     let pins = tracker(dir.path());
     assert!(pins.refusal(Kind::Tool, "Bash").is_some(), "held as the older scan left it");
     assert_eq!(listed(&pins, json!([bash]), SCAN), ["Bash"], "released by the rescan");

@@ -107,3 +107,37 @@ mod tests {
         assert!(Approvals::load(Path::new("/nonexistent/approvals.toml")).unwrap().entries().is_empty());
     }
 }
+
+/// Where the standing approvals are kept, read again whenever a rule asks (a person may
+/// have added one meanwhile): one interface, chosen at start-up. The local one is a file
+/// ([`ApprovalsFile`], `approvals.toml`).
+pub trait StandingApprovals: Send + Sync + std::fmt::Debug {
+    /// The approvals as they are now (none, when nothing was approved yet).
+    fn current(&self) -> Result<Approvals, PolicyError>;
+
+    /// Where they are, as the trail names who allowed a call (a path, locally).
+    fn location(&self) -> String;
+}
+
+/// The standing approvals in a file.
+#[derive(Debug, Clone)]
+pub struct ApprovalsFile {
+    path: std::path::PathBuf,
+}
+
+impl ApprovalsFile {
+    /// The approvals in the file at `path` (it need not exist yet).
+    pub fn new(path: impl Into<std::path::PathBuf>) -> ApprovalsFile {
+        ApprovalsFile { path: path.into() }
+    }
+}
+
+impl StandingApprovals for ApprovalsFile {
+    fn current(&self) -> Result<Approvals, PolicyError> {
+        Approvals::load(&self.path)
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+}

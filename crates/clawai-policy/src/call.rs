@@ -1,6 +1,7 @@
 //! What the engine decides on: one intercepted message, reduced to the parts rules see.
 
 use clawai_protocol::Json;
+use clawai_protocol::methods;
 use serde_json::Value;
 
 /// The MCP tool annotations that rules can test, as the server declared them in
@@ -74,8 +75,8 @@ impl<'a> Call<'a> {
     pub fn from_params(method: &'a str, params: Option<&'a Json<'a>>) -> Self {
         let field = |key: &str| params.and_then(|p| p.get(key));
         let (name, arguments) = match method {
-            "tools/call" | "prompts/get" => (field("name").and_then(Json::as_str), field("arguments")),
-            "resources/read" => (field("uri").and_then(Json::as_str), params),
+            methods::TOOLS_CALL | methods::PROMPTS_GET => (field("name").and_then(Json::as_str), field("arguments")),
+            methods::RESOURCES_READ => (field("uri").and_then(Json::as_str), params),
             _ => (None, params),
         };
         Call { method, name, arguments, server: None, annotations: None, follow_links: None }

@@ -1,5 +1,6 @@
 //! The decision engine: a loaded policy and the first rule that matches a call.
 
+use clawai_protocol::methods;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -464,7 +465,7 @@ impl Policy {
 
     /// Decides a call as the session `view` shows it.
     pub(crate) fn decide_with(&self, call: &Call, view: &SessionView) -> Decision<'_> {
-        let first = if call.method == "tools/call" {
+        let first = if call.method == methods::TOOLS_CALL {
             self.first_tool_rule(call, view)
         } else {
             if let Some(undecided) = self.undecided(call.method) {
@@ -557,7 +558,7 @@ impl Policy {
 
     pub(crate) fn explain_with(&self, call: &Call, view: &SessionView) -> Explanation<'_> {
         let mut steps = Vec::new();
-        if call.method != "tools/call"
+        if call.method != methods::TOOLS_CALL
             && let Some(decision) = self.undecided(call.method)
         {
             return Explanation { steps, decision };

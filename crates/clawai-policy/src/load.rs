@@ -4,6 +4,7 @@
 //! regex, missing or contradictory target, a rule that can never match) rejects the
 //! whole file with the file, line and what to do, and no policy is returned.
 
+use clawai_protocol::methods;
 use std::fmt;
 use std::path::Path;
 
@@ -510,7 +511,7 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
         _ => match &raw.method {
             Some(m) => {
                 let g = c.glob(m, "method")?;
-                if g.sources() == ["tools/call"] {
+                if g.sources() == [methods::TOOLS_CALL] {
                     Target::Tool(ToolNames::Any)
                 } else if let Some(key) = tool_only.first() {
                     c.error(
@@ -546,7 +547,7 @@ fn compile_target(raw: &RawRule, start: usize, label: &str, c: &mut Collector) -
         );
         return None;
     }
-    if !tool_only.is_empty() && target.fixed_method() != Some("tools/call") {
+    if !tool_only.is_empty() && target.fixed_method() != Some(methods::TOOLS_CALL) {
         c.error(
             start,
             format!("{label}: `{}` only applies to tools, but the rule's target is not a tool", tool_only[0]),

@@ -1,5 +1,6 @@
 //! A compiled rule and how one rule matches one call.
 
+use clawai_protocol::methods;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::str::FromStr;
@@ -124,9 +125,9 @@ impl Target {
     /// The method this target is fixed to, if any.
     pub(crate) fn fixed_method(&self) -> Option<&'static str> {
         match self {
-            Target::Tool(_) => Some("tools/call"),
-            Target::Resource(_) => Some("resources/read"),
-            Target::Prompt(_) => Some("prompts/get"),
+            Target::Tool(_) => Some(methods::TOOLS_CALL),
+            Target::Resource(_) => Some(methods::RESOURCES_READ),
+            Target::Prompt(_) => Some(methods::PROMPTS_GET),
             Target::Method(_) => None,
         }
     }

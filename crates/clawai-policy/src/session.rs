@@ -27,10 +27,12 @@
 //! rate = "30/min"            # matches once its other conditions matched more than 30 times in a minute
 //! ```
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use clawai_store::{Count, LocalSessionMemory, SessionMemory};
 use std::time::{Duration, Instant};
 
 use crate::call::Call;
@@ -87,20 +89,11 @@ impl fmt::Display for Rate {
     }
 }
 
-/// One session's memory, shared by the threads that decide its messages.
-#[derive(Debug)]
+/// One session's memory, shared by the threads that decide its messages: a handle on
+/// the [`SessionMemory`] of the session, wherever the store in use keeps it.
+#[derive(Debug, Clone)]
 pub struct Session {
-    state: Mutex<SessionState>,
-}
-
-/// What a [`Session`] holds, behind its lock.
-#[derive(Debug, Clone, Default)]
-pub struct SessionState {
-    /// The labels rules put on the session (`taint`), never removed.
-    labels: BTreeSet<String>,
-    /// Per `rate` rule (by [`rule_key`]), the moments its other conditions matched, as
-    /// time since the session's start, oldest first, at most the rule's limit + 1.
-    windows: HashMap<String, VecDeque<Duration>>,
+    memory: Arc<dyn SessionMemory>,
 }
 
 impl Default for Session {
@@ -110,15 +103,20 @@ impl Default for Session {
 }
 
 impl Session {
-    /// A new session: no labels, no calls counted.
+    /// A new session in this process's memory: no labels, no calls counted.
     pub fn new() -> Session {
-        Session { state: Mutex::new(SessionState::default()) }
+        Session::in_memory(Arc::new(LocalSessionMemory::default()))
+    }
+
+    /// The session whose memory is `memory` (opened from the store in use).
+    pub fn in_memory(memory: Arc<dyn SessionMemory>) -> Session {
+        Session { memory }
     }
 
     /// A session that already carries these labels (fixtures, `policy explain`).
     pub fn with_labels(labels: impl IntoIterator<Item = String>) -> Session {
         let session = Session::new();
-        session.lock().labels.extend(labels);
+        session.memory.add_labels(&labels.into_iter().collect::<Vec<_>>());
         session
     }
 
@@ -126,19 +124,17 @@ impl Session {
     /// happened (fixtures, `policy explain`). `rule` is the rule's id, or `#N` for the
     /// N-th rule when it has none.
     pub fn add_prior_calls(&self, rule: &str, count: u32) {
-        let mut state = self.lock();
-        let window = state.windows.entry(rule.to_owned()).or_default();
-        window.extend(std::iter::repeat_n(session_clock(), count.min(MAX_RATE + 1) as usize));
+        self.memory.seed(rule, count.min(MAX_RATE + 1), session_clock());
     }
 
     /// The labels the session carries, sorted.
     pub fn labels(&self) -> Vec<String> {
-        self.lock().labels.iter().cloned().collect()
+        self.memory.labels().into_iter().collect()
     }
 
-    fn lock(&self) -> MutexGuard<'_, SessionState> {
-        // A panic while holding the lock leaves counts and labels that are still whole.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The session's memory (what a person allowed for the session is kept there too).
+    pub fn memory(&self) -> &Arc<dyn SessionMemory> {
+        &self.memory
     }
 }
 
@@ -166,15 +162,6 @@ impl SessionView<'_> {
     }
 }
 
-/// Whether deciding a call moves the session on (a real call) or only looks (`explain`),
-/// and whether the call is already in the windows (a retry of a counted call).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Effect {
-    Record,
-    LookOnly,
-    AlreadyCounted,
-}
-
 impl Policy {
     /// Decides a call in a session: rules with `tainted` see its labels, rules with
     /// `rate` its counts. Every `rate` rule whose other conditions match the call counts
@@ -189,13 +176,13 @@ impl Policy {
     /// [`Policy::decide_in`], with the labels the call added to the session (none it
     /// already carried): what the audit trail records of the call.
     pub fn decide_and_mark(&self, call: &Call, session: &Session) -> (Decision<'_>, Vec<String>) {
-        self.decide_moving(call, session, session_clock(), Effect::Record)
+        self.decide_moving(call, session, session_clock(), Count::Record)
     }
 
     /// [`Policy::decide_in`] at a given moment of the session (time since its start):
     /// what `policy replay` uses to decide recorded calls at the times they were made.
     pub fn decide_at(&self, call: &Call, session: &Session, now: Duration) -> Decision<'_> {
-        self.decide_moving(call, session, now, Effect::Record).0
+        self.decide_moving(call, session, now, Count::Record).0
     }
 
     /// [`Policy::decide_and_mark`] for a call the session already counted, decided again
@@ -203,7 +190,7 @@ impl Policy {
     /// its own count is in the windows already and is not added again; labels it touches
     /// are added (again: no harm).
     pub fn decide_again(&self, call: &Call, session: &Session) -> (Decision<'_>, Vec<String>) {
-        self.decide_moving(call, session, session_clock(), Effect::AlreadyCounted)
+        self.decide_moving(call, session, session_clock(), Count::AlreadyCounted)
     }
 
     /// Decides in the session and moves it on: counts (unless `effect` says the call was
@@ -213,17 +200,19 @@ impl Policy {
         call: &Call,
         session: &Session,
         now: Duration,
-        effect: Effect,
+        effect: Count,
     ) -> (Decision<'_>, Vec<String>) {
         if !self.reads_session() {
             return (self.decide(call), Vec::new());
         }
-        let mut state = session.lock();
-        let counts = self.count_rates(call, &mut state, now, effect);
-        let view = SessionView { labels: Some(&state.labels), counts };
+        let labels = session.memory.labels();
+        let counts = self.count_rates(call, &labels, session, now, effect);
+        let view = SessionView { labels: Some(&labels), counts };
         let decision = self.decide_with(call, &view);
         let added = self.labels_touched(call, &view);
-        state.labels.extend(added.iter().cloned());
+        if !added.is_empty() {
+            session.memory.add_labels(&added);
+        }
         (decision, added)
     }
 
@@ -246,9 +235,9 @@ impl Policy {
     /// Runs `then` on the session as this call would find it now, on a copy: the rate
     /// counts include the call, nothing is recorded.
     fn looking<R>(&self, call: &Call, session: &Session, then: impl FnOnce(&SessionView) -> R) -> R {
-        let mut state = session.lock().clone();
-        let counts = self.count_rates(call, &mut state, session_clock(), Effect::LookOnly);
-        then(&SessionView { labels: Some(&state.labels), counts })
+        let labels = session.memory.labels();
+        let counts = self.count_rates(call, &labels, session, session_clock(), Count::Look);
+        then(&SessionView { labels: Some(&labels), counts })
     }
 
     /// The labels of the `taint` rules the call touches in this session (their
@@ -268,31 +257,25 @@ impl Policy {
         added
     }
 
-    /// Counts the call in the window of every rate rule whose other conditions match it.
-    fn count_rates(&self, call: &Call, state: &mut SessionState, now: Duration, effect: Effect) -> Vec<(usize, u32)> {
+    /// Counts the call in the window of every rate rule whose other conditions match it
+    /// (in a session carrying `labels`).
+    fn count_rates(
+        &self,
+        call: &Call,
+        labels: &BTreeSet<String>,
+        session: &Session,
+        now: Duration,
+        effect: Count,
+    ) -> Vec<(usize, u32)> {
         let mut counts = Vec::new();
         for &index in self.rate_rules() {
             let rule = &self.rules()[index];
             let Some(rate) = rule.rate else { continue };
-            if !rule.tainted_holds(Some(&state.labels)) || rule.check(call).is_err() {
+            if !rule.tainted_holds(Some(labels)) || rule.check(call).is_err() {
                 continue;
             }
-            let window = state.windows.entry(rule_key(index, rule.id.as_deref())).or_default();
-            // The window keeps what is younger than its length; a moment "in the future"
-            // (a seeded count, a clock read out of order) counts as now.
-            while window.front().is_some_and(|&t| now.saturating_sub(t) >= rate.window) {
-                window.pop_front();
-            }
-            let count =
-                if effect == Effect::AlreadyCounted { (window.len() as u32).max(1) } else { window.len() as u32 + 1 };
-            if effect == Effect::Record {
-                window.push_back(now);
-                // Only "more than the limit" matters: older moments beyond it are dropped.
-                while window.len() > rate.limit as usize + 1 {
-                    window.pop_front();
-                }
-            }
-            counts.push((index, count.min(rate.limit + 1)));
+            let key = rule_key(index, rule.id.as_deref());
+            counts.push((index, session.memory.count(&key, rate.window, rate.limit, now, effect)));
         }
         counts
     }

@@ -10,11 +10,12 @@
 use crate::engine::Policy;
 use crate::glob::fold_case;
 use crate::rule::loose_name;
+use clawai_protocol::methods;
 
 /// Methods the client sends that the policy decides on.
-pub const CLIENT_DECIDED: [&str; 3] = ["tools/call", "resources/read", "prompts/get"];
+pub const CLIENT_DECIDED: [&str; 3] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET];
 /// Methods the server sends that the policy decides on.
-pub const SERVER_DECIDED: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+pub const SERVER_DECIDED: [&str; 2] = [methods::SAMPLING_CREATE_MESSAGE, methods::ELICITATION_CREATE];
 
 /// What the proxy does with a message of some method before any rule is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,13 +17,17 @@
 //!   from the server), without building it.
 //! * [`mirror`]: the 2026-07-28 HTTP headers that must agree with the body.
 //! * [`origin`]: the `Host`/`Origin` check of an HTTP endpoint (DNS rebinding).
-//! * [`reply`]: the responses a guard writes itself, and the error codes it uses.
+//! * [`reply`]: the responses a guard writes itself.
+//! * [`methods`]: the names of MCP's methods, written once.
+//! * [`codes`]: every JSON-RPC error code clawai answers with, in one table.
 //! * [`words`]: finding bytes eight at a time, for the short strings every message has.
 
+pub mod codes;
 mod cursor;
 pub mod envelope;
 pub mod framing;
 pub mod json;
+pub mod methods;
 pub mod mirror;
 pub mod origin;
 pub mod quick;

@@ -7,6 +7,7 @@
 //! policy that reads the body and a router that reads the headers must see the same
 //! call. Written once for clawai's HTTP front, its remote client and the SDK's server.
 
+use crate::methods;
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use serde_json::Value;
@@ -23,7 +24,7 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 /// Revisions without sessions, whose requests carry their version in `_meta`.
 pub const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
 /// The JSON-RPC code for headers that disagree with the body.
-pub const HEADER_MISMATCH: i64 = -32020;
+pub use crate::codes::HEADER_MISMATCH;
 /// The prefix of the headers that mirror tool arguments (2026-07-28).
 pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
@@ -120,8 +121,8 @@ pub fn body_protocol_version(message: &Value) -> Option<&str> {
 /// The value `Mcp-Name` must carry for this message, if its method has one.
 pub fn body_name(message: &Value) -> Option<&str> {
     let pointer = match message.get("method").and_then(Value::as_str)? {
-        "tools/call" | "prompts/get" => "/params/name",
-        "resources/read" => "/params/uri",
+        methods::TOOLS_CALL | methods::PROMPTS_GET => "/params/name",
+        methods::RESOURCES_READ => "/params/uri",
         _ => return None,
     };
     message.pointer(pointer).and_then(Value::as_str)
@@ -169,7 +170,7 @@ impl Mirrored<'_> {
         if (required || self.method.is_some()) && method.is_some() && self.method != method {
             return Err(format!("Mcp-Method header {:?} does not match the body's method {method:?}", self.method));
         }
-        let named = matches!(method, Some("tools/call" | "prompts/get" | "resources/read"));
+        let named = matches!(method, Some(methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ));
         let name = body_name(message);
         let header_name = self.name.map(decode_header_value);
         if (required || self.name.is_some()) && (named || self.name.is_some()) && header_name.as_deref() != name {

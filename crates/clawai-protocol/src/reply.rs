@@ -1,29 +1,13 @@
 //! Responses clawai writes itself, and the error codes it uses.
 //!
-//! Codes in -32000..-32019 are implementation-defined in every MCP revision; clawai
-//! uses these (also listed in the README):
+//! The codes are in [`crate::codes`], the one table; re-exported here for the writers.
 
 use serde_json::{Value, json};
 
-/// JSON-RPC: the line is not JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC: JSON, but not a valid request (includes batches).
-pub const INVALID_REQUEST: i64 = -32600;
-/// JSON-RPC: the method's params are not usable (e.g. `tools/call` without a name).
-pub const INVALID_PARAMS: i64 = -32602;
-/// clawai: the policy denied the request.
-pub const DENIED: i64 = -32001;
-/// clawai: the policy asks for a person's approval, and none could be obtained.
-pub const APPROVAL_REQUIRED: i64 = -32002;
-/// clawai: the message is ambiguous (duplicate or case-variant keys) and was refused.
-pub const AMBIGUOUS: i64 = -32003;
-/// clawai: the message is larger than the configured limit.
-pub const TOO_LARGE: i64 = -32004;
-/// clawai: the server exited or cannot be reached; the request got no answer.
-pub const SERVER_UNAVAILABLE: i64 = -32005;
-/// clawai: clawai did not start the server, because its policy or configuration does
-/// not load; the message says where and what to do.
-pub const NOT_STARTED: i64 = -32006;
+pub use crate::codes::{
+    AMBIGUOUS, APPROVAL_REQUIRED, DENIED, INVALID_PARAMS, INVALID_REQUEST, NOT_STARTED, PARSE_ERROR,
+    SERVER_UNAVAILABLE, TOO_LARGE,
+};
 
 /// A JSON-RPC error response, newline-terminated. `id` is the request's id as written
 /// (`None` gives `null`).

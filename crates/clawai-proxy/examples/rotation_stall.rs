@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use clawai_proxy::AuditLog;
-use clawai_proxy::audit::{Event, stamp};
+use clawai_proxy::audit::{Event, EventKind, stamp};
 
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: rotation_stall DIR"));
@@ -20,7 +20,7 @@ fn main() {
         log.record_decision(&Event {
             time: stamp().wall,
             session: "s",
-            kind: "request",
+            kind: EventKind::Request,
             reason: Some(reason.as_str().into()),
             ..Default::default()
         });

@@ -14,14 +14,17 @@
 //! recorded before anything leaves). A stage may hold a message; everything else
 //! keeps flowing meanwhile.
 
+use clawai_protocol::methods;
 mod alone;
 mod approvals;
 mod arguments;
 mod batch;
 mod broker;
 mod decide;
+mod deliver;
 mod hiding;
 mod listing;
+mod own;
 mod pinning;
 mod refuse;
 mod response;
@@ -39,6 +42,8 @@ use std::time::Instant;
 pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
+pub use deliver::{Deliveries, Delivery, Side, dispatched};
+pub use own::{OwnRequest, OwnRequests, OwnVerdict};
 pub use pinning::scan_settings;
 
 use compact_str::CompactString;
@@ -50,11 +55,13 @@ use clawai_protocol::skim::skim;
 use clawai_protocol::strict;
 use serde_json::value::RawValue;
 
-use crate::audit::{AuditLog, Direction, Event, Stamp, stamp};
+use crate::audit::{AuditLog, Decision, Direction, Event, EventKind, Stamp, stamp};
 use crate::in_flight::{InFlight, InFlightTable};
 use crate::reload::PolicyHandle;
 
-/// What the transport does with a message.
+/// What the transport does with a message: turned into what to send by
+/// [`Verdict::deliveries`], the one place that says where each verdict's bytes go.
+#[must_use = "a verdict says what to send; send its deliveries"]
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Forward the original bytes, unchanged.
@@ -87,34 +94,11 @@ pub enum Outgoing {
 /// policy test` decides as the wire does.
 pub use clawai_policy::wire::{CLIENT_DECIDED, SERVER_DECIDED};
 
-/// Method names of the protocol (2024-11-05 to 2026-07-28) that requests use.
-const REQUEST_METHODS: [&str; 22] = [
-    "initialize",
-    "ping",
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "sampling/createMessage",
-    "elicitation/create",
-    "roots/list",
-    "tasks/get",
-    "tasks/result",
-    "tasks/list",
-    "tasks/cancel",
-    "subscriptions/listen",
-];
-
 fn method_name(method: &str) -> Cow<'static, str> {
-    REQUEST_METHODS.iter().find(|m| **m == method).map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
+    methods::REQUESTS
+        .iter()
+        .find(|m| **m == method)
+        .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
 }
 
 /// The guard of one session between one client and one server.
@@ -212,8 +196,12 @@ impl Guard {
         self.listed_as.as_ref().zip(name).and_then(|(listed_as, name)| listed_as(method, name))
     }
 
-    /// The same guard, asking a person as `options` say.
+    /// The same guard, asking a person as `options` say, and keeping the session's
+    /// memory in the store they name (opened for this guard's session; a gateway then
+    /// shares one between the guards of a client session, [`Guard::remembering_in`]).
     pub fn with_ask_options(mut self, options: AskOptions) -> Guard {
+        let memory = options.stores.sessions.open(&self.session);
+        self.remembered = std::sync::Arc::new(clawai_policy::Session::in_memory(memory));
         self.asking = approvals::Asking::new(options);
         self
     }
@@ -271,11 +259,11 @@ impl Guard {
         &self.session
     }
 
-    fn event<'a>(&'a self, direction: Direction, kind: &'static str) -> Event<'a> {
+    fn event<'a>(&'a self, direction: Direction, kind: EventKind) -> Event<'a> {
         self.event_at(stamp().wall, direction, kind)
     }
 
-    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: &'static str) -> Event<'a> {
+    fn event_at<'a>(&'a self, time: jiff::Timestamp, direction: Direction, kind: EventKind) -> Event<'a> {
         Event {
             time,
             session: &self.session,
@@ -362,10 +350,10 @@ impl Guard {
                 self.refuse_look_alike(Direction::ClientToServer, method, id, line.len())
             }
             (Kind::Request, Some(method)) => {
-                if method == "initialize" {
+                if method == methods::INITIALIZE {
                     self.note_initialize(envelope.params.as_ref());
                 }
-                if matches!(method, "resources/subscribe" | "completion/complete")
+                if matches!(method, methods::RESOURCES_SUBSCRIBE | methods::COMPLETION_COMPLETE)
                     && let Some(refused) = self.pinning_refuses_passed(
                         method,
                         id,
@@ -375,13 +363,13 @@ impl Guard {
                 {
                     return refused;
                 }
-                self.pass(Direction::ClientToServer, "request", method, id, line.len(), at);
+                self.pass(Direction::ClientToServer, EventKind::Request, method, id, line.len(), at);
                 self.track(&self.from_client, id, method, at.instant);
                 Verdict::Forward
             }
             (Kind::Notification, Some(method)) => {
-                self.pass(Direction::ClientToServer, "notification", method, None, line.len(), at);
-                if method == "notifications/cancelled" {
+                self.pass(Direction::ClientToServer, EventKind::Notification, method, None, line.len(), at);
+                if method == methods::CANCELLED {
                     let request = params_value(envelope.params.as_ref()).and_then(|p| p.get("requestId").cloned());
                     if let Some(request) = &request {
                         self.cancel_held(request);
@@ -517,10 +505,10 @@ impl Guard {
         if reads_as_decided(method, &SERVER_DECIDED, &policy) {
             return self.refuse_look_alike(Direction::ServerToClient, method, id, size);
         }
-        if method == "notifications/tools/list_changed" {
+        if method == methods::TOOLS_LIST_CHANGED {
             self.listing.changed(self.pins().is_some());
         }
-        let kind = if id.is_some() { "request" } else { "notification" };
+        let kind = if id.is_some() { EventKind::Request } else { EventKind::Notification };
         self.pass(Direction::ServerToClient, kind, method, id, size, at);
         if id.is_some() {
             self.track(&self.from_server, id, method, at.instant);
@@ -537,7 +525,7 @@ impl Guard {
             .map(|(key, flight)| {
                 let id = flight.id(&key);
                 let shown = self.shown_id(id);
-                let mut event = self.event(Direction::ServerToClient, "response");
+                let mut event = self.event(Direction::ServerToClient, EventKind::Response);
                 event.method = Some(&flight.method);
                 event.id = Some(&shown);
                 event.is_error = Some(true);
@@ -557,20 +545,12 @@ impl Guard {
     }
 
     /// Records a message no rule decides.
-    fn pass(
-        &self,
-        direction: Direction,
-        kind: &'static str,
-        method: &str,
-        id: Option<&RawValue>,
-        size: usize,
-        at: Stamp,
-    ) {
+    fn pass(&self, direction: Direction, kind: EventKind, method: &str, id: Option<&RawValue>, size: usize, at: Stamp) {
         let shown = id.map(|id| self.shown_id(id.get()));
         let mut event = self.event_at(at.wall, direction, kind);
         event.method = Some(method);
         event.id = shown.as_deref();
-        event.decision = Some("pass");
+        event.decision = Some(Decision::Pass);
         event.size = Some(size);
         self.audit.record(&event);
     }

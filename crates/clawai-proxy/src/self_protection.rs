@@ -13,6 +13,7 @@
 //! a protected file (`rm -r ~/.config`). A command line built at run time (variables,
 //! `$(…)`) cannot be seen through: the starter policy asks a person before any command.
 
+use clawai_protocol::methods;
 use std::path::{Path, PathBuf};
 
 use clawai_policy::operation::{Operation, detect};
@@ -103,7 +104,7 @@ impl SelfProtection {
     /// The refusal of `call` when it would write, move or delete a protected path;
     /// `None` for any other call (which the policy decides).
     pub fn refuses<'s>(&'s self, call: &Call<'_>) -> Option<Decision<'s>> {
-        if call.method != "tools/call" {
+        if call.method != methods::TOOLS_CALL {
             return None;
         }
         let operation = detect(call.name.unwrap_or_default()).operation;

@@ -26,7 +26,7 @@ use clawai_protocol::{FrameRef, LineReader};
 use nix::sys::signal::Signal;
 
 use crate::audit::{Stamp, stamp};
-use crate::guard::{Deferred, Guard, Later, Outgoing, Outlet, Verdict};
+use crate::guard::{Deferred, Deliveries, Guard, Later, Outlet, Side, dispatched};
 use crate::pipe::enlarge_pipe;
 use crate::process_tree::{ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
 use clawai_sandbox::Prepared;
@@ -398,11 +398,12 @@ impl<'a> Outputs<'a> {
         self.client_out.lock().unwrap_or_else(|p| p.into_inner()).send(self.guard, bytes).is_ok()
     }
 
-    /// Queues each message for its side. False when the client is gone.
-    fn dispatch(&mut self, messages: Vec<Outgoing>) -> bool {
-        messages.into_iter().all(|message| match message {
-            Outgoing::ToServer(bytes) => self.queue_for_server(&bytes) || warn_server_gone(),
-            Outgoing::ToClient(bytes) => self.queue_for_client(&bytes),
+    /// Queues each message of a verdict for its side. False when the client is gone.
+    fn deliver(&mut self, deliveries: Deliveries<'_>) -> bool {
+        let mut deliveries = deliveries;
+        deliveries.all(|delivery| match delivery.to {
+            Side::Server => self.queue_for_server(&delivery.bytes) || warn_server_gone(),
+            Side::Client => self.queue_for_client(&delivery.bytes),
         })
     }
 
@@ -438,17 +439,10 @@ fn relay_client(
 ) {
     let out = Outputs::new(guard, server_in, client_out);
     relay(LineReader::new(client_in, max), out, "the client", |frame, at, out| match frame {
-        FrameRef::Line(line) => match guard.from_client_at(line, at) {
-            Verdict::Forward => out.queue_for_server(line) || warn_server_gone(),
-            Verdict::Replace(instead) => out.queue_for_server(&instead) || warn_server_gone(),
-            Verdict::Reply(answer) => out.queue_for_client(&answer),
-            Verdict::Dispatch(messages) => out.dispatch(messages),
-            Verdict::Drop => true,
-        },
-        FrameRef::Oversize { prefix, length } => match guard.oversize_from_client(prefix, length, max) {
-            Verdict::Reply(answer) => out.queue_for_client(&answer),
-            _ => true,
-        },
+        FrameRef::Line(line) => out.deliver(guard.from_client_at(line, at).deliveries(line, Side::Client)),
+        FrameRef::Oversize { prefix, length } => {
+            out.deliver(guard.oversize_from_client(prefix, length, max).deliveries(Vec::new(), Side::Client))
+        }
     });
 }
 
@@ -465,14 +459,15 @@ impl Outlet for StdioOutlet {
         let Some(guard) = self.guard.upgrade() else { return };
         let messages = guard.settle(later);
         guard.write_pending_decisions();
-        for message in messages {
-            let sent = match message {
-                Outgoing::ToServer(bytes) => {
+        for delivery in dispatched(messages) {
+            let bytes = delivery.bytes;
+            let sent = match delivery.to {
+                Side::Server => {
                     let mut slot = self.server_in.lock().unwrap_or_else(|p| p.into_inner());
                     slot.as_mut()
                         .is_some_and(|input| input.send(&guard, &bytes).and_then(|()| input.flush(&guard)).is_ok())
                 }
-                Outgoing::ToClient(bytes) => {
+                Side::Client => {
                     let mut out = self.client_out.lock().unwrap_or_else(|p| p.into_inner());
                     out.send(&guard, &bytes).and_then(|()| out.flush(&guard)).is_ok()
                 }
@@ -499,21 +494,13 @@ fn relay_server(
 ) {
     let out = Outputs::new(guard, server_in, client_out);
     relay(LineReader::new(server_out, max), out, "the MCP server", |frame, at, out| match frame {
-        FrameRef::Line(line) => match guard.from_server_deferred(line, at, &mut out.deferred) {
-            Verdict::Forward => out.queue_for_client(line),
-            Verdict::Replace(instead) => out.queue_for_client(&instead),
-            Verdict::Reply(answer) => {
-                out.queue_for_server(&answer);
-                true
-            }
-            Verdict::Dispatch(messages) => out.dispatch(messages),
-            Verdict::Drop => true,
-        },
-        FrameRef::Oversize { prefix, length } => match guard.oversize_from_server(prefix, length, max) {
-            Verdict::Replace(message) => out.queue_for_client(&message),
-            Verdict::Dispatch(messages) => out.dispatch(messages),
-            _ => true,
-        },
+        FrameRef::Line(line) => {
+            let verdict = guard.from_server_deferred(line, at, &mut out.deferred);
+            out.deliver(verdict.deliveries(line, Side::Server))
+        }
+        FrameRef::Oversize { prefix, length } => {
+            out.deliver(guard.oversize_from_server(prefix, length, max).deliveries(Vec::new(), Side::Server))
+        }
     });
 }
 

@@ -20,6 +20,7 @@
 //! # let _ = count();
 //! ```
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -135,7 +136,7 @@ pub fn report_progress(progress: f64, total: Option<f64>, message: Option<&str>)
     if let Some(message) = message {
         params["message"] = json!(message);
     }
-    send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+    send(json!({"jsonrpc": "2.0", "method": methods::PROGRESS, "params": params}));
 }
 
 /// Sends a log message (`notifications/message`) to the client, if it wants messages of
@@ -146,7 +147,7 @@ pub fn log(level: LogLevel, data: impl Serialize) {
         let data = serde_json::to_value(data).unwrap_or_else(|error| json!(error.to_string()));
         send(json!({
             "jsonrpc": "2.0",
-            "method": "notifications/message",
+            "method": methods::MESSAGE,
             "params": {"level": level.as_str(), "data": data},
         }));
     }

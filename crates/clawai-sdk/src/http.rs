@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -189,7 +190,7 @@ impl Endpoint {
         }
         let mut sessions = self.sessions.lock().expect("session map");
         let now = Instant::now();
-        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+        if message.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE) {
             let idle = self.options.session_idle_timeout;
             sessions.retain(|_, last_use| now.duration_since(*last_use) < idle);
             let id = uuid::Uuid::new_v4().simple().to_string();

@@ -1,5 +1,6 @@
 //! [`SdkMcpServerImpl`]: a set of tools and the JSON-RPC routing that serves them.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -188,15 +189,15 @@ impl SdkMcpServerImpl {
     ) -> Result<Value, RpcError> {
         let modern = modern_version(&params)?.is_some();
         let mut result = match method {
-            "initialize" => self.initialize(&params),
-            "server/discover" => Ok(self.discover()),
+            methods::INITIALIZE => self.initialize(&params),
+            methods::SERVER_DISCOVER => Ok(self.discover()),
             "ping" => Ok(json!({})),
-            "logging/setLevel" => self.set_log_level(&params),
-            "tools/list" => self.tools_list(&params, modern),
-            "tools/call" => self.tools_call(params, notifications, modern).await,
+            methods::LOGGING_SET_LEVEL => self.set_log_level(&params),
+            methods::TOOLS_LIST => self.tools_list(&params, modern),
+            methods::TOOLS_CALL => self.tools_call(params, notifications, modern).await,
             _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
         }?;
-        if modern || method == "server/discover" {
+        if modern || method == methods::SERVER_DISCOVER {
             self.stamp_modern(&mut result);
         }
         Ok(result)

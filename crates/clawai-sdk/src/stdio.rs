@@ -5,6 +5,7 @@
 //! names, which then gets no answer. On end of input the server finishes the requests it
 //! has, writes their answers and returns.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -80,7 +81,7 @@ where
                 continue;
             }
         };
-        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+        if message.get("method").and_then(Value::as_str) == Some(methods::CANCELLED) {
             let target = message.pointer("/params/requestId").map(Value::to_string);
             if let Some(call) = target.and_then(|key| in_flight.lock().expect("in-flight map").remove(&key)) {
                 call.abort();

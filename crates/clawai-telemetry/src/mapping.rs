@@ -2,7 +2,7 @@
 //! name, the attributes of the span and of each metric. Never the arguments: nothing
 //! here reads `Event::arguments` (nor `reason`, which can quote them).
 
-use clawai_proxy::audit::Event;
+use clawai_proxy::audit::{Decision, Event};
 use opentelemetry::KeyValue;
 
 /// The MCP method (`tools/call`), as the OpenTelemetry conventions for MCP name it.
@@ -36,7 +36,7 @@ pub const SPAN_PREFIX: &str = "clawai.decide";
 /// `pass` (no rule applies to the method), responses and the steps of asking a person
 /// decide nothing.
 pub fn is_decided(event: &Event<'_>) -> bool {
-    event.decision.is_some_and(|decision| decision != "pass")
+    event.decision.is_some_and(|decision| decision != Decision::Pass)
 }
 
 /// `clawai.decide tools/call`.
@@ -58,11 +58,11 @@ pub fn span_attributes(event: &Event<'_>) -> Vec<KeyValue> {
     add(RESOURCE, event.resource);
     add(LISTED_AS, event.listed_as);
     add(SERVER, event.server);
-    add(DECISION, event.decision);
+    add(DECISION, event.decision.map(Decision::as_str));
     add(RULE, event.rule);
     add(DIRECTION, event.direction.map(|direction| direction.as_str()));
     add(SESSION, Some(event.session).filter(|session| !session.is_empty()));
-    add(KIND, Some(event.kind).filter(|kind| !kind.is_empty()));
+    add(KIND, Some(event.kind.as_str()));
     attributes
 }
 
@@ -75,9 +75,7 @@ pub fn message_attributes(event: &Event<'_>) -> Vec<KeyValue> {
     if let Some(direction) = event.direction {
         attributes.push(KeyValue::new(DIRECTION, direction.as_str()));
     }
-    if !event.kind.is_empty() {
-        attributes.push(KeyValue::new(KIND, event.kind));
-    }
+    attributes.push(KeyValue::new(KIND, event.kind.as_str()));
     attributes
 }
 
@@ -87,7 +85,7 @@ pub fn message_attributes(event: &Event<'_>) -> Vec<KeyValue> {
 pub fn decision_attributes(event: &Event<'_>) -> Vec<KeyValue> {
     let mut attributes = Vec::with_capacity(3);
     if let Some(decision) = event.decision {
-        attributes.push(KeyValue::new(DECISION, decision));
+        attributes.push(KeyValue::new(DECISION, decision.as_str()));
     }
     if let Some(method) = event.method {
         attributes.push(KeyValue::new(METHOD, method.to_owned()));
@@ -107,7 +105,7 @@ pub fn decision_millis(event: &Event<'_>, now: jiff::Timestamp) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use clawai_proxy::audit::Direction;
+    use clawai_proxy::audit::{Direction, EventKind, Step};
     use opentelemetry::{Key, Value};
 
     use super::*;
@@ -125,12 +123,12 @@ mod tests {
             session: "s-1",
             server: Some("filesystem"),
             direction: Some(Direction::ClientToServer),
-            kind: "request",
+            kind: EventKind::Request,
             method: Some("tools/call"),
             id: Some("7"),
             tool: Some("read_file"),
             listed_as: Some("filesystem__read_file"),
-            decision: Some("deny"),
+            decision: Some(Decision::Deny),
             rule: Some("no-ssh"),
             reason: Some("rule no-ssh: path /home/u/.ssh/id_rsa".into()),
             ..Event::default()
@@ -172,15 +170,19 @@ mod tests {
 
     #[test]
     fn prompts_and_resources_are_named_by_their_own_attributes() {
-        let prompt =
-            Event { method: Some("prompts/get"), prompt: Some("review"), decision: Some("allow"), ..Event::default() };
+        let prompt = Event {
+            method: Some("prompts/get"),
+            prompt: Some("review"),
+            decision: Some(Decision::Allow),
+            ..Event::default()
+        };
         let attributes = span_attributes(&prompt);
         assert_eq!(text(&attributes, PROMPT).as_deref(), Some("review"));
         assert_eq!(value(&attributes, TOOL), None);
         let read = Event {
             method: Some("resources/read"),
             resource: Some("file:///etc/hosts"),
-            decision: Some("audit"),
+            decision: Some(Decision::Audit),
             ..Event::default()
         };
         assert_eq!(text(&span_attributes(&read), RESOURCE).as_deref(), Some("file:///etc/hosts"));
@@ -190,18 +192,23 @@ mod tests {
     #[test]
     fn pass_responses_and_asking_steps_are_not_decisions() {
         let pass = Event {
-            kind: "notification",
+            kind: EventKind::Notification,
             method: Some("notifications/initialized"),
-            decision: Some("pass"),
+            decision: Some(Decision::Pass),
             ..Event::default()
         };
         let response =
-            Event { kind: "response", method: Some("tools/call"), duration_ms: Some(3.0), ..Event::default() };
-        let step = Event { kind: "approval", method: Some("tools/call"), step: Some("answered"), ..Event::default() };
+            Event { kind: EventKind::Response, method: Some("tools/call"), duration_ms: Some(3.0), ..Event::default() };
+        let step = Event {
+            kind: EventKind::Approval,
+            method: Some("tools/call"),
+            step: Some(Step::Answered),
+            ..Event::default()
+        };
         for event in [pass, response, step] {
             assert!(!is_decided(&event), "{event:?}");
         }
-        let refused = Event { kind: "refused", decision: Some("refused"), ..Event::default() };
+        let refused = Event { kind: EventKind::Refused, decision: Some(Decision::Refused), ..Event::default() };
         assert!(is_decided(&refused));
         assert_eq!(span_name(&refused), "clawai.decide unknown");
     }

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use clawai_proxy::audit::{Direction, Event};
+use clawai_proxy::audit::{Decision, Direction, Event, EventKind};
 
 use super::*;
 
@@ -97,10 +97,10 @@ fn denied_read(time: jiff::Timestamp) -> Event<'static> {
         session: "s-1",
         server: Some("filesystem"),
         direction: Some(Direction::ClientToServer),
-        kind: "request",
+        kind: EventKind::Request,
         method: Some("tools/call"),
         tool: Some("read_file"),
-        decision: Some("deny"),
+        decision: Some(Decision::Deny),
         rule: Some("no-ssh"),
         ..Event::default()
     }
@@ -112,7 +112,7 @@ fn spans_and_metrics_reach_the_collector_as_protobuf_at_exit() {
     let telemetry = Telemetry::start(&url, "proxy").unwrap();
     let observer = telemetry.observer();
     observer.observe(&denied_read(jiff::Timestamp::now()));
-    observer.observe(&Event { kind: "response", method: Some("tools/call"), ..Event::default() });
+    observer.observe(&Event { kind: EventKind::Response, method: Some("tools/call"), ..Event::default() });
     drop(telemetry);
     let mut requests: Vec<Received> = received.try_iter().collect();
     requests.sort_by(|a, b| a.path.cmp(&b.path));

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::glob::Glob;
+use clawai_proxy::audit::{AuditLine, Decision, EventKind, Step};
 use serde_json::Value;
 
 use crate::ExitCode;
@@ -109,29 +110,27 @@ pub enum DecisionFilter {
 
 impl DecisionFilter {
     fn matches(self, event: &Value) -> bool {
-        let decision = event.get("decision").and_then(Value::as_str);
+        let Some(line) = AuditLine::of(event) else { return false };
         match self {
-            DecisionFilter::Blocked => match decision {
-                Some("deny" | "refused") => true,
+            DecisionFilter::Blocked => match line.decision() {
+                Some(Decision::Deny | Decision::Refused) => true,
                 // A person is being asked: the outcome is the `approval` event that follows.
-                Some("prompt") if event.get("step").and_then(Value::as_str) == Some("asked") => false,
-                Some("prompt") => !was_approved(event),
+                Some(Decision::Prompt) if line.step() == Some(Step::Asked) => false,
+                Some(Decision::Prompt) => !line.approved(),
                 _ => {
-                    event.get("kind").and_then(Value::as_str) == Some("approval")
-                        && matches!(event.get("step").and_then(Value::as_str), Some("answered" | "timed_out"))
-                        && !was_approved(event)
+                    line.kind() == Some(EventKind::Approval)
+                        && matches!(line.step(), Some(Step::Answered | Step::TimedOut))
+                        && !line.approved()
                 }
             },
-            _ => decision == self.to_possible_value().as_ref().map(|v| v.get_name()),
+            DecisionFilter::Allow => line.decision() == Some(Decision::Allow),
+            DecisionFilter::Deny => line.decision() == Some(Decision::Deny),
+            DecisionFilter::Prompt => line.decision() == Some(Decision::Prompt),
+            DecisionFilter::Audit => line.decision() == Some(Decision::Audit),
+            DecisionFilter::Pass => line.decision() == Some(Decision::Pass),
+            DecisionFilter::Refused => line.decision() == Some(Decision::Refused),
         }
     }
-}
-
-/// A `prompt` decision let through without asking now (a standing approval, a session
-/// grant, the answer a retry carried) carries `"approved": true`; one a person is asked
-/// about says `"step": "asked"`, and its `approval` event says how it ended.
-fn was_approved(event: &Value) -> bool {
-    event.get("approved") == Some(&Value::Bool(true))
 }
 
 /// `--since`: an RFC 3339 time, or a span back from now (`45s`, `30m`, `1h`, `2d`, `1w`).
@@ -173,9 +172,10 @@ fn render(event: &Value) -> String {
     let arguments = event.get("arguments").map(arguments_summary).unwrap_or_default();
     let mut line =
         format!("{} {:<8} {:<14} {}{} {target}{arguments}", s("time"), s("server"), s("direction"), s("method"), id);
-    match s("kind") {
-        "sandbox" => return format!("{} {:<8} started: {}", s("time"), s("server"), s("reason")),
-        "response" => {
+    let words = AuditLine::of(event);
+    match words.and_then(|line| line.kind()) {
+        Some(EventKind::Sandbox) => return format!("{} {:<8} started: {}", s("time"), s("server"), s("reason")),
+        Some(EventKind::Response) => {
             let ms =
                 event.get("duration_ms").and_then(Value::as_f64).map(|d| format!(" {d:.1} ms")).unwrap_or_default();
             let err = if event.get("is_error") == Some(&Value::Bool(true)) { " error" } else { "" };
@@ -190,7 +190,11 @@ fn render(event: &Value) -> String {
             if !s("rule").is_empty() {
                 line.push_str(&format!(" [{}]", s("rule")));
             }
-            if matches!(s("decision"), "deny" | "prompt" | "refused") && !s("reason").is_empty() {
+            let refusal = matches!(
+                words.and_then(|line| line.decision()),
+                Some(Decision::Deny | Decision::Prompt | Decision::Refused)
+            );
+            if refusal && !s("reason").is_empty() {
                 line.push_str(&format!(": {}", s("reason")));
             }
         }

@@ -272,7 +272,9 @@ fn serve(
                     options,
                     Upstream::InProcess(Arc::clone(&gateway) as Arc<dyn clawai_http::link::OpenLink>),
                     front_policy,
-                    AuditLog::disabled(),
+                    // What the front alone refuses (not JSON-RPC, too large, headers that
+                    // disagree with the body) is recorded; the gateway records the rest.
+                    guarded.audit.refusals_only(),
                 );
                 front.serve(listener, shutdown_signal()).await?;
                 0

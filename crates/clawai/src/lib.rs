@@ -19,6 +19,7 @@ mod protected;
 pub mod proxy_cmd;
 pub mod sandbox_cmd;
 pub mod scan_cmd;
+mod stores;
 mod telemetry_cmd;
 pub mod ui_cmd;
 

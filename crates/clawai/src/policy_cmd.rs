@@ -1,5 +1,6 @@
 //! `clawai policy init|check|test|explain|import`.
 
+use clawai_protocol::methods;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -343,11 +344,11 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         None => build_args(&args.args)?,
     };
     let (method, params) = if let Some(tool) = &args.tool {
-        ("tools/call".to_owned(), json!({"name": tool, "arguments": arguments}))
+        (methods::TOOLS_CALL.to_owned(), json!({"name": tool, "arguments": arguments}))
     } else if let Some(uri) = &args.resource {
-        ("resources/read".to_owned(), json!({"uri": uri}))
+        (methods::RESOURCES_READ.to_owned(), json!({"uri": uri}))
     } else if let Some(prompt) = &args.prompt {
-        ("prompts/get".to_owned(), json!({"name": prompt, "arguments": arguments}))
+        (methods::PROMPTS_GET.to_owned(), json!({"name": prompt, "arguments": arguments}))
     } else if let Some(method) = &args.method {
         (method.clone(), arguments)
     } else {
@@ -380,7 +381,7 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
         policy.rules().len(),
         serde_json::to_string(&params)?
     );
-    if annotations.is_none() && method == "tools/call" {
+    if annotations.is_none() && method == methods::TOOLS_CALL {
         println!("(no --annotations: the tool counts as destructive and not read-only, as for a tool never listed)");
     }
     if policy.reads_session() && args.tainted.is_empty() && args.prior_calls.is_empty() {
@@ -443,8 +444,8 @@ fn explain(args: ExplainArgs) -> Result<ExitCode> {
 fn held_by_pins(pins: &Path, server: Option<&str>, method: &str, params: &serde_json::Value) -> Option<String> {
     use clawai_proxy::pins::{Kind, Refusal};
     let kind = match method {
-        "tools/call" => Kind::Tool,
-        "prompts/get" => Kind::Prompt,
+        methods::TOOLS_CALL => Kind::Tool,
+        methods::PROMPTS_GET => Kind::Prompt,
         _ => return None,
     };
     let name = params.get("name")?.as_str()?;

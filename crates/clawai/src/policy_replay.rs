@@ -10,6 +10,7 @@
 //! trail does not hold: a redacted value read by a rule, or annotations not recorded
 //! (trails written before they were) read by a rule. Those are counted and shown apart.
 
+use clawai_protocol::methods;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
+use clawai_proxy::audit::{AuditLine, Channel, Decision, EventKind, Step};
 use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
 use clawai_proxy::self_protection;
 use serde_json::{Value, json};
@@ -98,11 +100,11 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
 /// rule applies to) and is not the retry that carried a person's answer (the call was
 /// counted when it first came).
 fn recorded_call(event: &Value) -> bool {
-    let field = |key: &str| event.get(key).and_then(Value::as_str);
-    field("kind") == Some("request")
-        && matches!(field("decision"), Some("allow" | "deny" | "prompt" | "audit"))
-        && field("method").is_some()
-        && !(field("step") == Some("answered") && field("channel") == Some("client_retry"))
+    let Some(line) = AuditLine::of(event) else { return false };
+    line.kind() == Some(EventKind::Request)
+        && matches!(line.decision(), Some(Decision::Allow | Decision::Deny | Decision::Prompt | Decision::Audit))
+        && line.str("method").is_some()
+        && !(line.step() == Some(Step::Answered) && line.channel() == Some(Channel::ClientRetry))
 }
 
 fn recorded_at(event: &Value) -> Option<jiff::Timestamp> {
@@ -114,8 +116,8 @@ fn params_of(event: &Value) -> Value {
     let method = event["method"].as_str().unwrap_or_default();
     let arguments = event.get("arguments").cloned();
     match method {
-        "tools/call" | "prompts/get" => {
-            let name = if method == "tools/call" { &event["tool"] } else { &event["prompt"] };
+        methods::TOOLS_CALL | methods::PROMPTS_GET => {
+            let name = if method == methods::TOOLS_CALL { &event["tool"] } else { &event["prompt"] };
             let mut params = json!({"name": name});
             if let Some(arguments) = arguments {
                 params["arguments"] = arguments;
@@ -123,7 +125,7 @@ fn params_of(event: &Value) -> Value {
             params
         }
         // The guard records the whole `params` of other methods as their arguments.
-        "resources/read" => arguments.unwrap_or_else(|| json!({"uri": event["resource"]})),
+        methods::RESOURCES_READ => arguments.unwrap_or_else(|| json!({"uri": event["resource"]})),
         _ => arguments.unwrap_or(Value::Null),
     }
 }
@@ -166,7 +168,7 @@ fn replay(policy: &Policy, event: Value, session: &Session) -> Replayed {
         && decided_with_credential(policy, &call, decision).action != decision.action
     {
         Some("the trail holds a value redacted, which may be a credential the arguments guard decides on")
-    } else if method == "tools/call" && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
+    } else if method == methods::TOOLS_CALL && recorded_annotations.is_none() && turns_on_annotations(policy, &call) {
         Some("the decision turns on the tool's annotations, which the trail does not hold")
     } else {
         None

@@ -130,10 +130,10 @@ impl ProxyArgs {
     }
 }
 
-/// How a call a `prompt` rule holds is asked about: `--ask-timeout`, `--approvals`.
+/// How a call a `prompt` rule holds is asked about: `--ask-timeout`, `--approvals`,
+/// and the stores chosen for this process.
 pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptions {
-    let approvals = paths::approvals_path(approvals);
-    AskOptions { timeout: Duration::from_secs_f64(timeout), approvals_file: Some(approvals) }
+    crate::stores::ask_options(Duration::from_secs_f64(timeout), paths::approvals_path(approvals))
 }
 
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {

@@ -2,10 +2,12 @@
 //! their way back. The guard sees the server's own names and the server's ids; the
 //! client sees the gateway's names and its own ids.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 
 use clawai_protocol::reply;
-use clawai_proxy::{Outgoing, Verdict};
+use clawai_proxy::Verdict;
+use clawai_proxy::guard::{Deliveries, Side};
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
@@ -15,8 +17,7 @@ use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
 use crate::upstream::{CallFrom, Pending, Upstream};
 
-/// MCP's code for a resource that does not exist.
-const RESOURCE_NOT_FOUND: i64 = -32002;
+use clawai_protocol::codes::RESOURCE_NOT_FOUND;
 
 impl Session {
     pub(super) async fn call_tool(self: &Arc<Self>, id: Value, message: Value) {
@@ -26,7 +27,7 @@ impl Session {
         let view = self.view();
         let allowed = self.core.allowed_tools();
         let Some(item) = view.find(ListKind::Tools, &name, allowed.as_deref()) else {
-            self.record_unknown("tools/call", &id, &name);
+            self.record_unknown(methods::TOOLS_CALL, &id, &name);
             return self.send(self.unknown(&id, "tool", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
@@ -42,7 +43,7 @@ impl Session {
         };
         let view = self.view();
         let Some(item) = view.find(ListKind::Prompts, &name, None) else {
-            self.record_unknown("prompts/get", &id, &name);
+            self.record_unknown(methods::PROMPTS_GET, &id, &name);
             return self.send(self.unknown(&id, "prompt", &name));
         };
         let (upstream, original) = (Arc::clone(item.upstream), item.listed.original.clone());
@@ -67,7 +68,7 @@ impl Session {
         let (_, original) = names::split_resource_uri(&uri).expect("checked by resource_server");
         let original = original.to_owned();
         match method {
-            "resources/subscribe" => {
+            methods::RESOURCES_SUBSCRIBE => {
                 let mut message = message;
                 message["params"]["uri"] = json!(original);
                 // Subscribed only once the guard let the subscription through.
@@ -76,7 +77,7 @@ impl Session {
                 }
                 return;
             }
-            "resources/unsubscribe" => {
+            methods::RESOURCES_UNSUBSCRIBE => {
                 lock(&self.state).subscriptions.remove(&uri);
                 // A shared server's session stays subscribed while any client is (a
                 // per-client server's instance is this session's alone).
@@ -120,7 +121,7 @@ impl Session {
         let Some((upstream, key, original)) = target else {
             let name =
                 reference.get("name").or_else(|| reference.get("uri")).and_then(Value::as_str).unwrap_or_default();
-            self.record_unknown("completion/complete", &id, name);
+            self.record_unknown(methods::COMPLETION_COMPLETE, &id, name);
             return self.send(rewrite::error(
                 &id,
                 reply::INVALID_PARAMS,
@@ -196,16 +197,6 @@ impl Session {
         Some(pins.refusal_text(pinned, original, &refusal))
     }
 
-    /// Records a request for a name this session cannot use (hidden or not there): the
-    /// trail shows probing of hidden names. The event names what the client asked for,
-    /// not which server, if any, has it.
-    fn record_unknown(&self, method: &str, id: &Value, name: &str) {
-        let why = "not in this session's lists (hidden, or no server has it)";
-        self.record_gateways_own(method, id, name, "refused", why);
-        // On disk before the refusal leaves, like every decision.
-        self.core.audit.flush();
-    }
-
     /// Sends a client's request (already under the server's own names) to `upstream`
     /// (for a per-client server, this session's own instance of it) through this
     /// session's guard for it, under an id and progress token of the gateway's.
@@ -244,13 +235,7 @@ impl Session {
 
     /// Does what the guard said of a message on its way to the server.
     pub(super) async fn after_client_verdict(self: &Arc<Self>, pair: &Arc<Pair>, bytes: Vec<u8>, verdict: Verdict) {
-        match verdict {
-            Verdict::Forward => self.to_server(pair, bytes).await,
-            Verdict::Replace(instead) => self.to_server(pair, instead).await,
-            Verdict::Reply(answer) => self.answer_from_pair(pair, answer),
-            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
-            Verdict::Drop => {}
-        }
+        self.deliver_from_pair(pair, verdict.deliveries(bytes, Side::Client)).await;
     }
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
@@ -267,10 +252,11 @@ impl Session {
     }
 
     /// Sends what a guard gave, each message to its side.
-    pub(crate) async fn route_from_pair(self: &Arc<Self>, pair: &Arc<Pair>, out: Vec<Outgoing>) {
-        for message in out {
-            match message {
-                Outgoing::ToServer(bytes) => {
+    pub(crate) async fn deliver_from_pair(self: &Arc<Self>, pair: &Arc<Pair>, deliveries: Deliveries<'_>) {
+        for delivery in deliveries {
+            let bytes = delivery.bytes.into_owned();
+            match delivery.to {
+                Side::Server if delivery.from_guard => {
                     if let Ok(message) = serde_json::from_slice::<Value>(&bytes)
                         && message.get("method").is_some()
                         && let Some(id) = message.get("id")
@@ -287,7 +273,8 @@ impl Session {
                     }
                     self.to_server(pair, bytes).await;
                 }
-                Outgoing::ToClient(bytes) => self.answer_from_pair(pair, bytes),
+                Side::Server => self.to_server(pair, bytes).await,
+                Side::Client => self.answer_from_pair(pair, bytes),
             }
         }
     }
@@ -321,7 +308,7 @@ impl Session {
                     }
                 } else {
                     // The guard's own (the cancellation of a question it asked).
-                    if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                    if message.get("method").and_then(Value::as_str) == Some(methods::CANCELLED)
                         && let Some(asked) = message.pointer("/params/requestId")
                     {
                         lock(&self.asked).remove(&id_key(asked));
@@ -370,19 +357,14 @@ impl Session {
             }
             return;
         }
-        match verdict {
-            Verdict::Forward => self.forward_answer(upstream, &call.client_id, bytes, id_at),
-            Verdict::Replace(instead) => self.send_parsed_answer(upstream, &call.client_id, &instead),
-            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
-            Verdict::Dispatch(out) => {
-                for message in out {
-                    match message {
-                        Outgoing::ToClient(answer) => self.send_parsed_answer(upstream, &call.client_id, &answer),
-                        Outgoing::ToServer(bytes) => self.to_server(&pair, bytes).await,
-                    }
-                }
+        if let Verdict::Forward = verdict {
+            return self.forward_answer(upstream, &call.client_id, bytes, id_at);
+        }
+        for delivery in verdict.deliveries(bytes, Side::Server) {
+            match delivery.to {
+                Side::Client => self.send_parsed_answer(upstream, &call.client_id, &delivery.bytes),
+                Side::Server => self.to_server(&pair, delivery.bytes.into_owned()).await,
             }
-            Verdict::Drop => {}
         }
     }
 
@@ -448,11 +430,11 @@ impl Session {
     /// The server answered a request a guard made of its own.
     pub(crate) async fn guard_answered(self: &Arc<Self>, upstream: &Arc<Upstream>, bytes: Vec<u8>) {
         let pair = self.pair(upstream);
+        // The guard takes its own answer (a listing it asked for) and says what follows
+        // from it; nothing of it is the client's.
         let verdict = pair.guard.from_server(&bytes);
-        match verdict {
-            Verdict::Dispatch(out) => self.route_from_pair(&pair, out).await,
-            Verdict::Reply(answer) => self.to_server(&pair, answer).await,
-            _ => {}
+        if !matches!(verdict, Verdict::Forward | Verdict::Replace(_)) {
+            self.deliver_from_pair(&pair, verdict.deliveries(bytes, Side::Server)).await;
         }
     }
 

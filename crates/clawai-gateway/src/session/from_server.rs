@@ -2,10 +2,12 @@
 //! (sampling, elicitation, roots) during a call, the cancellation of such a request,
 //! and updates of resources the client subscribed to.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clawai_proxy::Verdict;
+use clawai_proxy::guard::Side;
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
@@ -43,9 +45,9 @@ impl Session {
         let modern = {
             let state = lock(&self.state);
             let capability = match method {
-                "sampling/createMessage" => Some("sampling"),
-                "elicitation/create" => Some("elicitation"),
-                "roots/list" => Some("roots"),
+                methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+                methods::ELICITATION_CREATE => Some("elicitation"),
+                methods::ROOTS_LIST => Some("roots"),
                 _ => None,
             };
             if let Some(capability) = capability
@@ -76,14 +78,10 @@ impl Session {
     pub(super) async fn server_request_goes_on(self: &Arc<Self>, pair: &Arc<Pair>, bytes: &[u8]) -> bool {
         let verdict = pair.guard.from_server(bytes);
         pair.guard.write_pending_decisions();
-        match verdict {
-            Verdict::Forward => return true,
-            Verdict::Reply(answer) | Verdict::Replace(answer) => {
-                pair.upstream.send(answer).await;
-            }
-            Verdict::Dispatch(out) => self.route_from_pair(pair, out).await,
-            Verdict::Drop => {}
+        if let Verdict::Forward = verdict {
+            return true;
         }
+        self.deliver_from_pair(pair, verdict.deliveries(bytes, Side::Server)).await;
         false
     }
 
@@ -106,7 +104,7 @@ impl Session {
         };
         if let Some(ours) = ours {
             let id: Value = serde_json::from_str(&ours).unwrap_or(Value::Null);
-            self.send(rewrite::notification("notifications/cancelled", Some(json!({"requestId": id}))));
+            self.send(rewrite::notification(methods::CANCELLED, Some(json!({"requestId": id}))));
         }
     }
 

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use clawai_protocol::methods;
+use clawai_proxy::guard::OwnVerdict;
 use serde_json::{Value, json};
 
 use super::Session;
@@ -82,6 +84,12 @@ pub fn index(catalog: &Catalog, skills: &Loaded) -> Index {
 impl Session {
     /// Answers `search_tools`.
     pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
+        let doing = "searched the tools this session can see";
+        if let OwnVerdict::Refuse(refusal) =
+            self.decide_own(methods::TOOLS_CALL, id, SEARCH_TOOL, message, modern, doing)
+        {
+            return self.send(refusal);
+        }
         let query = message.pointer("/params/arguments/query").and_then(Value::as_str).unwrap_or_default();
         let limit = message
             .pointer("/params/arguments/limit")

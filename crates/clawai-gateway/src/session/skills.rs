@@ -3,7 +3,9 @@
 //! tool called with `{"deactivate": true}` ends it. What the session sees changes with
 //! it, and the client is told (`notifications/tools/list_changed`).
 
-use clawai_proxy::audit::{Direction, Event};
+use clawai_protocol::Json;
+use clawai_protocol::methods;
+use clawai_proxy::guard::{OwnRequest, OwnRequests, OwnVerdict};
 use serde_json::{Map, Value, json};
 
 use super::{Session, lock};
@@ -18,9 +20,14 @@ impl Session {
         let skills = self.core.skills();
         // A skill with `user-invocable: false` is for the model only: no prompt (what
         // clients offer people as a slash command), so `prompts/get` finds none.
-        let skill = skills.get(name).filter(|skill| method == "tools/call" || skill.user_invocable())?;
+        let skill = skills.get(name).filter(|skill| method == methods::TOOLS_CALL || skill.user_invocable())?;
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
-        let deactivate = method == "tools/call" && arguments.get("deactivate") == Some(&Value::Bool(true));
+        let deactivate = method == methods::TOOLS_CALL && arguments.get("deactivate") == Some(&Value::Bool(true));
+        let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
+        if let OwnVerdict::Refuse(refusal) = self.decide_own(method, id, listed, message, modern, what) {
+            self.send(refusal);
+            return Some(());
+        }
         let (active_before, active_after) = {
             let mut state = lock(&self.state);
             let before = state.skill.clone();
@@ -33,8 +40,6 @@ impl Session {
             }
             (before, state.skill.clone())
         };
-        let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
-        self.record_own(method, id, listed, what);
         if active_before != active_after {
             self.view_may_have_changed();
         }
@@ -47,7 +52,7 @@ impl Session {
             skill.render(&string_arguments(&arguments))
         };
         let result = match method {
-            "prompts/get" => json!({
+            methods::PROMPTS_GET => json!({
                 "description": skill.description(),
                 "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
             }),
@@ -65,35 +70,34 @@ impl Session {
         }
     }
 
-    /// A call of one of the gateway's own tools (a skill, the search), in the trail.
-    pub(super) fn record_own(&self, method: &str, id: &Value, listed: &str, what: &str) {
-        self.record_gateways_own(method, id, listed, "allow", what);
-    }
-
-    /// An event for a request the gateway answered itself (no server saw it), under the
-    /// name the client used.
-    pub(super) fn record_gateways_own(
+    /// Decides a request for one of the gateway's own tools or prompts (a skill, the
+    /// search) with the policy, as a server's call is decided, and records it: `doing`
+    /// says what the gateway does if it answers.
+    pub(super) fn decide_own(
         &self,
         method: &str,
         id: &Value,
         listed: &str,
-        decision: &'static str,
-        why: &str,
-    ) {
+        message: &Value,
+        modern: bool,
+        doing: &str,
+    ) -> OwnVerdict {
+        let params = message.get("params").map(Json::from);
         let id = id.to_string();
-        let event = Event {
-            time: jiff::Timestamp::now(),
-            session: &self.id,
-            direction: Some(Direction::ClientToServer),
-            kind: "request",
-            method: Some(method),
-            id: Some(&id),
-            listed_as: Some(listed),
-            decision: Some(decision),
-            reason: Some(why.into()),
-            ..Default::default()
-        };
-        self.core.audit.record_decision(&event);
+        let request = OwnRequest { method, id: &id, name: listed, params: params.as_ref(), stateless: modern };
+        self.with_own_requests(|own| own.decide(&request, doing))
+    }
+
+    /// Records a request for a name this session cannot use (hidden or not there).
+    pub(super) fn record_unknown(&self, method: &str, id: &Value, name: &str) {
+        self.with_own_requests(|own| own.refuse_unknown(method, &id.to_string(), name));
+    }
+
+    /// Runs `then` with the stage that decides and records what the gateway answers
+    /// itself, for this session.
+    pub(crate) fn with_own_requests<R>(&self, then: impl FnOnce(&OwnRequests<'_>) -> R) -> R {
+        let policy = self.core.policy.current();
+        then(&OwnRequests { policy: &policy, remembered: &self.remembered, audit: &self.core.audit, session: &self.id })
     }
 }
 

@@ -2,6 +2,7 @@
 //! group, or a remote endpoint through the `--upstream` client; then the handshake and
 //! the first listing.
 
+use clawai_protocol::methods;
 use std::io;
 use std::sync::Arc;
 
@@ -187,7 +188,7 @@ impl Upstream {
             "capabilities": {"sampling": {}, "elicitation": {}, "roots": {}},
             "clientInfo": {"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = match self.request("initialize", Some(params), INITIALIZE_TIMEOUT).await {
+        let result = match self.request(methods::INITIALIZE, Some(params), INITIALIZE_TIMEOUT).await {
             Ok(result) => result,
             Err(why) => {
                 tracing::warn!("server `{}`: {why}", self.name);
@@ -198,7 +199,7 @@ impl Upstream {
         };
         let result = self.approved_initialize(result);
         *self.initialized.write().unwrap_or_else(|p| p.into_inner()) = Some(result.clone());
-        self.notify("notifications/initialized", None).await;
+        self.notify(methods::INITIALIZED, None).await;
         for kind in ListKind::ALL {
             if result.pointer(&format!("/capabilities/{}", kind.capability())).is_some_and(|c| !c.is_null()) {
                 self.refresh(kind).await;

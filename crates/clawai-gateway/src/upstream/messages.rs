@@ -2,11 +2,13 @@
 //! requests (sampling, elicitation, roots: to the session whose call caused them), and
 //! notifications (lists changed, progress, logs, resource updates).
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use clawai_proxy::Verdict;
+use clawai_proxy::guard::Side;
 
 use super::{Pending, Upstream, lock};
 use crate::catalog::ListKind;
@@ -70,10 +72,19 @@ impl Upstream {
         let pending = self.forget(key);
         match pending {
             Some(Pending::Own(answer)) => {
-                self.guard.from_server(&bytes);
-                let outcome = match message.get("result") {
-                    Some(result) => Ok(result.clone()),
-                    None => Err(message.get("error").cloned().unwrap_or(Value::Null)),
+                // The answer to the gateway's own request is decided like any response;
+                // what the guard lets through (or puts instead) is what the gateway reads.
+                let message = match self.guard.from_server(&bytes) {
+                    Verdict::Forward => Some(message),
+                    Verdict::Replace(instead) => serde_json::from_slice(&instead).ok(),
+                    _ => None,
+                };
+                let outcome = match message {
+                    Some(message) => match message.get("result") {
+                        Some(result) => Ok(result.clone()),
+                        None => Err(message.get("error").cloned().unwrap_or(Value::Null)),
+                    },
+                    None => Err(Value::String("clawai's guard refused the server's answer".into())),
                 };
                 let _ = answer.send(outcome);
             }
@@ -97,17 +108,17 @@ impl Upstream {
     async fn server_notification(self: &Arc<Self>, method: &str, message: Value, bytes: Vec<u8>) {
         let Some(core) = self.core() else { return };
         match method {
-            "notifications/tools/list_changed" => self.refresh_later(&[ListKind::Tools]),
-            "notifications/prompts/list_changed" => self.refresh_later(&[ListKind::Prompts]),
-            "notifications/resources/list_changed" => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
-            "notifications/progress" => {
+            methods::TOOLS_LIST_CHANGED => self.refresh_later(&[ListKind::Tools]),
+            methods::PROMPTS_LIST_CHANGED => self.refresh_later(&[ListKind::Prompts]),
+            methods::RESOURCES_LIST_CHANGED => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
+            methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
                 let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
                 if let Some((Some(session), original)) = progress {
                     session.progress(self, original, message, bytes).await;
                 }
             }
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 // The server gave up a request it sent a client.
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
@@ -118,7 +129,7 @@ impl Upstream {
                     }
                 }
             }
-            "notifications/resources/updated" => {
+            methods::RESOURCES_UPDATED => {
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
                 }
@@ -185,10 +196,19 @@ impl Upstream {
         // Recorded in the trail; servers that ask for roots as they start make this
         // common, and nothing is wrong: not worth a line in the log.
         tracing::debug!("server `{}`: {why}", self.name);
-        self.guard.from_server(bytes);
-        let error = rewrite::error(id, rewrite::METHOD_NOT_FOUND, why);
-        self.guard.from_client(&error);
+        // The guard records the request (and may answer it itself, more exactly: a rule
+        // that denies it); otherwise it gets the gateway's error, which the guard records
+        // on its way back like any answer.
+        let answer = match self.guard.from_server(bytes) {
+            Verdict::Reply(denied) => denied,
+            _ => rewrite::error(id, rewrite::METHOD_NOT_FOUND, why),
+        };
+        let verdict = self.guard.from_client(&answer);
         self.guard.write_pending_decisions();
-        self.send_later(error);
+        for delivery in verdict.deliveries(answer, Side::Client) {
+            if delivery.to == Side::Server {
+                self.send_later(delivery.bytes.into_owned());
+            }
+        }
     }
 }

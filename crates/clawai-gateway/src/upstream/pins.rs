@@ -102,8 +102,9 @@ impl Upstream {
     /// it, or what the poisoning scan quarantined (everything when the server's
     /// instructions changed or were quarantined).
     pub(super) fn keep_approved(&self, kind: ListKind, items: &mut Vec<Value>) {
-        if let (Some((tracker, scan)), Some(kind)) = (self.pins_and_scan(), pinned_kind(kind)) {
-            tracker.retain_approved(kind, items, scan);
+        if let (Some((tracker, scan)), Some(pinned)) = (self.pins_and_scan(), pinned_kind(kind)) {
+            let compared = tracker.retain_approved(pinned, items, scan);
+            self.guard.record_compared(kind.method(), &compared, tracker.snapshot().blocked());
         }
     }
 

@@ -53,9 +53,9 @@ fn an_approval_written_by_someone_else_is_picked_up() {
     let changed = pins.filter_list("tools/list", &list(json!([{"name": "a", "title": "A"}])), SCAN).unwrap();
     assert!(pins.refresh().is_empty(), "its own writes are not news");
     // `clawai pins approve`, in another process.
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     assert!(matches!(file.approve("a", &changed.compared[0].hash), crate::Approval::Approved { .. }));
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     assert_eq!(pins.refusal(Kind::Tool, "a"), None, "re-read at call time");
     assert_eq!(pins.snapshot().state(Kind::Tool, "a"), Some(State::Pinned));
 }
@@ -77,9 +77,9 @@ fn every_subscriber_hears_of_an_approval_whoever_notices_it() {
     pins.subscribe(&one);
     pins.subscribe(&two);
     drop(two);
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     file.approve("a", &changed.compared[0].hash);
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     // A call notices first: the subscribers are told all the same.
     assert_eq!(pins.refusal(Kind::Tool, "a"), None);
     assert_eq!(*heard.lock().unwrap(), [("one", vec![Kind::Tool])], "the dropped one is not called");
@@ -95,9 +95,9 @@ fn the_watcher_notices_an_approval_without_any_call() {
     let tx = Mutex::new(tx);
     let listener: Arc<Listener> = Arc::new(move |k: &[Kind]| tx.lock().unwrap().send(k.to_vec()).unwrap());
     pins.subscribe(&listener);
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     file.approve("a", &changed.compared[0].hash);
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), [Kind::Tool]);
 }
 
@@ -113,9 +113,9 @@ fn refresh_names_the_kinds_whose_held_items_were_released() {
             SCAN,
         )
         .unwrap();
-    let mut file = store::load(pins.path()).unwrap().unwrap();
+    let mut file = store::load(&pins.path()).unwrap().unwrap();
     file.approve("p", &changed.compared[0].hash);
-    store::save(pins.path(), &file).unwrap();
+    store::save(&pins.path(), &file).unwrap();
     assert_eq!(pins.refresh(), [Kind::Prompt]);
     assert!(pins.refresh().is_empty());
 }

@@ -13,6 +13,7 @@
 //! Rules read tool names as mcp-gov does (`detector = "mcp-gov"`): its operation
 //! keywords, and the server's name as the service.
 
+use clawai_protocol::methods;
 use serde_json::{Map, Value};
 
 use super::{ConvertError, Converted, RuleOut, head, pass_through_rule, quote};
@@ -138,8 +139,8 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
     );
     pass_through_rule(
         "mcp-gov",
-        &["resources/read", "prompts/get", "sampling/createMessage", "elicitation/create"],
-        "tools/call",
+        &[methods::RESOURCES_READ, methods::PROMPTS_GET, methods::SAMPLING_CREATE_MESSAGE, methods::ELICITATION_CREATE],
+        methods::TOOLS_CALL,
     )
     .write(&mut out);
     for e in &entries {

@@ -9,6 +9,7 @@
 //! words: an imported policy must decide every call as mcp-gov decided it.
 
 use super::Operation;
+use clawai_protocol::methods;
 
 /// mcp-gov's operations, in the order its detector tries them, with their keywords.
 const KEYWORDS: [(Operation, &[&str]); 5] = [
@@ -32,7 +33,7 @@ const KEYWORDS: [(Operation, &[&str]); 5] = [
             "setting",
             "preference",
             "setup",
-            "initialize",
+            methods::INITIALIZE,
             "init",
             "bootstrap",
             "install",

@@ -7,6 +7,7 @@
 //! The answer is read strictly: only an `accept` whose `decision` is one of the offered
 //! choices allows; decline, cancel, an error or anything else denies.
 
+use clawai_protocol::methods;
 use serde_json::{Map, Value, json};
 
 use super::key::hex_sha256;
@@ -100,9 +101,9 @@ pub fn elicitation_params(question: &Question, with_mode: bool, for_session: boo
 /// The question in words.
 pub fn message(q: &Question) -> String {
     let what = match (q.method, q.name) {
-        ("tools/call", Some(name)) => format!("call the tool {}", render_text(name)),
-        ("resources/read", Some(uri)) => format!("read the resource {}", render_text(uri)),
-        ("prompts/get", Some(name)) => format!("get the prompt {}", render_text(name)),
+        (methods::TOOLS_CALL, Some(name)) => format!("call the tool {}", render_text(name)),
+        (methods::RESOURCES_READ, Some(uri)) => format!("read the resource {}", render_text(uri)),
+        (methods::PROMPTS_GET, Some(name)) => format!("get the prompt {}", render_text(name)),
         (method, Some(name)) => format!("{} {}", render_text(method), render_text(name)),
         (method, None) => render_text(method),
     };

@@ -2,10 +2,8 @@
 //!
 //! - [`key`]: one digest per call, however its arguments are spelled;
 //! - [`form`]: the question as an `elicitation/create` form, and the answer read strictly;
-//! - [`seal`]: the sealed `requestState` of 2026-07-28 `input_required` results;
-//! - [`grants`]: calls a person allowed for the rest of the session.
+//! - [`seal`]: the sealed `requestState` of 2026-07-28 `input_required` results.
 
 pub mod form;
-pub mod grants;
 pub mod key;
 pub mod seal;

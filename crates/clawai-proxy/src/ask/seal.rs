@@ -114,9 +114,15 @@ fn now_ms() -> u64 {
 impl Sealer {
     /// A sealer with a fresh random key.
     pub fn new() -> Sealer {
-        let random = SystemRandom::new();
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &random).expect("the system's random source works");
-        Sealer { key, random, used: Mutex::new(HashMap::new()) }
+        use clawai_store::Keyring as _;
+        Sealer::with_key(clawai_store::LocalKeyring::new().key(clawai_store::KeyPurpose::RequestState))
+    }
+
+    /// A sealer with `key` (from the keyring in use: every sealer with the same key opens
+    /// what the others sealed).
+    pub fn with_key(key: [u8; 32]) -> Sealer {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &key);
+        Sealer { key, random: SystemRandom::new(), used: Mutex::new(HashMap::new()) }
     }
 
     /// A state for this call, valid for `ttl`.

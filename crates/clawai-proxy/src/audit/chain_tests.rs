@@ -43,11 +43,11 @@ fn event(id: &str) -> Event<'_> {
         session: "s-1",
         server: Some("fs"),
         direction: Some(Direction::ClientToServer),
-        kind: "request",
+        kind: EventKind::Request,
         method: Some("tools/call"),
         id: Some(id),
         tool: Some("read_file"),
-        decision: Some("allow"),
+        decision: Some(Decision::Allow),
         ..Default::default()
     }
 }
@@ -71,7 +71,7 @@ fn each_line_names_its_writer_its_number_and_the_hash_of_the_line_before() {
     let writer = log.writer_id();
     assert_eq!(writer.len(), 16);
     log.record_decision(&event("1"));
-    log.record(&Event { session: "s-1", kind: "response", id: Some("1"), ..Default::default() });
+    log.record(&Event { session: "s-1", kind: EventKind::Response, id: Some("1"), ..Default::default() });
     log.flush();
     log.record_all([event("2"), event("3")]);
     log.flush();

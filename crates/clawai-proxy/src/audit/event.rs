@@ -34,7 +34,7 @@ pub struct Event<'a> {
     /// Which way the message went.
     pub direction: Option<Direction>,
     /// `request`, `notification`, `response` or `refused`: a fixed word, written as is.
-    pub kind: &'static str,
+    pub kind: super::EventKind,
     /// The method (for a response: the method of its request, when known).
     pub method: Option<&'a str>,
     /// The JSON-RPC id exactly as written in the message (JSON text: `7`, `"a"`).
@@ -58,7 +58,7 @@ pub struct Event<'a> {
     /// `allow`, `deny`, `prompt`, `audit` for decided messages; `pass` for messages no
     /// rule applies to; `refused` for messages that were not valid. A fixed word, written
     /// as is.
-    pub decision: Option<&'static str>,
+    pub decision: Option<super::Decision>,
     /// The deciding rule's id.
     pub rule: Option<&'a str>,
     /// Why, in words.
@@ -71,12 +71,12 @@ pub struct Event<'a> {
     pub size: Option<usize>,
     /// For a call a rule asked about: the step of asking a person (`asked`,
     /// `answered`, `timed_out`, `cancelled`, `allowed_without_asking`).
-    pub step: Option<&'static str>,
+    pub step: Option<super::Step>,
     /// How the person was asked (`client`, `client_retry`, `broker`) or why nobody was
     /// (`approvals_file`, `session_grant`, `none`).
-    pub channel: Option<&'static str>,
+    pub channel: Option<super::Channel>,
     /// What the person allowed: `once`, `session`, `always`.
-    pub scope: Option<&'static str>,
+    pub scope: Option<super::Scope>,
     /// The approval's id (the broker's, or clawai's own request to the client).
     pub approval: Option<&'a str>,
     /// Whether the call a rule asked about went on.
@@ -104,7 +104,7 @@ impl Event<'_> {
             out.extend_from_slice(direction.as_str().as_bytes());
             out.push(b'"');
         }
-        word_field(out, b",\"kind\":\"", self.kind);
+        word_field(out, b",\"kind\":\"", self.kind.as_str());
         str_field(out, b",\"method\":", self.method);
         if let Some(id) = self.id {
             out.extend_from_slice(b",\"id\":");
@@ -122,7 +122,7 @@ impl Event<'_> {
             write_annotations(out, annotations);
         }
         if let Some(decision) = self.decision {
-            word_field(out, b",\"decision\":\"", decision);
+            word_field(out, b",\"decision\":\"", decision.as_str());
         }
         str_field(out, b",\"rule\":", self.rule);
         str_field(out, b",\"reason\":", self.reason.as_deref());
@@ -150,7 +150,7 @@ impl Event<'_> {
         if self.step.is_some() || self.approved.is_some() {
             self.write_approval(out);
         }
-        if self.method == Some("tools/call") || self.kind == "sandbox" {
+        if self.method == Some("tools/call") || self.kind == super::EventKind::Sandbox {
             str_field(out, b",\"sandbox\":", self.sandbox);
         }
         out.push(b'}');
@@ -161,13 +161,13 @@ impl Event<'_> {
     /// The members about asking a person (rare: not on the path of ordinary messages).
     fn write_approval(&self, out: &mut Vec<u8>) {
         if let Some(step) = self.step {
-            word_field(out, b",\"step\":\"", step);
+            word_field(out, b",\"step\":\"", step.as_str());
         }
         if let Some(channel) = self.channel {
-            word_field(out, b",\"channel\":\"", channel);
+            word_field(out, b",\"channel\":\"", channel.as_str());
         }
         if let Some(scope) = self.scope {
-            word_field(out, b",\"scope\":\"", scope);
+            word_field(out, b",\"scope\":\"", scope.as_str());
         }
         str_field(out, b",\"approval\":", self.approval);
         if let Some(approved) = self.approved {

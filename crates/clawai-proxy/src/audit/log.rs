@@ -37,6 +37,8 @@ pub struct AuditLog {
     enabled: bool,
     /// Sees every event recorded ([`AuditLog::with_observer`]); `None` costs one branch.
     pub(super) observer: Option<Arc<dyn super::AuditObserver>>,
+    /// True for [`AuditLog::refusals_only`]: other events are not recorded.
+    only_refusals: bool,
 }
 
 /// Every decision recorded in any log gets the next number, so that a transport can ask
@@ -141,7 +143,7 @@ impl AuditLog {
         };
         let shared = Arc::new(Shared::new(output));
         spawn_flusher(Arc::downgrade(&shared))?;
-        Ok(AuditLog { shared, enabled: true, observer: None })
+        Ok(AuditLog { shared, enabled: true, observer: None, only_refusals: false })
     }
 
     /// A log that writes nowhere (tests and benchmarks of the decision path alone).
@@ -158,7 +160,17 @@ impl AuditLog {
             reserved: None,
             retired: Vec::new(),
         };
-        AuditLog { shared: Arc::new(Shared::new(output)), enabled: false, observer: None }
+        AuditLog { shared: Arc::new(Shared::new(output)), enabled: false, observer: None, only_refusals: false }
+    }
+
+    /// The same trail, recording only refusals (messages refused before any rule was
+    /// asked): for a front whose messages a guard behind it decides and records (the
+    /// gateway's HTTP front), so that what the front alone refuses is in the trail and
+    /// nothing is recorded twice.
+    pub fn refusals_only(&self) -> AuditLog {
+        let mut log = self.clone();
+        log.only_refusals = true;
+        log
     }
 
     /// Records a decision or a refusal. Transports write it before the message leaves
@@ -198,7 +210,7 @@ impl AuditLog {
     /// them instead of once per event: the other direction's thread takes that lock for
     /// every decision, and each hand-over moves the lock between cores.
     pub fn record_all<'e>(&self, events: impl IntoIterator<Item = Event<'e>>) {
-        if !self.enabled {
+        if !self.enabled || self.only_refusals {
             // `append_with` would take none of them, and the loop below would not end.
             return;
         }
@@ -220,6 +232,9 @@ impl AuditLog {
     }
 
     fn append(&self, event: &Event, decision: bool) {
+        if self.only_refusals && event.decision != Some(super::Decision::Refused) {
+            return;
+        }
         if let Some(observer) = &self.observer {
             observer.observe(event);
         }

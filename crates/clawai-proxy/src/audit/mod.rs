@@ -31,12 +31,14 @@ mod log;
 mod observer;
 pub mod stamp;
 pub mod verify;
+pub mod words;
 
 pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
 pub use log::{AuditLog, FLUSH_EVERY};
 pub use observer::AuditObserver;
 pub use stamp::{Stamp, stamp};
+pub use words::{AuditLine, Channel, Decision, EventKind, Scope, Step};
 
 #[cfg(test)]
 mod chain_tests;

@@ -28,6 +28,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::audit::{Decision, EventKind};
 
     /// Kind, method and decision of an event.
     type Summary = (&'static str, Option<String>, Option<&'static str>);
@@ -38,11 +39,17 @@ mod tests {
 
     impl AuditObserver for Seen {
         fn observe(&self, event: &Event<'_>) {
-            self.0.lock().unwrap().push((event.kind, event.method.map(str::to_owned), event.decision));
+            self.0.lock().unwrap().push((
+                event.kind.as_str(),
+                event.method.map(str::to_owned),
+                event.decision.map(|d| d.as_str()),
+            ));
         }
     }
 
     fn event(kind: &'static str, method: &'static str, decision: Option<&'static str>) -> Event<'static> {
+        let kind = EventKind::parse(kind).expect("a kind the trail writes");
+        let decision = decision.map(|word| Decision::parse(word).expect("a decision the trail writes"));
         Event { session: "s", kind, method: Some(method), decision, ..Event::default() }
     }
 

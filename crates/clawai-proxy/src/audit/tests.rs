@@ -59,7 +59,7 @@ fn one_encoder_writes_each_events_own_session_and_server() {
     ];
     for (session, server) in cases {
         let mut out = Vec::new();
-        Event { session, server, kind: "request", ..Default::default() }.write_json(&mut out, &mut encoder);
+        Event { session, server, kind: EventKind::Request, ..Default::default() }.write_json(&mut out, &mut encoder);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["session"], session);
         assert_eq!(v.get("server").and_then(Value::as_str), server);
@@ -78,7 +78,7 @@ fn annotations_are_written_as_the_server_gave_them() {
     ] {
         let annotations = ToolAnnotations { read_only_hint, destructive_hint };
         let mut out = Vec::new();
-        Event { session: "s", kind: "request", annotations: Some(annotations), ..Default::default() }
+        Event { session: "s", kind: EventKind::Request, annotations: Some(annotations), ..Default::default() }
             .write_json(&mut out, &mut encoder);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["annotations"], written);
@@ -97,7 +97,7 @@ fn events_are_json_with_every_field_escaped() {
         session: "s-1",
         server: Some("fs \"quoted\""),
         direction: Some(Direction::ClientToServer),
-        kind: "request",
+        kind: EventKind::Request,
         method: Some("tools/call"),
         id: Some(id.get()),
         tool: Some("read\nfile\u{7}"),
@@ -106,15 +106,15 @@ fn events_are_json_with_every_field_escaped() {
         listed_as: None,
         arguments: Some(crate::redact::Redacted(&clawai_protocol::Json::from(&arguments))),
         annotations: Some(clawai_policy::ToolAnnotations { read_only_hint: Some(false), destructive_hint: None }),
-        decision: Some("deny"),
+        decision: Some(Decision::Deny),
         rule: Some("r\\1"),
         reason: Some("rule `r`: ünïcode ✓".into()),
         duration_ms: Some(1.25),
         is_error: Some(false),
         size: Some(123),
-        step: Some("answered"),
-        channel: Some("client"),
-        scope: Some("session"),
+        step: Some(Step::Answered),
+        channel: Some(Channel::Client),
+        scope: Some(Scope::Session),
         approval: Some("\"clawai-ask-x-1\""),
         approved: Some(true),
         by: Some("client \"x\""),
@@ -179,10 +179,10 @@ fn a_decision_is_on_disk_once_its_thread_is_told_so() {
                     let id = format!("\"{thread}{i}\"");
                     // The event lands after whatever the file holds now.
                     let before = fs::metadata(path).unwrap().len();
-                    let event = Event { session: "s", kind: "request", id: Some(&id), ..Default::default() };
+                    let event = Event { session: "s", kind: EventKind::Request, id: Some(&id), ..Default::default() };
                     log.record_decision(&event);
                     // Responses in between, as the other direction records them.
-                    log.record(&Event { session: "s", kind: "response", ..Default::default() });
+                    log.record(&Event { session: "s", kind: EventKind::Response, ..Default::default() });
                     other.record_decision(&event);
                     let mark = AuditLog::last_decision_of_this_thread();
                     assert!(mark > 0);
@@ -204,7 +204,7 @@ fn a_decision_is_on_disk_once_its_thread_is_told_so() {
     // `has_decision` sees it.
     let mark = AuditLog::last_decision_of_this_thread();
     std::thread::scope(|scope| {
-        scope.spawn(|| log.record_decision(&Event { session: "s", kind: "request", ..Default::default() }));
+        scope.spawn(|| log.record_decision(&Event { session: "s", kind: EventKind::Request, ..Default::default() }));
     });
     assert!(log.decisions_written(mark));
     assert!(log.has_decision());
@@ -223,7 +223,7 @@ fn events_are_lines_and_rotation_keeps_files() {
         log.record(&Event {
             time: stamp().wall,
             session: "s",
-            kind: "request",
+            kind: EventKind::Request,
             method: Some("tools/call"),
             ..Default::default()
         });
@@ -231,7 +231,7 @@ fn events_are_lines_and_rotation_keeps_files() {
         log.flush();
     }
     let unflushed = fs::read_to_string(&path).unwrap();
-    log.record(&Event { time: stamp().wall, session: "s", kind: "response", ..Default::default() });
+    log.record(&Event { time: stamp().wall, session: "s", kind: EventKind::Response, ..Default::default() });
     assert_eq!(fs::read_to_string(&path).unwrap(), unflushed, "recorded events wait for a flush");
     log.flush();
     let text = fs::read_to_string(&path).unwrap();
@@ -254,7 +254,8 @@ fn events_recorded_together_are_written_whole_and_in_order() {
     let log = AuditLog::open(&path, AuditLog::DEFAULT_MAX_BYTES, 1).unwrap();
     // Far more than one piece of `BATCH_BYTES`, so that several hand-overs happen.
     let ids: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
-    let events = || ids.iter().map(|id| Event { session: "s", kind: "response", id: Some(id), ..Default::default() });
+    let events =
+        || ids.iter().map(|id| Event { session: "s", kind: EventKind::Response, id: Some(id), ..Default::default() });
     assert!(events().map(|e| e.id.unwrap().len() + 100).sum::<usize>() > 4 * BATCH_BYTES);
     log.record_all(events());
     log.flush();
@@ -277,7 +278,7 @@ fn space_is_reserved_ahead_and_readers_see_only_events() {
     fs::write(&path, "{\"earlier\":true}\n").unwrap();
     let log = AuditLog::open(&path, AuditLog::DEFAULT_MAX_BYTES, 1).unwrap();
     for _ in 0..3 {
-        log.record_decision(&Event { session: "s", kind: "request", ..Default::default() });
+        log.record_decision(&Event { session: "s", kind: EventKind::Request, ..Default::default() });
         log.flush();
     }
     let text = fs::read_to_string(&path).unwrap();
@@ -311,7 +312,7 @@ fn the_file_a_rotation_displaces_is_closed_off_the_writing_thread() {
         let mut displaced = None;
         for _ in 0..40 {
             let before = fs::metadata(&oldest).ok().map(|m| m.ino());
-            log.record(&Event { time: stamp().wall, session: "s", kind: "request", ..Default::default() });
+            log.record(&Event { time: stamp().wall, session: "s", kind: EventKind::Request, ..Default::default() });
             log.flush();
             let retired = &log.shared.output.lock().unwrap().retired;
             if let (Some(inode), Some(file)) = (before, retired.last()) {
@@ -339,7 +340,7 @@ fn rotations_hold_a_bounded_number_of_files() {
     let dir = tempfile::tempdir().unwrap();
     let log = AuditLog::open(&dir.path().join("audit.jsonl"), 100, 1).unwrap();
     for _ in 0..200 {
-        log.record(&Event { time: stamp().wall, session: "s", kind: "request", ..Default::default() });
+        log.record(&Event { time: stamp().wall, session: "s", kind: EventKind::Request, ..Default::default() });
         log.flush();
         assert!(log.shared.output.lock().unwrap().retired.len() <= MAX_RETIRED);
     }
@@ -355,7 +356,12 @@ fn a_trail_that_is_not_a_regular_file_is_never_rotated() {
     std::os::unix::fs::symlink("/dev/null", &path).unwrap();
     let log = AuditLog::open(&path, 100, 2).unwrap();
     for _ in 0..10 {
-        log.record_decision(&Event { session: "s", kind: "request", method: Some("tools/call"), ..Default::default() });
+        log.record_decision(&Event {
+            session: "s",
+            kind: EventKind::Request,
+            method: Some("tools/call"),
+            ..Default::default()
+        });
         log.flush();
     }
     assert!(fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "the trail's path was replaced");

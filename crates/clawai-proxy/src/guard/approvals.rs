@@ -10,13 +10,13 @@
 //! the answer, a cancellation or the time-out (on a timer that dispatches through the
 //! transport's [`Outlet`]) ends the wait.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use clawai_policy::{Approvals, Call};
+use clawai_policy::Call;
 use clawai_protocol::Json;
 use clawai_protocol::reply;
 use serde_json::value::RawValue;
@@ -24,10 +24,9 @@ use serde_json::{Map, Value, json};
 
 use super::{Guard, Outgoing, Verdict};
 use crate::ask::form::{self, Choice, Question};
-use crate::ask::grants::SessionGrants;
 use crate::ask::key::{arguments_digest, call_key};
 use crate::ask::seal::{Binding, SealError, Sealer, Stage, State};
-use crate::audit::Direction;
+use crate::audit::{Channel, Decision, Direction, EventKind, Scope, Step};
 use crate::in_flight::match_key;
 
 /// The key of clawai's question among a 2026-07-28 result's `inputRequests`.
@@ -40,13 +39,23 @@ const STATE_TTL: Duration = Duration::from_secs(600);
 pub struct AskOptions {
     /// How long a call waits for a person before it is denied.
     pub timeout: Duration,
-    /// The standing approvals (`approvals.toml`), read whenever a rule asks.
-    pub approvals_file: Option<PathBuf>,
+    /// The standing approvals (locally `approvals.toml`), read whenever a rule asks.
+    pub standing: Option<std::sync::Arc<dyn clawai_policy::StandingApprovals>>,
+    /// Where the session's memory (taint, rate windows, session grants) is kept, and the
+    /// keyring that seals `requestState`: chosen once at start-up.
+    pub stores: clawai_store::Stores,
+    /// Where calls held for a person wait (locally: the broker of `clawai ui`).
+    pub held: std::sync::Arc<dyn clawai_approvals::HeldApprovals>,
 }
 
 impl Default for AskOptions {
     fn default() -> Self {
-        AskOptions { timeout: Duration::from_secs(45), approvals_file: None }
+        AskOptions {
+            timeout: Duration::from_secs(45),
+            standing: None,
+            stores: clawai_store::Stores::local(),
+            held: std::sync::Arc::new(clawai_approvals::LocalBroker),
+        }
     }
 }
 
@@ -118,10 +127,10 @@ impl Waiting {
 }
 
 /// The answer to a call a rule asked a person about that does not go on: a tool result
-/// with `isError` for `tools/call` (so the model reads why), a -32002 error with `data`
+/// with `isError` for `tools/call` (so the model reads why), a -32007 error with `data`
 /// otherwise.
 pub(super) fn not_approved(method: &str, id: Option<&str>, text: &str, stateless: bool, data: Value) -> Vec<u8> {
-    if method == "tools/call" {
+    if method == methods::TOOLS_CALL {
         reply::tool_error(id, text, stateless)
     } else {
         reply::error(id, reply::APPROVAL_REQUIRED, text, Some(data))
@@ -140,7 +149,6 @@ struct Approved {
 pub(super) struct Asking {
     pub(super) options: AskOptions,
     sealer: Sealer,
-    pub(super) grants: SessionGrants,
     /// How clawai's own request ids begin, as written: `"clawai-ask-<random>-`.
     prefix: String,
     sent: AtomicU64,
@@ -150,17 +158,17 @@ pub(super) struct Asking {
     approved: Mutex<HashMap<String, Approved>>,
     /// Calls waiting for the approval broker, by the broker's id: the call, and how to
     /// withdraw it.
-    pub(super) brokered: Mutex<HashMap<String, (Waiting, clawai_approvals::Canceller)>>,
+    pub(super) brokered: Mutex<HashMap<String, (Waiting, Box<dyn clawai_approvals::Withdraw>)>>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 
 impl Asking {
     pub(super) fn new(options: AskOptions) -> Asking {
         let random = uuid::Uuid::now_v7().simple().to_string();
+        let sealer = Sealer::with_key(options.stores.keyring.key(clawai_store::KeyPurpose::RequestState));
         Asking {
             options,
-            sealer: Sealer::new(),
-            grants: SessionGrants::default(),
+            sealer,
             prefix: format!("\"clawai-ask-{}-", &random[16..]),
             sent: AtomicU64::new(0),
             client_elicits: AtomicBool::new(false),
@@ -212,15 +220,15 @@ pub(super) enum Asked {
     /// It goes on without asking now: a standing approval, a grant, or the answer a
     /// retry carried. `forward`: the bytes to send instead of the call (a retry without
     /// clawai's members).
-    Allowed { channel: &'static str, scope: &'static str, by: String, forward: Option<Vec<u8>> },
+    Allowed { channel: Channel, scope: Scope, by: String, forward: Option<Vec<u8>> },
     /// A person said no (in the answer a retry carried).
-    Declined { channel: &'static str },
+    Declined { channel: Channel },
     /// A retry whose sealed state is not good: refused.
     Refused(SealError),
     /// A call under the id of one that already waits for a person: refused.
     Duplicate,
     /// The person is being asked; the call waits (or the client retries).
-    Held { verdict: Verdict, channel: &'static str, approval: Option<String> },
+    Held { verdict: Verdict, channel: Channel, approval: Option<String> },
 }
 
 /// The call the stage is about.
@@ -270,12 +278,17 @@ impl Guard {
             return Asked::Duplicate;
         }
         let arguments = ask.call.arguments.map(Json::to_value);
-        if let Some(path) = &self.asking.options.approvals_file {
-            match Approvals::load(path) {
+        if let Some(standing) = &self.asking.options.standing {
+            match standing.current() {
                 Ok(approvals) => {
                     if let Some((index, entry)) = approvals.approving(ask.call) {
-                        let by = format!("{} {}", path.display(), entry.label(index));
-                        return Asked::Allowed { channel: "approvals_file", scope: "always", by, forward: None };
+                        let by = format!("{} {}", standing.location(), entry.label(index));
+                        return Asked::Allowed {
+                            channel: Channel::ApprovalsFile,
+                            scope: Scope::Always,
+                            by,
+                            forward: None,
+                        };
                     }
                 }
                 Err(e) => tracing::warn!("the standing approvals were not read: {e}"),
@@ -283,8 +296,13 @@ impl Guard {
         }
         let key = call_key(self.server.as_deref(), ask.method, ask.call.name, arguments.as_ref());
         let stateless = reply::is_stateless_request(ask.params);
-        if !stateless && self.asking.grants.allows(&key) {
-            return Asked::Allowed { channel: "session_grant", scope: "session", by: "grant".into(), forward: None };
+        if !stateless && self.remembered.memory().granted(&key) {
+            return Asked::Allowed {
+                channel: Channel::SessionGrant,
+                scope: Scope::Session,
+                by: "grant".into(),
+                forward: None,
+            };
         }
         if stateless {
             return match self.ask_stateless(ask) {
@@ -313,12 +331,12 @@ impl Guard {
         let mut params = form::elicitation_params(&question, true, true);
         // Which call the question is about, for transports that route by request.
         params["_meta"] = json!({"clawai/for": serde_json::from_str::<Value>(ask.id.get()).unwrap_or(Value::Null)});
-        let request = reply::request(&own_id, "elicitation/create", &params);
+        let request = reply::request(&own_id, methods::ELICITATION_CREATE, &params);
         self.asking.waiting().insert(own_id.clone(), Waiting::new(ask, key));
         self.start_timer(own_id.clone());
         Asked::Held {
             verdict: Verdict::Dispatch(vec![Outgoing::ToClient(request)]),
-            channel: "client",
+            channel: Channel::Client,
             approval: Some(own_id),
         }
     }
@@ -344,9 +362,9 @@ impl Guard {
         let waiting = self.asking.waiting().remove(own_id)?;
         let seconds = self.asking.options.timeout.as_secs_f64();
         let why = format!("nobody answered within {seconds} s");
-        self.record_step(&waiting, own_id, "client", "timed_out", None, false, "clawai");
+        self.record_step(&waiting, own_id, Channel::Client, Step::TimedOut, None, false, "clawai");
         let cancel = reply::notification(
-            "notifications/cancelled",
+            methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(own_id).unwrap_or(Value::Null), "reason": why}),
         );
         Some(vec![Outgoing::ToClient(cancel), Outgoing::ToClient(self.declined(&waiting, &why))])
@@ -367,11 +385,11 @@ impl Guard {
             _ => Choice::Deny,
         };
         let scope = match choice {
-            Choice::AllowSession => Some("session"),
-            Choice::AllowOnce => Some("once"),
+            Choice::AllowSession => Some(Scope::Session),
+            Choice::AllowOnce => Some(Scope::Once),
             Choice::Deny => None,
         };
-        self.record_step(&waiting, id.get(), "client", "answered", scope, choice.allows(), "client");
+        self.record_step(&waiting, id.get(), Channel::Client, Step::Answered, scope, choice.allows(), "client");
         if !choice.allows() {
             return Some(Verdict::Dispatch(vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))]));
         }
@@ -381,7 +399,7 @@ impl Guard {
     /// A call a person allowed goes on (and, `for_session`, the identical call later).
     pub(super) fn release(&self, waiting: Waiting, for_session: bool) -> Vec<Outgoing> {
         if for_session {
-            self.asking.grants.grant(&waiting.key);
+            self.remembered.memory().grant(&waiting.key);
         }
         let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
         self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());
@@ -402,9 +420,9 @@ impl Guard {
                 .map(|(own, _)| own.clone())?
         };
         let waiting = self.asking.waiting().remove(&own_id)?;
-        self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "client");
+        self.record_step(&waiting, &own_id, Channel::Client, Step::Cancelled, None, false, "client");
         let cancel = reply::notification(
-            "notifications/cancelled",
+            methods::CANCELLED,
             &json!({"requestId": serde_json::from_str::<Value>(&own_id).unwrap_or(Value::Null), "reason": "the call was cancelled"}),
         );
         Some(Verdict::Dispatch(vec![Outgoing::ToClient(cancel)]))
@@ -425,7 +443,7 @@ impl Guard {
         drained
             .into_iter()
             .map(|(own_id, waiting)| {
-                self.record_step(&waiting, &own_id, "client", "cancelled", None, false, "clawai");
+                self.record_step(&waiting, &own_id, Channel::Client, Step::Cancelled, None, false, "clawai");
                 reply::error(
                     Some(&waiting.call_id),
                     reply::SERVER_UNAVAILABLE,
@@ -452,20 +470,20 @@ impl Guard {
         &self,
         waiting: &Waiting,
         approval: &str,
-        channel: &'static str,
-        step: &'static str,
-        scope: Option<&'static str>,
+        channel: Channel,
+        step: Step,
+        scope: Option<Scope>,
         approved: bool,
         by: &str,
     ) {
         let shown = self.shown_id(&waiting.call_id);
-        let mut event = self.event(Direction::ClientToServer, "approval");
+        let mut event = self.event(Direction::ClientToServer, EventKind::Approval);
         event.method = Some(&waiting.method);
         event.id = Some(&shown);
         match waiting.method.as_str() {
-            "tools/call" => event.tool = waiting.name.as_deref(),
-            "resources/read" => event.resource = waiting.name.as_deref(),
-            "prompts/get" => event.prompt = waiting.name.as_deref(),
+            methods::TOOLS_CALL => event.tool = waiting.name.as_deref(),
+            methods::RESOURCES_READ => event.resource = waiting.name.as_deref(),
+            methods::PROMPTS_GET => event.prompt = waiting.name.as_deref(),
             _ => {}
         }
         let listed_as = self.listed_as(&waiting.method, waiting.name.as_deref());
@@ -478,7 +496,7 @@ impl Guard {
         event.approved = Some(approved);
         // What the answer decided and the rule that asked, as a call's own line says
         // them: a reader of the trail (or of the ui) sees the outcome without joining.
-        event.decision = Some(if approved { "allow" } else { "deny" });
+        event.decision = Some(if approved { Decision::Allow } else { Decision::Deny });
         event.rule = waiting.rule.as_deref();
         event.by = Some(by);
         event.duration_ms = Some(waiting.asked.elapsed().as_secs_f64() * 1000.0);
@@ -519,15 +537,15 @@ impl Guard {
                 Err(e) => return Asked::Refused(e),
             };
             let scope = match opened.stage {
-                Stage::Approved => "once",
+                Stage::Approved => Scope::Once,
                 Stage::Asked => {
                     let answer = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
                     // A stateless request has no session: "for the session" is never
                     // offered, and an answer that says it anyway allows once (the
                     // shared guard of `--listen` serves many clients).
                     match answer.map_or(Choice::Deny, form::read_answer) {
-                        Choice::Deny => return Asked::Declined { channel: "client_retry" },
-                        Choice::AllowSession | Choice::AllowOnce => "once",
+                        Choice::Deny => return Asked::Declined { channel: Channel::ClientRetry },
+                        Choice::AllowSession | Choice::AllowOnce => Scope::Once,
                     }
                 }
             };
@@ -536,7 +554,12 @@ impl Guard {
                 Approved { method: ask.method.to_owned(), name: ask.call.name.map(str::to_owned), digest },
             );
             let forward = retry_without_clawai(ask.id, ask.method, params, opened.inner);
-            return Asked::Allowed { channel: "client_retry", scope, by: "client".into(), forward: Some(forward) };
+            return Asked::Allowed {
+                channel: Channel::ClientRetry,
+                scope,
+                by: "client".into(),
+                forward: Some(forward),
+            };
         }
         let capabilities = params.get("_meta").and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"));
         if !capabilities.and_then(|c| c.get("elicitation")).is_some_and(offers_form) {
@@ -556,12 +579,12 @@ impl Guard {
         let sealed = self.asking.sealer.seal(&binding, State { stage: Stage::Asked, inner }, STATE_TTL);
         let result = json!({
             "resultType": "input_required",
-            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": form::elicitation_params(&question, true, false)}},
+            "inputRequests": {INPUT_KEY: {"method": methods::ELICITATION_CREATE, "params": form::elicitation_params(&question, true, false)}},
             "requestState": sealed,
         });
         Asked::Held {
             verdict: Verdict::Reply(reply::result(Some(ask.id.get()), &result)),
-            channel: "client",
+            channel: Channel::Client,
             approval: None,
         }
     }

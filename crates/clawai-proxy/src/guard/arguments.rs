@@ -4,6 +4,7 @@
 //! through: an agent must not quietly send your keys to a server. A stricter decision
 //! of the rules stands.
 
+use clawai_protocol::methods;
 use std::sync::LazyLock;
 
 use clawai_policy::{Action, Call, Decision, Format, Policy, load_str};
@@ -67,7 +68,7 @@ fn applies(policy: &Policy, call: &Call<'_>, decision: &Decision<'_>) -> bool {
         Action::Audit => 1,
         Action::Allow => 0,
     };
-    matches!(call.method, "tools/call" | "prompts/get")
+    matches!(call.method, methods::TOOLS_CALL | methods::PROMPTS_GET)
         && stricter(policy.guards().secrets_in_arguments) > stricter(decision.action)
 }
 

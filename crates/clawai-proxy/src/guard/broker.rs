@@ -6,10 +6,11 @@
 //! not, and when nobody answered in time, an error saying the approval is pending under
 //! its id, so that the identical call retried after the approval passes once.
 
+use clawai_protocol::methods;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{Client, Error as BrokerError, Outcome};
+use clawai_approvals::{Error as BrokerError, Outcome};
 use clawai_protocol::Json;
 use clawai_protocol::reply;
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 use super::approvals::Later;
 use super::approvals::{Ask, Asked, Waiting, not_approved};
 use super::{Guard, Outgoing, Verdict};
+use crate::audit::{Channel, Scope, Step};
 use crate::redact::Redacted;
 
 /// How often a waiting call with a progress token hears that it still waits.
@@ -27,14 +29,6 @@ impl Guard {
     /// runs, or the transport cannot answer later (no outlet): nobody can be asked.
     pub(super) fn ask_broker(&self, ask: &Ask, key: String) -> Option<Asked> {
         let outlet = self.asking.outlet.get()?.clone();
-        let client = match Client::connect() {
-            Ok(client) => client,
-            Err(BrokerError::NoBroker(_)) => return None,
-            Err(e) => {
-                tracing::warn!("the approval broker could not be reached: {e}");
-                return None;
-            }
-        };
         let arguments = ask.call.arguments.map_or(Value::Null, |args| {
             let mut out = Vec::new();
             Redacted(args).write_json(&mut out);
@@ -53,15 +47,16 @@ impl Guard {
             key: key.clone(),
             timeout_ms: timeout.as_millis() as u64,
         };
-        let mut pending = match client.ask(&request) {
+        let mut pending = match self.asking.options.held.hold(&request) {
             Ok(pending) => pending,
+            Err(BrokerError::NoBroker(_)) => return None,
             Err(e) => {
                 tracing::warn!("the approval broker did not take the question: {e}");
                 return None;
             }
         };
         let approval = pending.id().to_owned();
-        let canceller = pending.canceller().ok()?;
+        let canceller = pending.withdrawer().ok()?;
         let waiting = Waiting::new(ask, key);
         // By the broker's id: two held calls may carry the same JSON-RPC id.
         lock(&self.asking.brokered).insert(approval.clone(), (waiting, canceller));
@@ -89,7 +84,7 @@ impl Guard {
                                 "waiting for a person's approval under {id} (clawai ui, or clawai approve {id})"
                             );
                             let note = reply::notification(
-                                "notifications/progress",
+                                methods::PROGRESS,
                                 &json!({"progressToken": token, "progress": tick, "message": message}),
                             );
                             outlet.later(Later::ToClient(note));
@@ -110,19 +105,19 @@ impl Guard {
             lock(&self.asking.brokered).remove(&approval);
             return None;
         }
-        Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: "broker", approval: Some(approval) })
+        Some(Asked::Held { verdict: Verdict::Dispatch(Vec::new()), channel: Channel::Broker, approval: Some(approval) })
     }
 
     /// The broker's answer: the call goes on, or is denied.
     pub(super) fn broker_answered(&self, approval: &str, outcome: Outcome, by: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
         let scope = match outcome {
-            Outcome::AllowOnce => Some("once"),
-            Outcome::AllowSession => Some("session"),
-            Outcome::AllowAlways => Some("always"),
+            Outcome::AllowOnce => Some(Scope::Once),
+            Outcome::AllowSession => Some(Scope::Session),
+            Outcome::AllowAlways => Some(Scope::Always),
             Outcome::Deny => None,
         };
-        self.record_step(&waiting, approval, "broker", "answered", scope, scope.is_some(), by);
+        self.record_step(&waiting, approval, Channel::Broker, Step::Answered, scope, scope.is_some(), by);
         if scope.is_none() {
             return vec![Outgoing::ToClient(self.declined(&waiting, "the person declined"))];
         }
@@ -132,7 +127,7 @@ impl Guard {
     /// Nobody answered in time: the call gets an error that names the pending approval.
     pub(super) fn broker_timed_out(&self, approval: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
-        self.record_step(&waiting, approval, "broker", "timed_out", None, false, "clawai");
+        self.record_step(&waiting, approval, Channel::Broker, Step::TimedOut, None, false, "clawai");
         let what =
             waiting.name.as_deref().map_or_else(|| waiting.method.clone(), |n| format!("{} {n}", waiting.method));
         let text = format!(
@@ -149,7 +144,7 @@ impl Guard {
     /// The broker's connection broke while a call waited: the call is denied.
     pub(super) fn broker_gone(&self, approval: &str) -> Vec<Outgoing> {
         let Some((waiting, _)) = lock(&self.asking.brokered).remove(approval) else { return Vec::new() };
-        self.record_step(&waiting, approval, "broker", "cancelled", None, false, "clawai");
+        self.record_step(&waiting, approval, Channel::Broker, Step::Cancelled, None, false, "clawai");
         vec![Outgoing::ToClient(self.declined(&waiting, "the approval broker went away before anyone answered"))]
     }
 
@@ -163,8 +158,8 @@ impl Guard {
             .clone();
         let (waiting, canceller) = brokered.remove(&approval)?;
         drop(brokered);
-        let _ = canceller.cancel();
-        self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "client");
+        let _ = canceller.withdraw();
+        self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "client");
         Some(Verdict::Drop)
     }
 
@@ -175,8 +170,8 @@ impl Guard {
         drained
             .into_iter()
             .map(|(approval, (waiting, canceller))| {
-                let _ = canceller.cancel();
-                self.record_step(&waiting, &approval, "broker", "cancelled", None, false, "clawai");
+                let _ = canceller.withdraw();
+                self.record_step(&waiting, &approval, Channel::Broker, Step::Cancelled, None, false, "clawai");
                 waiting.call_id
             })
             .collect()

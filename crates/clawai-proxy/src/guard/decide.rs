@@ -1,5 +1,6 @@
 //! Deciding one message the policy applies to, and the answer to a denied one.
 
+use clawai_protocol::methods;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use super::Outgoing;
 use super::approvals::{Ask, Asked, not_approved};
 use super::listing::Unlisted;
 use super::{Guard, SERVER_DECIDED, Verdict};
-use crate::audit::{Direction, Stamp};
+use crate::audit::{Channel, Direction, EventKind, Stamp, Step};
 use crate::redact::Redacted;
 
 /// A decided message as it arrived, for a decision that may have to wait for the
@@ -64,7 +65,7 @@ impl Guard {
         // The pinning stage needs the server's tools as they are now: after the server
         // said they changed, a call waits for clawai's own listing (compared with the
         // pins as it passes), so a changed tool is refused even if the client never lists.
-        if method == "tools/call"
+        if method == methods::TOOLS_CALL
             && direction == Direction::ClientToServer
             && self.listing.pins_stale()
             && self.pins().is_some()
@@ -95,7 +96,7 @@ impl Guard {
             }
         }
         let (call, unlisted) = match (method, call.name) {
-            ("tools/call", Some(tool)) => match self.listing.annotations(tool) {
+            (methods::TOOLS_CALL, Some(tool)) => match self.listing.annotations(tool) {
                 Some(known) => (call.with_annotations(Some(known)), None),
                 None if self.listing.policy_reads_annotations(policy)
                     && depends_on_annotations(policy, &call, &self.remembered) =>
@@ -162,59 +163,61 @@ impl Guard {
             _ => None,
         };
 
-        let mut event = self.event_at(at.wall, direction, if id.is_some() { "request" } else { "notification" });
+        let mut event =
+            self.event_at(at.wall, direction, if id.is_some() { EventKind::Request } else { EventKind::Notification });
         let shown = id.map(|id| self.shown_id(id.get()));
         event.method = Some(method);
         event.id = shown.as_deref();
         match method {
-            "tools/call" => event.tool = call.name,
-            "resources/read" => event.resource = call.name,
-            "prompts/get" => event.prompt = call.name,
+            methods::TOOLS_CALL => event.tool = call.name,
+            methods::RESOURCES_READ => event.resource = call.name,
+            methods::PROMPTS_GET => event.prompt = call.name,
             _ => {}
         }
         let listed_as = self.listed_as(method, call.name);
         event.listed_as = listed_as.as_deref();
         event.arguments = call.arguments.map(Redacted);
         event.annotations = call.annotations;
-        event.decision = Some(decision.action.as_str());
+        event.decision = Some(decision.action.into());
         event.rule = decision.rule_id();
         event.reason = Some(Cow::Borrowed(&reason));
         event.size = Some(size);
         event.tainted = Some(labels_added.as_slice()).filter(|added| !added.is_empty());
         match &asked {
             Some(Asked::Allowed { channel, scope, by, .. }) => {
-                event.step = Some(if *channel == "client_retry" { "answered" } else { "allowed_without_asking" });
-                event.channel = Some(channel);
-                event.scope = Some(scope);
+                event.step =
+                    Some(if *channel == Channel::ClientRetry { Step::Answered } else { Step::AllowedWithoutAsking });
+                event.channel = Some(*channel);
+                event.scope = Some(*scope);
                 event.by = Some(by);
                 event.approved = Some(true);
             }
             Some(Asked::Held { channel, approval, .. }) => {
-                event.step = Some("asked");
-                event.channel = Some(channel);
+                event.step = Some(Step::Asked);
+                event.channel = Some(*channel);
                 event.approval = approval.as_deref().map(|a| a.trim_matches('"'));
             }
             Some(Asked::Declined { channel }) => {
-                event.step = Some("answered");
-                event.channel = Some(channel);
+                event.step = Some(Step::Answered);
+                event.channel = Some(*channel);
                 event.approved = Some(false);
                 event.by = Some("client");
             }
             Some(Asked::Refused(e)) => {
-                event.step = Some("refused");
-                event.channel = Some("client_retry");
+                event.step = Some(Step::Refused);
+                event.channel = Some(Channel::ClientRetry);
                 event.approved = Some(false);
                 event.by = Some("clawai");
                 event.reason = Some(Cow::Owned(format!("{reason}; {e}")));
             }
             Some(Asked::Duplicate) => {
-                event.step = Some("refused");
+                event.step = Some(Step::Refused);
                 event.approved = Some(false);
                 event.reason = Some(Cow::Borrowed("a call with this id already waits for a person"));
             }
             Some(Asked::Nobody) => {
-                event.step = Some("not_asked");
-                event.channel = Some("none");
+                event.step = Some(Step::NotAsked);
+                event.channel = Some(Channel::None);
                 event.approved = Some(false);
             }
             None => {}
@@ -295,11 +298,11 @@ impl Guard {
                 .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
             let decision = policy.decide_in(&call, &self.remembered);
             let shown = id.map(|id| self.shown_id(id.get()));
-            let mut event = self.event(Direction::ServerToClient, "request");
+            let mut event = self.event(Direction::ServerToClient, EventKind::Request);
             event.method = Some(method);
             event.id = shown.as_deref();
             event.arguments = call.arguments.map(Redacted);
-            event.decision = Some(decision.action.as_str());
+            event.decision = Some(decision.action.into());
             event.rule = decision.rule_id();
             event.reason =
                 Some(format!("{} (input request `{key}` of an input_required result)", decision.reason()).into());
@@ -369,7 +372,7 @@ fn denial(method: &str, id: Option<&str>, decision: &Decision, reason: &str, wha
         ),
         _ => (reply::DENIED, format!("clawai denied {what}: {reason}")),
     };
-    if method == "tools/call" {
+    if method == methods::TOOLS_CALL {
         reply::tool_error(id, &text, stateless)
     } else {
         let data = serde_json::json!({"rule": decision.rule_id(), "decision": decision.action.as_str()});
@@ -387,8 +390,8 @@ fn check_params(method: &str, params: Option<&Json>) -> Result<(), String> {
         None => Err(format!("`params.{key}` is missing")),
     };
     match method {
-        "tools/call" | "prompts/get" => string("name"),
-        "resources/read" => string("uri"),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => string("name"),
+        methods::RESOURCES_READ => string("uri"),
         _ => Ok(()),
     }
 }

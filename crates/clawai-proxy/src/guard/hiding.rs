@@ -4,6 +4,7 @@
 //! the server's whole list; the gateway always leaves them out.
 
 use clawai_policy::{Call, ToolAnnotations};
+use clawai_protocol::methods;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -28,7 +29,7 @@ impl Guard {
             let Some(name) = tool.get("name").and_then(Value::as_str) else { return true };
             let annotations = tool.get("annotations").map(ToolAnnotations::from_json);
             let call = Call {
-                method: "tools/call",
+                method: methods::TOOLS_CALL,
                 name: Some(name),
                 arguments: None,
                 server: self.server.as_deref(),

@@ -12,6 +12,7 @@
 //! them or their responses, and a client request that uses that prefix is refused, so
 //! the ids cannot collide.
 
+use clawai_protocol::methods;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -24,7 +25,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Guard, Outgoing, Verdict};
-use crate::audit::{Direction, Stamp};
+use crate::audit::{Decision, Direction, EventKind, Stamp};
 
 /// The session's knowledge of the server's tools.
 pub(super) struct Listing {
@@ -225,16 +226,16 @@ impl Guard {
         if let Some(meta) = &fetch.meta {
             params.insert("_meta".into(), meta.clone());
         }
-        let mut request = serde_json::json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(&id).expect("a JSON string"), "method": "tools/list"});
+        let mut request = serde_json::json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(&id).expect("a JSON string"), "method": methods::TOOLS_LIST});
         if !params.is_empty() {
             request["params"] = Value::Object(params);
         }
         let mut bytes = serde_json::to_vec(&request).expect("a JSON value encodes");
         bytes.push(b'\n');
-        let mut event = self.event(Direction::ClientToServer, "request");
-        event.method = Some("tools/list");
+        let mut event = self.event(Direction::ClientToServer, EventKind::Request);
+        event.method = Some(methods::TOOLS_LIST);
         event.id = Some(&id);
-        event.decision = Some("pass");
+        event.decision = Some(Decision::Pass);
         event.reason = Some(format!("clawai's own request for the server's tools, {why}").into());
         event.size = Some(bytes.len());
         self.audit.record(&event);
@@ -255,8 +256,8 @@ impl Guard {
             return None;
         }
         fetch.pending = None;
-        let mut event = self.event(Direction::ServerToClient, "response");
-        event.method = Some("tools/list");
+        let mut event = self.event(Direction::ServerToClient, EventKind::Response);
+        event.method = Some(methods::TOOLS_LIST);
         event.id = Some(id.get());
         event.is_error = Some(result.is_none());
         event.reason = Some("the answer to clawai's own request; not forwarded".into());
@@ -264,7 +265,7 @@ impl Guard {
         match (result, error) {
             (Some(result), None) => {
                 self.listing.record(result);
-                self.pinning_observes("tools/list", result);
+                self.pinning_observes(methods::TOOLS_LIST, result);
                 let cursor = member(result, b"nextCursor").and_then(|c| serde_json::from_slice::<Value>(c).ok());
                 if let Some(cursor) = cursor.filter(|c| !c.is_null()) {
                     let request = self.own_request(&mut fetch, Some(cursor), "next page");
@@ -314,8 +315,8 @@ impl Guard {
             .into_iter()
             .map(|call| {
                 let shown = self.shown_id(&call.id);
-                let mut event = self.event(Direction::ServerToClient, "response");
-                event.method = Some("tools/call");
+                let mut event = self.event(Direction::ServerToClient, EventKind::Response);
+                event.method = Some(methods::TOOLS_CALL);
                 event.id = Some(&shown);
                 event.is_error = Some(true);
                 event.reason = Some(why.into());

@@ -19,6 +19,7 @@
 //! and the policy in force has `[guards] pinning` on (the default); the scan settings
 //! are read from the policy in force at every listing.
 
+use clawai_protocol::methods;
 use std::sync::{Arc, OnceLock};
 
 use clawai_pins::{Kind, Listener, ScanSettings, Severity, Tracker};
@@ -28,7 +29,7 @@ use serde_json::value::RawValue;
 
 use super::approvals::{Later, Outlet};
 use super::{Guard, Verdict};
-use crate::audit::Direction;
+use crate::audit::{Decision, Direction, EventKind};
 
 /// The poisoning scan's settings in `guards` (`scan`, `quarantine_on`).
 pub fn scan_settings(guards: &Guards) -> ScanSettings {
@@ -94,13 +95,13 @@ impl Guard {
     ) -> Option<Verdict> {
         let (pins, name) = (self.pins()?, name?);
         let why = match method {
-            "tools/call" | "prompts/get" => {
-                let kind = if method == "tools/call" { Kind::Tool } else { Kind::Prompt };
+            methods::TOOLS_CALL | methods::PROMPTS_GET => {
+                let kind = if method == methods::TOOLS_CALL { Kind::Tool } else { Kind::Prompt };
                 let refusal = pins.tracker.refusal(kind, name)?;
                 pins.tracker.refusal_text(kind, name, &refusal)
             }
             // A read of a URI a held resource template stands for.
-            "resources/read" => {
+            methods::RESOURCES_READ => {
                 let (template, refusal) = pins.tracker.resource_refusal(name)?;
                 pins.tracker.refusal_text(Kind::ResourceTemplate, &template, &refusal)
             }
@@ -125,11 +126,11 @@ impl Guard {
             value.and_then(serde_json::Value::as_str)
         }
         let (kind, name, refusal) = match method {
-            "resources/subscribe" => {
+            methods::RESOURCES_SUBSCRIBE => {
                 let (template, refusal) = pins.tracker.resource_refusal(text(params?.get("uri"))?)?;
                 (Kind::ResourceTemplate, template, refusal)
             }
-            "completion/complete" => {
+            methods::COMPLETION_COMPLETE => {
                 let reference = params?.get("ref")?;
                 match text(reference.get("type"))? {
                     "ref/prompt" => {
@@ -156,15 +157,22 @@ impl Guard {
     pub(super) fn pinning_filters(&self, method: &str, id: &RawValue, result: &[u8]) -> Option<Vec<u8>> {
         let (pins, scan) = self.pins_and_scan()?;
         let replaced = match method {
-            "initialize" | "server/discover" => pins.tracker.filter_instructions(result, scan),
+            methods::INITIALIZE | methods::SERVER_DISCOVER => pins.tracker.filter_instructions(result, scan),
             _ => {
                 let filtered = pins.tracker.filter_list(method, result, scan)?;
-                if method == "tools/list" && filtered.complete {
+                if method == methods::TOOLS_LIST && filtered.complete {
                     self.listing.pins_compared();
                 }
                 let held: Vec<String> = filtered.compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();
                 if filtered.blocked || !held.is_empty() || !filtered.removed.is_empty() {
-                    self.record_pinning(method, id, &filtered, &held, pins.tracker.server());
+                    self.record_pinning(
+                        method,
+                        Some(id),
+                        filtered.blocked,
+                        &filtered.removed,
+                        &held,
+                        pins.tracker.server(),
+                    );
                 }
                 filtered.result
             }
@@ -184,15 +192,28 @@ impl Guard {
         }
     }
 
+    /// A listing the gateway compared with the pins itself (it lists each server once
+    /// for every session): recorded as this guard records a listing it compares, so a
+    /// held tool has its `pinning` event whichever front listed it.
+    pub fn record_compared(&self, method: &str, compared: &[clawai_pins::Compared], blocked: bool) {
+        let held: Vec<String> = compared.iter().filter(|c| c.seen.is_held()).map(held_word).collect();
+        if !blocked && held.is_empty() {
+            return;
+        }
+        let server = self.pins().map(|pins| pins.tracker.server().to_owned()).or_else(|| self.server.clone());
+        self.record_pinning(method, None, blocked, &[], &held, server.as_deref().unwrap_or_default());
+    }
+
     fn record_pinning(
         &self,
         method: &str,
-        id: &RawValue,
-        filtered: &clawai_pins::Filtered,
+        id: Option<&RawValue>,
+        blocked: bool,
+        removed: &[String],
         held: &[String],
         server: &str,
     ) {
-        let reason = if filtered.blocked {
+        let reason = if blocked {
             format!(
                 "nothing listed: the server's instructions changed since they were approved (`clawai pins diff {server}`)"
             )
@@ -204,16 +225,16 @@ impl Guard {
                     held.join(", ")
                 ));
             }
-            if !filtered.removed.is_empty() {
-                parts.push(format!("no longer listed: {}", filtered.removed.join(", ")));
+            if !removed.is_empty() {
+                parts.push(format!("no longer listed: {}", removed.join(", ")));
             }
             parts.join("; ")
         };
-        let shown = self.shown_id(id.get());
-        let mut event = self.event(Direction::ServerToClient, "pinning");
+        let shown = id.map(|id| self.shown_id(id.get()));
+        let mut event = self.event(Direction::ServerToClient, EventKind::Pinning);
         event.method = Some(method);
-        event.id = Some(&shown);
-        event.decision = Some(if filtered.blocked || !held.is_empty() { "held" } else { "pass" });
+        event.id = shown.as_deref();
+        event.decision = Some(if blocked || !held.is_empty() { Decision::Held } else { Decision::Pass });
         event.reason = Some(reason.into());
         self.audit.record_decision(&event);
     }

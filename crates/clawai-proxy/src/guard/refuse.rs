@@ -9,7 +9,7 @@ use clawai_protocol::skim::{leading_id, salvage};
 use serde_json::value::RawValue;
 
 use super::{Guard, Verdict, raw, utf8};
-use crate::audit::Direction;
+use crate::audit::{Decision, Direction, EventKind};
 
 impl Guard {
     /// Records that a message was refused (not valid, ambiguous, too large…).
@@ -22,10 +22,10 @@ impl Guard {
         size: usize,
     ) {
         let shown = id.map(|id| self.shown_id(id.get()));
-        let mut event = self.event(direction, "refused");
+        let mut event = self.event(direction, EventKind::Refused);
         event.method = method;
         event.id = shown.as_deref();
-        event.decision = Some("refused");
+        event.decision = Some(Decision::Refused);
         event.reason = Some(reason.into());
         event.size = Some(size);
         self.audit.record_decision(&event);
@@ -33,16 +33,19 @@ impl Guard {
 
     /// A client line longer than the limit: refused with an error for its id.
     pub fn oversize_from_client(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
-        let id = leading_id(prefix).and_then(utf8);
-        let why = format!("message of {length} bytes is over the {limit}-byte limit");
+        let (why, answer) = oversize_answer(prefix, length, limit);
         self.record_refusal(Direction::ClientToServer, None, None, why, length);
-        tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
-        Verdict::Reply(reply::error(
-            id,
-            reply::TOO_LARGE,
-            &format!("message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"),
-            None,
-        ))
+        Verdict::Reply(answer)
+    }
+
+    /// An HTTP request whose headers say something other than its body (2026-07-28
+    /// `HeaderMismatch`): recorded, and the error to answer it with. `id`: the body's
+    /// id, when it has a usable one.
+    pub fn refuse_header_mismatch(&self, id: Option<&str>, why: &str, size: usize) -> Vec<u8> {
+        let written = id.and_then(|id| raw(id.as_bytes()));
+        self.record_refusal(Direction::ClientToServer, None, written, why.to_owned(), size);
+        tracing::warn!("refused an HTTP request: {why}");
+        reply::error(id, clawai_protocol::codes::HEADER_MISMATCH, &format!("clawai refused the request: {why}"), None)
     }
 
     /// A server line longer than the limit: not forwarded; when it was a response, the
@@ -77,15 +80,9 @@ impl Guard {
     /// stopped before it), so that the client does not wait for an answer; id null only
     /// for what is no request at all.
     pub(super) fn refuse_from_client(&self, line: &[u8], error: &EnvelopeError) -> Verdict {
-        let id = error.answer_id(line).and_then(|id| raw(id.as_bytes()));
+        let (id, answer) = refusal_answer(line, error);
         self.record_refusal(Direction::ClientToServer, None, id, error.to_string(), line.len());
-        tracing::warn!("refused a message from the client: {error}");
-        Verdict::Reply(reply::error(
-            id.map(RawValue::get),
-            error.code(),
-            &format!("clawai refused the message: {error}"),
-            None,
-        ))
+        Verdict::Reply(answer)
     }
 
     /// A method that reads as a decided one (see [`reads_as_decided`]): refused with an
@@ -172,4 +169,30 @@ impl Guard {
 /// [`Policy::reads_as_decided`], shared with `clawai policy test`).
 pub(super) fn reads_as_decided(method: &str, fixed: &[&str], policy: &Policy) -> bool {
     policy.reads_as_decided(method, fixed)
+}
+
+/// Why a client line over `limit` is refused, and the error it gets (under its id, when
+/// the part read holds one).
+pub(super) fn oversize_answer(prefix: &[u8], length: usize, limit: usize) -> (String, Vec<u8>) {
+    let id = leading_id(prefix).and_then(utf8);
+    tracing::warn!("refused a {length}-byte message from the client (limit {limit} bytes)");
+    let answer = reply::error(
+        id,
+        reply::TOO_LARGE,
+        &format!("message of {length} bytes refused by clawai: the limit is {limit} bytes (--max-message-size)"),
+        None,
+    );
+    (format!("message of {length} bytes is over the {limit}-byte limit"), answer)
+}
+
+/// The id and the error a client line that is not one valid message gets: under the
+/// request's id whenever it can be read (leniently, when the strict reading stopped
+/// before it), so that the client does not wait for an answer; id null only for what is
+/// no request at all.
+pub(super) fn refusal_answer<'l>(line: &'l [u8], error: &'l EnvelopeError) -> (Option<&'l RawValue>, Vec<u8>) {
+    let id = error.answer_id(line).and_then(|id| raw(id.as_bytes()));
+    tracing::warn!("refused a message from the client: {error}");
+    let answer =
+        reply::error(id.map(RawValue::get), error.code(), &format!("clawai refused the message: {error}"), None);
+    (id, answer)
 }

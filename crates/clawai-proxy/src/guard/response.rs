@@ -2,6 +2,7 @@
 //! response), and the few whose content matters for later decisions (the tool list, the
 //! negotiated revision, 2026-07-28 `input_required` results).
 
+use clawai_protocol::methods;
 use std::borrow::Cow;
 
 use clawai_protocol::skim::{member, members_named};
@@ -9,7 +10,7 @@ use compact_str::CompactString;
 use serde_json::value::RawValue;
 
 use super::{Guard, Verdict};
-use crate::audit::{Direction, Stamp};
+use crate::audit::{Direction, EventKind, Stamp};
 use crate::in_flight::InFlightTable;
 
 /// Audit events of responses that a transport forwards first and records after its
@@ -89,7 +90,7 @@ impl Guard {
         let is_error = is_error || result.and_then(|r| r.is_error) == Some(&b"true"[..]);
         let result = result.map(|r| r.bytes);
         if let (Some((_, flight)), Some(result)) = (&flight, result)
-            && flight.method == "tools/list"
+            && flight.method == methods::TOOLS_LIST
             && direction == Direction::ServerToClient
             && self.listing.policy_reads_annotations(&self.policy.current())
         {
@@ -99,7 +100,7 @@ impl Guard {
             self.listing.record(result);
         }
         if let (Some((_, flight)), Some(result)) = (&flight, result)
-            && flight.method == "initialize"
+            && flight.method == methods::INITIALIZE
             && direction == Direction::ServerToClient
         {
             self.batches.negotiated(member(result, b"protocolVersion"));
@@ -117,7 +118,7 @@ impl Guard {
         // The listing stage, on what pinning left: tools the policy always denies.
         let pinned = match (&flight, result, id) {
             (Some((_, flight)), Some(result), Some(id))
-                if direction == Direction::ServerToClient && !is_error && flight.method == "tools/list" =>
+                if direction == Direction::ServerToClient && !is_error && flight.method == methods::TOOLS_LIST =>
             {
                 self.hide_denied(id, pinned.as_deref(), result).or(pinned)
             }
@@ -167,7 +168,7 @@ impl Guard {
     /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
     pub fn record_deferred(&self, deferred: &mut Deferred) {
         self.audit.record_all(deferred.responses.iter().map(|record| {
-            let mut event = self.event_at(record.time, record.direction, "response");
+            let mut event = self.event_at(record.time, record.direction, EventKind::Response);
             event.method = record.method.as_deref();
             event.id = record.id.as_deref();
             event.is_error = Some(record.is_error);

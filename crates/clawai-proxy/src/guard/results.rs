@@ -13,6 +13,7 @@
 //! A result is parsed only when it may hold something: a secret shape, a byte outside
 //! printable ASCII or an escape (hidden characters), or an instruction-like word.
 
+use clawai_protocol::methods;
 use std::sync::LazyLock;
 
 use clawai_policy::ResultsGuard;
@@ -22,11 +23,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Guard;
-use crate::audit::Direction;
+use crate::audit::{Decision, Direction, EventKind};
 use crate::credentials::{is_literal_secret, names_secret, redact_credentials};
 
 /// The methods whose results the stage reads.
-const GUARDED: [&str; 4] = ["tools/call", "resources/read", "prompts/get", "tasks/result"];
+const GUARDED: [&str; 4] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET, methods::TASKS_RESULT];
 
 /// The scanner of result text (no other servers' names: results mention tools freely).
 static SCANNER: LazyLock<Scanner> = LazyLock::new(Scanner::default);
@@ -54,7 +55,7 @@ impl Guard {
                 "the result is {} bytes, more than `[guards] max_result_bytes` ({limit}); it was not passed on",
                 result.len()
             );
-            self.record_result(method, id, "deny", &why);
+            self.record_result(method, id, Decision::Deny, &why);
             return Some(error_message(id, reply::TOO_LARGE, &format!("clawai refused the server's result: {why}")));
         }
         let text = std::str::from_utf8(result).ok()?;
@@ -81,7 +82,7 @@ impl Guard {
             return None;
         }
         let why = parts.join("; ");
-        self.record_result(method, id, if refuse { "deny" } else { "flag" }, &why);
+        self.record_result(method, id, if refuse { Decision::Deny } else { Decision::Flag }, &why);
         if refuse {
             return Some(error_message(
                 id,
@@ -97,9 +98,9 @@ impl Guard {
     }
 
     /// An audit event for what the stage did to a result.
-    fn record_result(&self, method: &str, id: &RawValue, decision: &'static str, why: &str) {
+    fn record_result(&self, method: &str, id: &RawValue, decision: Decision, why: &str) {
         let shown = self.shown_id(id.get());
-        let mut event = self.event(Direction::ServerToClient, "result");
+        let mut event = self.event(Direction::ServerToClient, EventKind::Result);
         event.method = Some(method);
         event.id = Some(&shown);
         event.decision = Some(decision);

@@ -18,7 +18,7 @@ impl Guard {
             time: stamp().wall,
             session: &self.session,
             server: self.server.as_deref(),
-            kind: "sandbox",
+            kind: crate::audit::EventKind::Sandbox,
             reason: Some(detail.into()),
             sandbox: Some(summary),
             ..Default::default()

@@ -292,3 +292,52 @@ tool = "**"
         }
     }
 }
+
+/// A session store that hands every session the same memory and counts the opens: a
+/// stand-in for a shared store, to see that the guard keeps its session state only
+/// where the store chosen at start-up says.
+#[derive(Default)]
+struct OneMemory {
+    memory: std::sync::Arc<clawai_store::LocalSessionMemory>,
+    opened: std::sync::atomic::AtomicUsize,
+}
+
+impl clawai_store::SessionStore for OneMemory {
+    fn open(&self, _id: &str) -> std::sync::Arc<dyn clawai_store::SessionMemory> {
+        self.opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.memory.clone()
+    }
+}
+
+#[test]
+fn taint_and_rate_windows_live_in_the_store_the_options_name() {
+    use clawai_store::SessionMemory as _;
+    let policy = "[[rule]]\nid = \"reads\"\naction = \"allow\"\ntool = \"read\"\ntaint = \"private\"\n\n\
+                  [[rule]]\nid = \"flood\"\naction = \"deny\"\ntool = \"fetch\"\nrate = \"1/min\"\n\n\
+                  [[rule]]\nid = \"leak\"\naction = \"deny\"\ntool = \"send\"\ntainted = \"private\"\n\n\
+                  [[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+    let store = std::sync::Arc::new(OneMemory::default());
+    let stores = clawai_store::Stores { sessions: store.clone(), ..clawai_store::Stores::local() };
+    let guard_in = |stores: &clawai_store::Stores| {
+        let policy = load_str(policy, Format::Toml, "test").expect("the policy loads");
+        Guard::new(PolicyHandle::new(policy), AuditLog::disabled(), Some("s".into()))
+            .with_ask_options(AskOptions { stores: stores.clone(), ..AskOptions::default() })
+    };
+    let call = |guard: &Guard, id: u32, tool: &str| {
+        guard.from_client(
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#).as_bytes(),
+        )
+    };
+    let first = guard_in(&stores);
+    assert_eq!(call(&first, 1, "read"), Verdict::Forward);
+    assert_eq!(call(&first, 2, "fetch"), Verdict::Forward);
+    assert_eq!(store.memory.labels().into_iter().collect::<Vec<_>>(), ["private"], "the label is in the store");
+    // Another guard over the same store (another replica, say) sees the label and the count.
+    let second = guard_in(&stores);
+    assert_ne!(call(&second, 3, "send"), Verdict::Forward, "tainted in the store: denied");
+    assert_ne!(call(&second, 4, "fetch"), Verdict::Forward, "the window in the store counts both");
+    assert_eq!(store.opened.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // A guard with the local stores keeps its own memory.
+    let local = guard_in(&clawai_store::Stores::local());
+    assert_eq!(call(&local, 5, "send"), Verdict::Forward);
+}

@@ -3,6 +3,7 @@
 //! requests are answered (`ping`, empty `roots/list`) or refused; notifications are
 //! ignored.
 
+use clawai_protocol::methods;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -46,15 +47,15 @@ impl Session {
             "capabilities": {},
             "clientInfo": {"name": "clawai-scan", "version": env!("CARGO_PKG_VERSION")},
         });
-        let init = self.request("initialize", params).await.context("the server did not initialize")?;
+        let init = self.request(methods::INITIALIZE, params).await.context("the server did not initialize")?;
         let instructions = init.get("instructions").and_then(Value::as_str).map(str::to_owned);
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+        self.send(json!({"jsonrpc": "2.0", "method": methods::INITIALIZED})).await?;
         Ok(Listed {
             server_info: init.get("serverInfo").filter(|info| info.is_object()).cloned(),
             instructions,
-            tools: self.list_all("tools/list", "tools").await?,
-            prompts: self.list_all("prompts/list", "prompts").await?,
-            templates: self.list_all("resources/templates/list", "resourceTemplates").await?,
+            tools: self.list_all(methods::TOOLS_LIST, "tools").await?,
+            prompts: self.list_all(methods::PROMPTS_LIST, "prompts").await?,
+            templates: self.list_all(methods::RESOURCES_TEMPLATES_LIST, "resourceTemplates").await?,
         })
     }
 
@@ -112,7 +113,7 @@ impl Session {
                 (Some(asked), Some(their_id)) => {
                     let reply = match asked {
                         "ping" => json!({"jsonrpc": "2.0", "id": their_id, "result": {}}),
-                        "roots/list" => json!({"jsonrpc": "2.0", "id": their_id, "result": {"roots": []}}),
+                        methods::ROOTS_LIST => json!({"jsonrpc": "2.0", "id": their_id, "result": {"roots": []}}),
                         _ => {
                             json!({"jsonrpc": "2.0", "id": their_id, "error": {"code": -32601, "message": "not supported by clawai scan"}})
                         }

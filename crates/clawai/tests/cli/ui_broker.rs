@@ -141,10 +141,12 @@ fn each_new_ask_raises_a_desktop_notification_where_notify_send_exists() {
     let ui = Ui::start_with(&[("PATH", &path)]);
     let pending = ui.ask("k");
     let deadline = std::time::Instant::now() + WAIT;
-    while !log.exists() && std::time::Instant::now() < deadline {
+    // The shell creates the file, then writes the line: wait for the whole line.
+    let written = || std::fs::read_to_string(&log).ok().filter(|text| text.ends_with('\n'));
+    while written().is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let notified = std::fs::read_to_string(&log).expect("notify-send ran");
+    let notified = written().expect("notify-send ran");
     assert_eq!(notified, format!("clawai: approval needed|fs write_file — clawai approve {}\n", pending.id()));
 }
 

@@ -9,6 +9,7 @@
 //! rule below the default (it can never change a decision there). A rule whose `match`
 //! names nothing never matches there, and is left out here. Other methods pass through.
 
+use clawai_protocol::methods;
 mod schema;
 mod structural;
 mod unknown;
@@ -156,7 +157,7 @@ pub fn convert(text: &str) -> Result<Converted, ConvertError> {
     );
     pass_through_rule(
         "AgentShield",
-        &["prompts/get", "sampling/createMessage", "elicitation/create"],
+        &[methods::PROMPTS_GET, methods::SAMPLING_CREATE_MESSAGE, methods::ELICITATION_CREATE],
         "tools/call and resources/read",
     )
     .write(&mut out);
@@ -329,7 +330,7 @@ fn resource_rule(rule: &ResourceRule, n: usize, notes: &mut Vec<String>) -> Resu
         alternative(&[("resource", quote(p))]);
     }
     if let Some(r) = &m.uri_regex {
-        alternative(&[("method", quote("resources/read")), ("args_regex.uri", quote(r))]);
+        alternative(&[("method", quote(methods::RESOURCES_READ)), ("args_regex.uri", quote(r))]);
     }
     if let Some(s) = &m.scheme {
         alternative(&[("resource", quote(&format!("{s}://**")))]);
