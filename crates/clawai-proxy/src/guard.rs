@@ -6,30 +6,35 @@
 //! records the audit event before anything is forwarded, and keeps the little state a
 //! decision needs (tool annotations from `tools/list`, requests in flight).
 //!
-//! A decided message goes through the stages of the decision path in order, each a
-//! module: the policy (`decide`: the first rule that matches, with what the server said
-//! of its tools, `listing`), the approvals (`approvals`: a call a rule asks about waits
-//! for a person, or a standing approval lets it through), the pins (`pinning`: what the
-//! server lists is compared with what was approved), and the audit trail (the event is
-//! recorded before anything leaves). A stage may hold a message; everything else
-//! keeps flowing meanwhile.
+//! A decided message goes through the stages of the decision path in the order
+//! [`pipeline`] lists for its direction, each a module here: limits and parsing
+//! (`refuse`), the params, the server's tool list (`listing`), [`self_protection`], the
+//! policy (`decide`), the pins (`pinning`), credentials in the arguments (`arguments`,
+//! [`credentials`]), a person (`approvals`, `broker`), and the audit trail (the event is
+//! recorded before anything leaves); a result goes through pinning, `results` and
+//! `hiding`. A stage may hold a message; everything else keeps flowing meanwhile.
+//! [`Verdict::deliveries`] turns what the guard decided into what the transport sends.
 
 use clawai_protocol::methods;
+
 mod alone;
 mod approvals;
 mod arguments;
 mod batch;
 mod broker;
+pub mod credentials;
 mod decide;
 mod deliver;
 mod hiding;
 mod listing;
 mod own;
 mod pinning;
+pub mod pipeline;
 mod refuse;
 mod response;
 mod results;
 mod sandbox;
+pub mod self_protection;
 mod shown_ids;
 
 use refuse::reads_as_decided;

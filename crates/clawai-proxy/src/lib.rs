@@ -13,7 +13,6 @@
 
 pub mod ask;
 pub mod audit;
-pub mod credentials;
 pub mod guard;
 mod in_flight;
 pub mod links;
@@ -22,7 +21,6 @@ pub mod process_tree;
 pub mod redact;
 pub mod reload;
 pub mod sandboxed;
-pub mod self_protection;
 pub mod stdio;
 
 pub use audit::{AuditLog, AuditObserver};

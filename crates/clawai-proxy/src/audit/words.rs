@@ -66,6 +66,9 @@ words! {
     }
 }
 
+// By hand: the words macro derives no `Default` (only this word has one, for
+// `Event::default()`).
+#[allow(clippy::derivable_impls)]
 impl Default for EventKind {
     fn default() -> EventKind {
         EventKind::Request

@@ -7,7 +7,7 @@
 
 use clawai_policy::{Call, Decision, Policy, Session};
 
-use crate::self_protection::SelfProtection;
+use crate::guard::self_protection::SelfProtection;
 
 /// What the stages decided, and which one did.
 #[derive(Debug)]

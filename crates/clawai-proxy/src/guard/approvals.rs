@@ -34,6 +34,9 @@ pub const INPUT_KEY: &str = "clawai.approval";
 /// How long a sealed question stays answerable.
 const STATE_TTL: Duration = Duration::from_secs(600);
 
+/// The calls held at the broker, by the broker's id: each with what withdraws it.
+pub(super) type Brokered = HashMap<String, (Waiting, Box<dyn clawai_approvals::Withdraw>)>;
+
 /// How a session asks.
 #[derive(Debug, Clone)]
 pub struct AskOptions {
@@ -158,7 +161,7 @@ pub(super) struct Asking {
     approved: Mutex<HashMap<String, Approved>>,
     /// Calls waiting for the approval broker, by the broker's id: the call, and how to
     /// withdraw it.
-    pub(super) brokered: Mutex<HashMap<String, (Waiting, Box<dyn clawai_approvals::Withdraw>)>>,
+    pub(super) brokered: Mutex<Brokered>,
     pub(super) outlet: OnceLock<Arc<dyn Outlet>>,
 }
 

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use clawai_policy::{Action, Call, Decision, Format, Policy, load_str};
 
-use crate::credentials::credential_in;
+use crate::guard::credentials::credential_in;
 
 /// The id the stage's decisions carry (the audit trail, the question to a person).
 pub const RULE_ID: &str = "secrets-in-arguments";

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use super::Outgoing;
 use super::approvals::{Ask, Asked, not_approved};
 use super::listing::Unlisted;
+use super::pipeline::{Outcome, Refusal, Stage};
 use super::{Guard, SERVER_DECIDED, Verdict};
 use crate::audit::{Channel, Direction, EventKind, Stamp, Step};
 use crate::redact::Redacted;
@@ -44,76 +45,21 @@ impl Guard {
     ) -> Verdict {
         let Arrived { size, at, .. } = arrived;
         let id_text = id.map(RawValue::get);
-        let refuse = |code: i64, why: String| self.refuse_request(direction, method, id, size, code, why);
-        let params = match params.transpose() {
-            Ok(v) => v,
-            Err(e) => return refuse(reply::AMBIGUOUS, format!("the message is ambiguous ({e})")),
+        let refused = |refusal: Refusal| self.refuse_request(direction, method, id, size, refusal.code, refusal.reason);
+        // The parse and params stages.
+        let params = match params_stage(method, params) {
+            Ok(params) => params,
+            Err(refusal) => return refused(refusal),
         };
         let params = params.as_ref();
-        if let Some(key) = case_variant_member(params) {
-            return refuse(
-                reply::AMBIGUOUS,
-                format!("`params.{key}` differs only in case from a member the policy reads"),
-            );
-        }
-        if let Err(why) = check_params(method, params) {
-            return refuse(reply::INVALID_PARAMS, why);
-        }
         let call = Call::from_params(method, params)
             .with_server(self.server.as_deref())
             .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
-        // The pinning stage needs the server's tools as they are now: after the server
-        // said they changed, a call waits for clawai's own listing (compared with the
-        // pins as it passes), so a changed tool is refused even if the client never lists.
-        if method == methods::TOOLS_CALL
-            && direction == Direction::ClientToServer
-            && self.listing.pins_stale()
-            && self.pins().is_some()
-        {
-            match (call.name, id, arrived.line) {
-                (Some(tool), Some(id), Some(line)) => {
-                    if let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
-                    {
-                        return verdict;
-                    }
-                }
-                // A request that waited already, and the listing it waited for did not
-                // come: the server said its tools changed and did not show them.
-                (_, Some(_), None) => {
-                    let why = match self.listing.why_unlisted() {
-                        super::listing::Unlisted::NoList(why) => why,
-                        super::listing::Unlisted::NotInList => "it did not answer".to_owned(),
-                    };
-                    return refuse(
-                        reply::SERVER_UNAVAILABLE,
-                        format!(
-                            "the server said its tools changed, and clawai could not get the server's tool list \
-                             ({why}) to check the call against what was approved; call again (clawai asks again)"
-                        ),
-                    );
-                }
-                _ => {}
-            }
-        }
-        let (call, unlisted) = match (method, call.name) {
-            (methods::TOOLS_CALL, Some(tool)) => match self.listing.annotations(tool) {
-                Some(known) => (call.with_annotations(Some(known)), None),
-                None if self.listing.policy_reads_annotations(policy)
-                    && depends_on_annotations(policy, &call, &self.remembered) =>
-                {
-                    // The decision turns on what the server says of this tool, and it has
-                    // not said it in this session yet: ask it before deciding.
-                    if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
-                        && let Some(verdict) =
-                            self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
-                    {
-                        return verdict;
-                    }
-                    (call, Some(self.listing.why_unlisted()))
-                }
-                None => (call, None),
-            },
-            _ => (call, None),
+        // The listing stage.
+        let (call, unlisted) = match self.listing_stage(policy, direction, method, id, params, call, arrived) {
+            Outcome::Pass(found) => found,
+            Outcome::Refuse(refusal) => return refused(refusal),
+            Outcome::Hold(verdict) => return verdict,
         };
         // The self-protection stage: before the policy, whatever it says; links followed
         // for a server on this machine even when the policy does not follow them.
@@ -134,9 +80,9 @@ impl Guard {
         // approved.
         if direction == Direction::ClientToServer
             && decision.action != Action::Deny
-            && let Some(refused) = self.pinning_refuses(method, id, call.name, size)
+            && let Some(refusal) = self.pinning_refuses(method, call.name)
         {
-            return refused;
+            return refused(refusal);
         }
         // The arguments stage: a credential in the arguments of a call the rules let through.
         let (decision, credential) = super::arguments::secrets_stage(policy, &call, decision);
@@ -321,6 +267,93 @@ impl Guard {
         }
         Verdict::Forward
     }
+}
+
+impl Guard {
+    /// The listing stage: a call whose decision depends on what the server's tool list
+    /// says waits for that list. After the server said its tools changed, a call waits
+    /// for clawai's own listing (compared with the pins as it passes), so a changed tool
+    /// is refused even if the client never lists; a call the policy decides by the
+    /// tool's annotations waits for them. Passes the call with the annotations known,
+    /// and why they are not when they could not be had.
+    #[allow(clippy::too_many_arguments)]
+    fn listing_stage<'c>(
+        &self,
+        policy: &Arc<Policy>,
+        direction: Direction,
+        method: &str,
+        id: Option<&RawValue>,
+        params: Option<&Json<'_>>,
+        call: Call<'c>,
+        arrived: Arrived<'_>,
+    ) -> Outcome<(Call<'c>, Option<Unlisted>)> {
+        let at = arrived.at;
+        if method == methods::TOOLS_CALL
+            && direction == Direction::ClientToServer
+            && self.listing.pins_stale()
+            && self.pins().is_some()
+        {
+            match (call.name, id, arrived.line) {
+                (Some(tool), Some(id), Some(line)) => {
+                    if let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
+                    {
+                        return Outcome::Hold(verdict);
+                    }
+                }
+                // A request that waited already, and the listing it waited for did not
+                // come: the server said its tools changed and did not show them.
+                (_, Some(_), None) => {
+                    let why = match self.listing.why_unlisted() {
+                        Unlisted::NoList(why) => why,
+                        Unlisted::NotInList => "it did not answer".to_owned(),
+                    };
+                    return Outcome::Refuse(Refusal::invalid(
+                        Stage::Listing,
+                        reply::SERVER_UNAVAILABLE,
+                        format!(
+                            "the server said its tools changed, and clawai could not get the server's tool list \
+                             ({why}) to check the call against what was approved; call again (clawai asks again)"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let (methods::TOOLS_CALL, Some(tool)) = (method, call.name) else { return Outcome::Pass((call, None)) };
+        match self.listing.annotations(tool) {
+            Some(known) => Outcome::Pass((call.with_annotations(Some(known)), None)),
+            None if self.listing.policy_reads_annotations(policy)
+                && depends_on_annotations(policy, &call, &self.remembered) =>
+            {
+                // The decision turns on what the server says of this tool, and it has
+                // not said it in this session yet: ask it before deciding.
+                if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
+                    && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
+                {
+                    return Outcome::Hold(verdict);
+                }
+                Outcome::Pass((call, Some(self.listing.why_unlisted())))
+            }
+            None => Outcome::Pass((call, None)),
+        }
+    }
+}
+
+/// The parse stage of the params (read strictly: no duplicate or case-variant member)
+/// and the params stage (the shape the policy needs).
+fn params_stage<'j>(
+    method: &str,
+    params: Option<Result<Json<'j>, strict::Ambiguous>>,
+) -> Result<Option<Json<'j>>, Refusal> {
+    let params = params
+        .transpose()
+        .map_err(|e| Refusal::invalid(Stage::Parse, reply::AMBIGUOUS, format!("the message is ambiguous ({e})")))?;
+    if let Some(key) = case_variant_member(params.as_ref()) {
+        let why = format!("`params.{key}` differs only in case from a member the policy reads");
+        return Err(Refusal::invalid(Stage::Parse, reply::AMBIGUOUS, why));
+    }
+    check_params(method, params.as_ref()).map_err(|why| Refusal::invalid(Stage::Params, reply::INVALID_PARAMS, why))?;
+    Ok(params)
 }
 
 /// True when what the server says of the tool (`destructive`, `read_only`) changes how

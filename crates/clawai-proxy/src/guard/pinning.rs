@@ -28,6 +28,7 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 
 use super::approvals::{Later, Outlet};
+use super::pipeline::{Refusal, Stage};
 use super::{Guard, Verdict};
 use crate::audit::{Decision, Direction, EventKind};
 
@@ -84,15 +85,10 @@ impl Guard {
         }
     }
 
-    /// A call (`tools/call`, `prompts/get`) to something held, refused with the command
-    /// that reviews it; `None` when it goes on.
-    pub(super) fn pinning_refuses(
-        &self,
-        method: &str,
-        id: Option<&RawValue>,
-        name: Option<&str>,
-        size: usize,
-    ) -> Option<Verdict> {
+    /// The pinning stage of a request: a call (`tools/call`, `prompts/get`, a read of a
+    /// resource template's URI) to something held is refused with the command that
+    /// reviews it; `None` when it goes on.
+    pub(super) fn pinning_refuses(&self, method: &str, name: Option<&str>) -> Option<Refusal> {
         let (pins, name) = (self.pins()?, name?);
         let why = match method {
             methods::TOOLS_CALL | methods::PROMPTS_GET => {
@@ -107,7 +103,7 @@ impl Guard {
             }
             _ => return None,
         };
-        Some(self.refuse_request(Direction::ClientToServer, method, id, size, reply::DENIED, why))
+        Some(Refusal::invalid(Stage::Pinning, reply::DENIED, why))
     }
 
     /// A request the policy does not decide that still reaches something held: a
@@ -321,6 +317,50 @@ mod tests {
             "{text}"
         );
         assert_eq!(call(&guard, 4, "read"), Verdict::Forward);
+    }
+
+    /// The answer to a call of `wipe` with `arguments`, as text, and its error code.
+    fn refusal_of(guard: &Guard, id: u32, params: &str) -> (i64, String) {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+        let Verdict::Reply(answer) = guard.from_client(call.as_bytes()) else { panic!("{params} was not refused") };
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        match answer.get("error") {
+            Some(error) => (error["code"].as_i64().unwrap(), error["message"].as_str().unwrap().to_owned()),
+            None => (0, answer["result"]["content"][0]["text"].as_str().unwrap().to_owned()),
+        }
+    }
+
+    /// A call more than one stage would refuse is refused by the first of them in
+    /// `pipeline::CLIENT_REQUEST`: the stages run in the order the list says.
+    #[test]
+    fn a_stage_refuses_before_the_stages_after_it() {
+        use crate::guard::pipeline::{CLIENT_REQUEST, Stage};
+        let before = |a: Stage, b: Stage| {
+            let at = |s: Stage| CLIENT_REQUEST.iter().position(|x| *x == s).unwrap();
+            at(a) < at(b)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let deny_wipe = "[[rule]]\nid = \"no-wipe\"\naction = \"deny\"\ntool = \"wipe\"\n\n\
+                         [[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
+        let allowing = guard(ALLOW, dir.path());
+        list(&allowing, 1, json!([{"name": "wipe"}]));
+        assert_eq!(names(&list(&allowing, 2, json!([{"name": "wipe", "description": "changed"}]))), Vec::<&str>::new());
+        let credential = r#"{"name":"wipe","arguments":{"token":"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}}"#;
+
+        // Params before pinning: a malformed call of a held tool gets the params' error.
+        assert!(before(Stage::Params, Stage::Pinning));
+        let (code, _) = refusal_of(&allowing, 3, r#"{"name":"wipe","Arguments":{}}"#);
+        assert_eq!(code, reply::AMBIGUOUS);
+        // Pinning before arguments: a held tool called with a credential is refused as held.
+        assert!(before(Stage::Pinning, Stage::Arguments));
+        let (code, text) = refusal_of(&allowing, 4, credential);
+        assert_eq!(code, reply::DENIED);
+        assert!(text.contains("clawai pins diff files wipe"), "{text}");
+        // Policy before pinning: a call the policy denies is denied in the policy's words.
+        assert!(before(Stage::Policy, Stage::Pinning));
+        let denying = guard(deny_wipe, dir.path());
+        let (_, text) = refusal_of(&denying, 5, credential);
+        assert!(text.contains("no-wipe") && !text.contains("pins diff"), "{text}");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use super::Guard;
 use crate::audit::{Decision, Direction, EventKind};
-use crate::credentials::{is_literal_secret, names_secret, redact_credentials};
+use crate::guard::credentials::{is_literal_secret, names_secret, redact_credentials};
 
 /// The methods whose results the stage reads.
 const GUARDED: [&str; 4] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET, methods::TASKS_RESULT];

@@ -1,0 +1,128 @@
+//! The decision path's stages, in the order each direction runs them.
+//!
+//! Every transport hands each message to the guard ([`super::Guard::from_client`],
+//! [`super::Guard::from_server`]); the guard runs the stages below in this order, each
+//! a module of `guard/`, and the first that does not pass decides what happens to the
+//! message. The lists are what the code runs: `decide` (requests the policy decides)
+//! and `response` (results) call the stages in this order, and the tests of
+//! `pinning.rs` (`a_stage_refuses_before_the_stages_after_it`) check that a message more
+//! than one stage would refuse is refused by the first of them in the list.
+
+use crate::audit::Decision;
+
+/// A stage of the decision path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// A message over the size limit is refused before it is read (`refuse`,
+    /// `oversize_from_client`).
+    Limits,
+    /// One valid JSON-RPC message, read strictly: no duplicate or case-variant member,
+    /// no look-alike of a decided method (`refuse`, the protocol crate's envelope).
+    Parse,
+    /// The params of a decided method, read strictly, in the shape the policy needs
+    /// (`decide`: `check_params`).
+    Params,
+    /// A call whose decision depends on the server's tool list waits for it (`listing`).
+    Listing,
+    /// clawai's own files and its trail are no tool's target, whatever the policy
+    /// (`self_protection`).
+    SelfProtection,
+    /// The first rule that matches, with the session's memory (`decide`, the policy
+    /// crate's engine).
+    Policy,
+    /// What changed since a person approved it is refused (`pinning`).
+    Pinning,
+    /// A credential in the arguments of a call the rules let through (`arguments`).
+    Arguments,
+    /// A call a rule asks about waits for a person (`approvals`, `broker`).
+    Approvals,
+    /// The event is recorded, and on disk before anything leaves (`audit`).
+    Audit,
+    /// A result: secrets redacted, poisoning scanned, size limited (`results`).
+    Results,
+    /// What the session may not see is left out of a list (`hiding`).
+    Hiding,
+}
+
+/// The stages of a request from the client that the policy decides (`tools/call`,
+/// `resources/read`, `prompts/get`, any method a rule names), in order.
+pub const CLIENT_REQUEST: [Stage; 10] = [
+    Stage::Limits,
+    Stage::Parse,
+    Stage::Params,
+    Stage::Listing,
+    Stage::SelfProtection,
+    Stage::Policy,
+    Stage::Pinning,
+    Stage::Arguments,
+    Stage::Approvals,
+    Stage::Audit,
+];
+
+/// The stages of a request from the server that the policy decides
+/// (`sampling/createMessage`, `elicitation/create`): nobody is asked about them, and
+/// they call no tool a pin holds.
+pub const SERVER_REQUEST: [Stage; 5] = [Stage::Limits, Stage::Parse, Stage::Params, Stage::Policy, Stage::Audit];
+
+/// The stages of a response from the server, in order.
+pub const SERVER_RESPONSE: [Stage; 6] =
+    [Stage::Limits, Stage::Parse, Stage::Pinning, Stage::Results, Stage::Hiding, Stage::Audit];
+
+/// Why a stage refused a message: the error code the sender gets, the reason (in the
+/// answer and the trail) and the word the trail records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The stage that refused.
+    pub stage: Stage,
+    /// The JSON-RPC error code (`clawai_protocol::codes`).
+    pub code: i64,
+    /// Why, in words.
+    pub reason: String,
+    /// What the trail records (`refused` for a message not valid, `deny` for a call a
+    /// stage denies).
+    pub decision: Decision,
+}
+
+impl Refusal {
+    /// A refusal by `stage` of a message that is not valid as it is.
+    pub fn invalid(stage: Stage, code: i64, reason: impl Into<String>) -> Refusal {
+        Refusal { stage, code, reason: reason.into(), decision: Decision::Refused }
+    }
+}
+
+/// What a stage says of a message.
+#[must_use = "a stage's outcome decides what happens to the message"]
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// On to the next stage, with what this one found.
+    Pass(T),
+    /// Refused: the sender gets an error, nothing is forwarded.
+    Refuse(Refusal),
+    /// The message waits (for the server's list, for a person); meanwhile the transport
+    /// does what this verdict says.
+    Hold(super::Verdict),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn position(list: &[Stage], stage: Stage) -> usize {
+        list.iter().position(|s| *s == stage).unwrap_or_else(|| panic!("{stage:?} is not in {list:?}"))
+    }
+
+    #[test]
+    fn the_guards_every_message_runs_first_and_the_audit_last() {
+        for list in [&CLIENT_REQUEST[..], &SERVER_REQUEST[..], &SERVER_RESPONSE[..]] {
+            assert_eq!(list[0], Stage::Limits);
+            assert_eq!(list[1], Stage::Parse);
+            assert_eq!(*list.last().unwrap(), Stage::Audit, "the trail records what the stages decided");
+        }
+        // Self-protection holds whatever the policy says; a pin holds whatever a person
+        // would answer; nobody is asked about a call a later check would refuse anyway.
+        assert!(position(&CLIENT_REQUEST, Stage::SelfProtection) < position(&CLIENT_REQUEST, Stage::Policy));
+        assert!(position(&CLIENT_REQUEST, Stage::Pinning) < position(&CLIENT_REQUEST, Stage::Approvals));
+        assert!(position(&CLIENT_REQUEST, Stage::Arguments) < position(&CLIENT_REQUEST, Stage::Approvals));
+        assert!(position(&SERVER_RESPONSE, Stage::Pinning) < position(&SERVER_RESPONSE, Stage::Results));
+    }
+}
