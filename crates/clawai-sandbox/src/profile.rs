@@ -274,9 +274,14 @@ impl Profile {
                 }
             } else {
                 let real = std::fs::canonicalize(&expanded).unwrap_or(expanded);
-                let package = package_of(&real);
+                let package = package_of(&real, context.home().as_deref());
                 if !self.covered(&package) {
-                    self.add(&package, Access::Read, &format!("the code the argument {arg} belongs to"));
+                    let why = if package == real {
+                        format!("given to the server as an argument ({arg})")
+                    } else {
+                        format!("the code the argument {arg} belongs to")
+                    };
+                    self.add(&package, Access::Read, &why);
                 }
             }
         }
@@ -362,17 +367,24 @@ fn prefix_of(program: &Path) -> PathBuf {
     }
 }
 
-/// The code a script belongs to: the outermost `node_modules` above it (where Node
-/// finds its dependencies), else its directory.
-fn package_of(script: &Path) -> PathBuf {
+/// What of a file given as an argument is granted: for a script, the code it belongs to
+/// (the outermost `node_modules` above it, where Node finds its dependencies, else its
+/// directory, where Python finds its modules); for any other file, or a script lying
+/// in the home directory, the root or a directory above the home, the file alone (a
+/// `~/notes.txt` given to a server must not open `~/.ssh`).
+fn package_of(file: &Path, home: Option<&Path>) -> PathBuf {
     let mut prefix = PathBuf::new();
-    for component in script.components() {
+    for component in file.components() {
         prefix.push(component);
         if component == Component::Normal("node_modules".as_ref()) {
             return prefix;
         }
     }
-    script.parent().unwrap_or(Path::new("/")).to_path_buf()
+    const SCRIPTS: [&str; 8] = ["js", "mjs", "cjs", "ts", "py", "rb", "pl", "sh"];
+    let script = file.extension().and_then(|e| e.to_str()).is_some_and(|e| SCRIPTS.contains(&e));
+    let dir = file.parent().unwrap_or(Path::new("/"));
+    let too_wide = dir == Path::new("/") || home.is_some_and(|home| home.starts_with(dir));
+    if script && !too_wide { dir.to_path_buf() } else { file.to_path_buf() }
 }
 
 #[cfg(test)]

@@ -79,3 +79,42 @@ fn explain_says_why_for_every_grant() {
     assert!(text.contains("/usr") && text.contains("programs, libraries"), "{text}");
     assert!(text.lines().any(|line| line.starts_with("network  none")), "{text}");
 }
+
+#[test]
+fn a_file_argument_in_the_home_grants_that_file_alone() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".ssh")).unwrap();
+    for name in ["notes.txt", "server.py"] {
+        let file = home.path().join(name);
+        std::fs::write(&file, "").unwrap();
+        let profile =
+            Profile::auto(&context(&["python3", file.to_str().unwrap()], home.path()), &Request::default()).unwrap();
+        assert_eq!(access_of(&profile, &file), Some(Access::Read), "{name}");
+        assert!(!profile.grants.iter().any(|g| home.path().join(".ssh").starts_with(&g.path)), "{}", profile.explain());
+    }
+}
+
+#[test]
+fn a_script_in_a_project_grants_its_directory_and_a_data_file_only_itself() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("server.py"), "").unwrap();
+    std::fs::write(project.join("data.json"), "").unwrap();
+    let script = project.join("server.py");
+    let data = project.join("data.json");
+    let profile = Profile::auto(
+        &context(&["python3", script.to_str().unwrap(), "--data", data.to_str().unwrap()], home.path()),
+        &Request::default(),
+    )
+    .unwrap();
+    assert_eq!(access_of(&profile, &project), Some(Access::Read), "{}", profile.explain());
+    let other = tempfile::tempdir().unwrap();
+    let elsewhere = other.path().join("config.json");
+    std::fs::write(&elsewhere, "").unwrap();
+    let profile =
+        Profile::auto(&context(&["node", "--config", elsewhere.to_str().unwrap()], home.path()), &Request::default())
+            .unwrap();
+    assert_eq!(access_of(&profile, &elsewhere), Some(Access::Read));
+    assert_eq!(access_of(&profile, other.path()), None, "{}", profile.explain());
+}
