@@ -412,3 +412,52 @@ async def test_proxy_listen_runs_each_sessions_server_in_the_sandbox(tmp_path, l
     assert result.is_error and "Errno" in result.content[0].text, result
     starts = [e for e in read_audit(tmp_path / "audit.jsonl") if e["kind"] == "sandbox"]
     assert starts and "net-ns" in starts[0]["sandbox"], starts
+
+
+def test_gateway_killed_leaves_nothing_of_a_sandboxed_server(tmp_path):
+    # SIGKILL: the gateway ends nothing itself. The server sees its input end and
+    # exits; its namespace's init follows, and the kernel kills what is left in it.
+    entry = {"command": sys.executable, "args": [str(STATEFUL)], "internalOnly": False, "sandbox": "auto"}
+    config = write_config(tmp_path / "gateway.json", {"s": entry})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    namespace = {}
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("s__spawn_strays"))
+        namespace, strays = strays_of(gw, "s__spawn_strays")
+        assert_nothing_left(namespace, strays)
+        gw.proc.kill()
+        gw.proc.wait()
+        assert gone_within_a_second(namespace.values()), \
+            f"alive 1 s after the gateway was killed: {[p for p in namespace.values() if alive(p)]}"
+    finally:
+        gw.kill()
+        kill_leftovers(namespace.values())
+
+
+@pytest.mark.parametrize("front", ["proxy", "gateway"])
+def test_a_server_deaf_to_its_input_dies_with_a_killed_clawai(tmp_path, front):
+    # It never reads its input, so it never sees it close: only the sandbox's tie to
+    # clawai (the parent-death signal of the namespace's stand-in) ends it.
+    deaf = ["sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & exec sleep 301"]
+    if front == "proxy":
+        policy = write_policy(tmp_path, ALLOW_ALL)
+        gw = RawGateway(tmp_path, ["proxy", "--policy", str(policy), "--audit", str(tmp_path / "audit.jsonl"),
+                                   "--sandbox", "auto", "--", *deaf])
+    else:
+        entry = {"command": deaf[0], "args": deaf[1:], "internalOnly": False, "sandbox": "auto"}
+        gw = RawGateway(tmp_path, gateway_args(tmp_path, write_config(tmp_path / "gateway.json", {"d": entry})))
+    namespace = {}
+    try:
+        deadline = time.monotonic() + 10
+        while len(namespace) < 3 and time.monotonic() < deadline:
+            namespace = host_pids_of_namespace(gw.proc.pid)
+            time.sleep(0.05)
+        assert len(namespace) >= 3, f"the init and both sleeps: {namespace}"
+        gw.proc.kill()
+        gw.proc.wait()
+        assert gone_within_a_second(namespace.values()), \
+            f"alive 1 s after clawai was killed: {[p for p in namespace.values() if alive(p)]}"
+    finally:
+        gw.kill()
+        kill_leftovers(namespace.values())

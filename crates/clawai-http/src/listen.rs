@@ -241,9 +241,10 @@ impl Front {
                 let sandbox = match self.options.sandbox.is_on() {
                     true => {
                         let context = clawai_proxy::sandbox::ServerContext::here(command, None);
-                        // Not `die_with_parent`: the spawning thread is a runtime's.
+                        // On a runtime worker, which lives as long as the runtime: the
+                        // sandbox may die with it (see the gateway's upstreams).
                         Some(
-                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, false)
+                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, true)
                                 .map_err(|e| unavailable(&e))?,
                         )
                     }

@@ -145,8 +145,11 @@ impl Upstream {
         let mut context = ServerContext::here(command, self.entry.cwd.as_deref());
         context.vars.retain(|(name, _)| child::inherited_variable(name));
         context.vars.extend(env.iter().map(|(name, value)| (name.clone(), value.clone())));
-        // Not `die_with_parent`: the spawning thread is a runtime's, which may end first.
-        let prepared = prepare(request, &context, false)
+        // `die_with_parent`: the sandbox is killed when the thread that starts it ends.
+        // This runs in an async task, on one of the runtime's workers, which live as long
+        // as the runtime (never on the blocking pool, whose threads end when idle): the
+        // sandbox goes when the gateway goes, even killed.
+        let prepared = prepare(request, &context, true)
             .map_err(|error| io::Error::other(format!("server `{}`: {error}", self.name)))?;
         Ok(Some(prepared))
     }
