@@ -107,8 +107,12 @@ pub fn spawn_piped_sandboxed(
         // SAFETY: the stage is made to run between fork and exec.
         unsafe { command.pre_exec(prepared.child_stage()) };
     }
-    let spawn =
-        || command.spawn().map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")));
+    let inside = if sandbox.is_some() { " in its sandbox" } else { "" };
+    let spawn = || {
+        command
+            .spawn()
+            .map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`{inside}: {error}")))
+    };
     let spawned = spawn_own(spawn, Child::id);
     let report = sandbox.map(Prepared::finish);
     let (mut child, own) = spawned?;

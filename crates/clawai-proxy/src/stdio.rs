@@ -141,7 +141,9 @@ pub fn run_sandboxed(guard: Arc<Guard>, options: &StdioOptions, sandbox: Option<
     // Inherited by everything the server starts: how what leaves its tree is found.
     let tag = ServerTag::new();
     command.env(TAG_VARIABLE, tag.value());
-    let spawn = || command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")));
+    let inside = if sandbox.is_some() { " in its sandbox" } else { "" };
+    let spawn =
+        || command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`{inside}: {e}")));
     // `_own` is dropped at the end of this function, after the child was reaped.
     let spawned = spawn_own(spawn, |child| Some(child.id()));
     if let Some(prepared) = sandbox {

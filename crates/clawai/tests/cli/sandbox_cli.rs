@@ -69,3 +69,19 @@ fn grants_without_a_sandbox_and_a_sandbox_for_a_remote_server_are_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("`none` cannot be combined with `any`"), "{err}");
 }
+
+#[test]
+fn a_server_that_cannot_start_in_its_sandbox_is_named_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[[rule]]\nid = \"all\"\naction = \"allow\"\nmethod = \"**\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawai"))
+        .args(["proxy", "--policy", policy.to_str().unwrap(), "--audit", dir.path().join("a.jsonl").to_str().unwrap()])
+        .args(["--sandbox", "auto", "--", "/no/such/server"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start `/no/such/server` in its sandbox: No such file or directory"), "{err}");
+}
