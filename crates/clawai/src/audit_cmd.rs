@@ -10,6 +10,7 @@ use clawai_proxy::audit::{AuditLine, Decision, EventKind, Step};
 use serde_json::Value;
 
 use crate::ExitCode;
+use crate::audit_verify::VerifyArgs;
 use crate::paths;
 
 /// Read the audit trail.
@@ -22,7 +23,11 @@ pub enum AuditCommand {
     Query(QueryArgs),
     /// Check that the trail is whole: every line where its writer put it, unchanged,
     /// none missing, across rotated files. Names the first line that is not and exits 1.
-    Verify(crate::audit_verify::VerifyArgs),
+    Verify(VerifyArgs),
+    /// Copy the trail to PostgreSQL, every line exactly once, following it until
+    /// stopped (`--once`: catch up and exit); resumes where the database says after a
+    /// restart, and waits while PostgreSQL is away.
+    Ship(crate::audit_postgres::ShipArgs),
 }
 
 /// Which audit file.
@@ -156,11 +161,16 @@ pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     jiff::Timestamp::now().checked_sub(ago).map_err(|_| help())
 }
 
-pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
+pub fn run(cmd: AuditCommand, http: crate::HttpTransport) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Tail(args) => tail(args),
         AuditCommand::Query(args) => query(args),
+        AuditCommand::Verify(VerifyArgs { postgres: Some(url), .. }) => match http {
+            crate::HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+            crate::HttpTransport::InProcess(runners) => (runners.audit_verify_postgres)(url),
+        },
         AuditCommand::Verify(args) => crate::audit_verify::verify(args),
+        AuditCommand::Ship(args) => crate::audit_postgres::run_ship(args, http),
     }
 }
 

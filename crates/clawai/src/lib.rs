@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The `clawai` command line: a thin layer over the policy, protocol, proxy and HTTP
 //! crates. Two binaries share it: `clawai` (everything, with the stdio proxy) and
 //! `clawai-http` (the same commands, able to run the HTTP transports itself).
@@ -5,8 +6,10 @@
 mod approvals_cmd;
 mod audit_cmd;
 mod audit_follow;
+pub mod audit_postgres;
 mod audit_verify;
 mod clients_cmd;
+mod cluster;
 pub mod gateway_cmd;
 pub mod http_cmd;
 mod not_started;
@@ -113,12 +116,12 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT` or `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT`, `CLAWAI_CLUSTER` or `OTEL_EXPORTER_OTLP_ENDPOINT`
 /// (`"env": {"CLAWAI_AUDIT": ""}` in a client configuration) means the default, as an
 /// unset one does; clap would read it as the flag given without a value and stop with
 /// an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "CLAWAI_CLUSTER", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };
@@ -160,7 +163,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Proxy(args) => proxy_cmd::run(args, http),
         Command::Gateway(args) => gateway_cmd::run(args, http),
         Command::McpServer(args) => gateway_cmd::run_mcp_server_command(args, http),
-        Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Audit(cmd) => audit_cmd::run(cmd, http),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),
         Command::Status(args) => clients_cmd::status(args),

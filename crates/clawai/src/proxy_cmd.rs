@@ -93,6 +93,10 @@ pub struct HttpRunners {
     pub mcp_server: fn(crate::gateway_cmd::McpServerArgs) -> Result<ExitCode>,
     /// `clawai scan`.
     pub scan: fn(crate::scan_cmd::ScanArgs) -> Result<ExitCode>,
+    /// `clawai audit ship`.
+    pub audit_ship: fn(crate::audit_postgres::ShipArgs) -> Result<ExitCode>,
+    /// `clawai audit verify --postgres URL`.
+    pub audit_verify_postgres: fn(String) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {
@@ -136,6 +140,7 @@ pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptio
     crate::stores::ask_options(Duration::from_secs_f64(timeout), paths::approvals_path(approvals))
 }
 
+/// `clawai proxy`: guards one server (a command, or `--upstream URL`) for one client.
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if args.upstream.is_some() && !args.command.is_empty() {
         bail!("give either --upstream URL or a command after `--`, not both");
@@ -223,7 +228,7 @@ pub(crate) fn exec_http_helper() -> Result<ExitCode> {
     let helper = here.with_file_name("clawai-http");
     if !helper.exists() {
         bail!(
-            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server` and `clawai ui` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
+            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server`, `clawai ui` and `clawai audit ship` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
             here.display()
         );
     }

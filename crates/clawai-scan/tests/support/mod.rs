@@ -20,31 +20,18 @@ fn dir(name: &str) -> PathBuf {
 
 /// Every dumped server, in file name order.
 pub fn listings() -> Vec<Listing> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir("corpus"))
-        .expect("corpus folder")
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|path| {
-            let dump: Value = serde_json::from_slice(&std::fs::read(path).expect("read dump")).expect("dump is JSON");
+    clawai_testkit::corpus::dumps()
+        .into_iter()
+        .map(|dump| {
             let mut items = Vec::new();
             for (member, kind) in [
                 ("tools", ItemKind::Tool),
                 ("prompts", ItemKind::Prompt),
                 ("resourceTemplates", ItemKind::ResourceTemplate),
             ] {
-                for item in dump[member].as_array().expect("a list") {
-                    items.push((kind, item.clone()));
-                }
+                items.extend(dump.items(member).iter().map(|item| (kind, item.clone())));
             }
-            Listing {
-                server: dump["server"].as_str().expect("server name").to_owned(),
-                instructions: dump["instructions"].as_str().map(str::to_owned),
-                items,
-            }
+            Listing { instructions: dump.instructions().map(str::to_owned), server: dump.server, items }
         })
         .collect()
 }
