@@ -72,6 +72,8 @@ pub struct ListenOptions {
     /// After a shutdown signal, how long sessions are still served while `/healthz`
     /// answers 503, so that a balancer stops sending new ones before the port closes.
     pub drain: Duration,
+    /// The sandbox each session's stdio server runs in (off by default).
+    pub sandbox: clawai_proxy::sandbox::Request,
 }
 
 /// What the endpoint relays to.
@@ -241,13 +243,30 @@ impl Front {
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
-                let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
+                let unavailable = |error: &dyn std::fmt::Display| {
                     Box::new(json_error(
                         StatusCode::BAD_GATEWAY,
                         reply::SERVER_UNAVAILABLE,
                         &format!("clawai: {error}"),
                     ))
-                })?;
+                };
+                let sandbox = match self.options.sandbox.is_on() {
+                    true => {
+                        let context = clawai_proxy::sandbox::ServerContext::here(command, None);
+                        // On a runtime worker, which lives as long as the runtime: the
+                        // sandbox may die with it (see the gateway's upstreams).
+                        Some(
+                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, true)
+                                .map_err(|e| unavailable(&e))?,
+                        )
+                    }
+                    false => None,
+                };
+                let (link, child, report) =
+                    child::spawn_sandboxed(command, sandbox, self.options.max_message).map_err(|e| unavailable(&e))?;
+                if let Some(report) = report {
+                    clawai_proxy::sandboxed::announce(&guard, &report);
+                }
                 (link, Some(child))
             }
             Upstream::Remote(options) => {

@@ -33,6 +33,7 @@ pub mod pipeline;
 mod refuse;
 mod response;
 mod results;
+mod sandbox;
 pub mod self_protection;
 mod shown_ids;
 
@@ -151,7 +152,12 @@ pub struct Guard {
     /// What the policy's `rate`, `taint` and `tainted` remember of this session; the
     /// gateway shares one between the guards of a client session's servers.
     remembered: std::sync::Arc<clawai_policy::Session>,
+    /// The protections of the server's sandbox, once it started in one (shared with the
+    /// other guards of the same server behind the gateway).
+    sandbox: SandboxCell,
 }
+
+pub use sandbox::SandboxCell;
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
 /// name or URI)` → the name the client uses, for the audit trail.
@@ -176,6 +182,7 @@ impl Guard {
             listed_as: None,
             pinning: None,
             remembered: std::sync::Arc::default(),
+            sandbox: SandboxCell::default(),
         }
     }
 
@@ -265,6 +272,11 @@ impl Guard {
         self.listing.annotations(tool)
     }
 
+    /// The server's name (`--server`, the gateway's name for it), if it has one.
+    pub fn server_name(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
     /// The session id written in every audit event.
     pub fn session(&self) -> &str {
         &self.session
@@ -281,6 +293,7 @@ impl Guard {
             server: self.server.as_deref(),
             direction: Some(direction),
             kind,
+            sandbox: self.sandbox.get().map(|s| &**s),
             ..Default::default()
         }
     }

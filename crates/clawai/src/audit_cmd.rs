@@ -184,11 +184,16 @@ fn render(event: &Value) -> String {
         format!("{} {:<8} {:<14} {}{} {target}{arguments}", s("time"), s("server"), s("direction"), s("method"), id);
     let words = AuditLine::of(event);
     match words.and_then(|line| line.kind()) {
+        Some(EventKind::Sandbox) => return format!("{} {:<8} started: {}", s("time"), s("server"), s("reason")),
         Some(EventKind::Response) => {
             let ms =
                 event.get("duration_ms").and_then(Value::as_f64).map(|d| format!(" {d:.1} ms")).unwrap_or_default();
             let err = if event.get("is_error") == Some(&Value::Bool(true)) { " error" } else { "" };
             line.push_str(&format!(" response{ms}{err}"));
+            if !err.is_empty() && !s("sandbox").is_empty() {
+                // A call that failed in a sandboxed server: the sandbox may be why.
+                line.push_str(&format!(" (in sandbox: {})", s("sandbox")));
+            }
         }
         _ => {
             line.push_str(&format!(" -> {}", s("decision")));

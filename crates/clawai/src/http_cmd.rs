@@ -37,13 +37,14 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     let grace = Duration::from_secs_f64(args.grace);
     let pins = args.pin_tracker(&handle)?;
     if args.front.listen.is_some() {
-        let (addr, options) = args.front.options(FrontSettings {
+        let (addr, mut options) = args.front.options(FrontSettings {
             grace,
             max_message: args.max_message_size,
             server: args.server.clone(),
             ask: args.ask_options(),
             pins,
         })?;
+        options.sandbox = args.sandbox.request()?;
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
             None => Upstream::Command(args.command.clone()),
@@ -236,6 +237,7 @@ impl ListenArgs {
             pins: settings.pins,
             replica_id: self.replica_id.clone(),
             drain: Duration::from_secs_f64(self.shutdown_drain),
+            sandbox: Default::default(),
         };
         Ok((addr, options))
     }

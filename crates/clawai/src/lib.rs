@@ -20,6 +20,7 @@ mod policy_in_use;
 mod policy_replay;
 mod protected;
 pub mod proxy_cmd;
+pub mod sandbox_cmd;
 pub mod scan_cmd;
 mod stores;
 mod telemetry_cmd;
@@ -87,6 +88,10 @@ enum Command {
     /// List a server's tools, prompts and resource templates and scan them for hidden
     /// instructions: `clawai scan -- CMD ARGS…`, `--upstream URL` or `--config FILE`.
     Scan(scan_cmd::ScanArgs),
+    /// The sandbox of stdio servers: `clawai sandbox explain -- CMD ARGS…` prints what
+    /// it grants and why.
+    #[command(subcommand)]
+    Sandbox(sandbox_cmd::SandboxCommand),
 }
 
 /// How the process ends.
@@ -149,6 +154,7 @@ pub fn main(http: HttpTransport) -> ! {
             | Command::Approvals(_)
             | Command::Pins(_)
             | Command::Scan(_)
+            | Command::Sandbox(_)
     ) {
         stop_quietly_when_the_reader_goes();
     }
@@ -169,6 +175,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Deny(args) => approvals_cmd::deny(args),
         Command::Pins(cmd) => pins_cmd::run(cmd),
         Command::Scan(args) => scan_cmd::run(args, http),
+        Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

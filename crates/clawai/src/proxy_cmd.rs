@@ -60,6 +60,8 @@ pub struct ProxyArgs {
     pub(crate) front: crate::http_cmd::ListenArgs,
     #[command(flatten)]
     pub(crate) otlp: crate::telemetry_cmd::OtlpArgs,
+    #[command(flatten)]
+    pub(crate) sandbox: crate::sandbox_cmd::SandboxArgs,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -154,6 +156,14 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
     }
+    // Wrong sandbox options stop here, before the policy is even looked for.
+    args.sandbox.request()?;
+    if args.sandbox.mode.is_some_and(|mode| mode != clawai_proxy::sandbox::Mode::Off) && args.upstream.is_some() {
+        bail!(
+            "--sandbox applies to a stdio server clawai starts itself (`clawai proxy --sandbox auto -- CMD`), \
+             not to a remote server (--upstream): that process is not clawai's to confine"
+        );
+    }
     if args.front.listen.is_some() || args.upstream.is_some() || args.otlp.wanted() {
         return match http {
             HttpTransport::Helper => exec_http_helper(),
@@ -175,6 +185,10 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
     if let Some(pins) = args.pin_tracker(&guarded.policy)? {
         guard = guard.with_pins(pins);
     }
+    let sandbox = match args.sandbox.prepare(&args.command) {
+        Ok(sandbox) => sandbox,
+        Err(error) => return crate::not_started::answer_with(error),
+    };
     let guard = Arc::new(guard);
     let options = StdioOptions {
         command: args.command,
@@ -182,7 +196,7 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
         max_message: args.max_message_size,
     };
     adopt_orphans();
-    let code = clawai_proxy::stdio::run(guard, &options)?;
+    let code = clawai_proxy::stdio::run_sandboxed(guard, &options, sandbox)?;
     clawai_proxy::process_tree::end_adopted(options.grace);
     Ok(ExitCode::Code(code))
 }

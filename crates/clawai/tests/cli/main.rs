@@ -22,6 +22,7 @@ mod proxy_lifecycle;
 mod proxy_unlisted;
 mod proxy_upstream;
 mod proxy_wire;
+mod sandbox_cli;
 mod scan_cli;
 mod ui_broker;
 mod ui_http;
