@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The approval broker, as the proxy and the terminal commands see it.
 //!
 //! A `prompt` decision can be answered out of band: `clawai ui` runs a broker that

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! What the benchmark binaries share: a JSON-RPC session over a child's stdio, the
 //! release binaries built beside the running one, and the statistics of the tables.
 

@@ -72,6 +72,7 @@ pub fn wrap(
     text: &str,
     clawai: &Path,
     policy: Option<&Path>,
+    flags: &[String],
 ) -> Result<(Vec<Splice>, Original), NotWrappable> {
     if let Some((key, url)) = &entry.remote
         && entry.command.is_none()
@@ -93,11 +94,11 @@ pub fn wrap(
     match &entry.args {
         Some(a) => {
             original.args = Some(text[a.start..a.end].to_owned());
-            let head = wrapping::wrapped_args(&entry.name, policy, &command.value, &[]);
+            let head = wrapping::wrapped_args(&entry.name, policy, flags, &command.value, &[]);
             splices.push(prepend_to_array(text, a, &head));
         }
         None => {
-            let new_args = array(&wrapping::wrapped_args(&entry.name, policy, &command.value, &args));
+            let new_args = array(&wrapping::wrapped_args(&entry.name, policy, flags, &command.value, &args));
             let prefix = match entry.insertion {
                 ArgsInsertion::JsonMember => ", \"args\": ",
                 ArgsInsertion::TomlInline => ", args = ",

@@ -40,6 +40,9 @@ pub struct Options {
     pub clawai: PathBuf,
     /// A policy to pin in wrapped entries (`--policy`), if any.
     pub policy: Option<PathBuf>,
+    /// Options of `clawai proxy` written into wrapped stdio entries before `--`
+    /// (`--sandbox auto`…).
+    pub proxy_flags: Vec<String>,
     /// Show the change, write nothing.
     pub dry_run: bool,
     /// Where state and backups live (`$XDG_STATE_HOME/clawai`).
@@ -79,6 +82,12 @@ pub struct EntryStatus {
     pub policy: Option<String>,
     /// The server command (the original one for wrapped entries).
     pub command: Option<String>,
+    /// The arguments of that command.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// A wrapped entry's options of `clawai proxy` (before `--`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proxy_options: Vec<String>,
     /// Why the entry is not wrapped, when it cannot be.
     pub note: Option<String>,
     /// `clawai wrap` would wrap it (a stdio server, or a remote one in a JSON file).
@@ -110,6 +119,8 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                 clawai: None,
                 policy: None,
                 command: None,
+                args: Vec::new(),
+                proxy_options: Vec::new(),
                 note: None,
                 wrappable: false,
             };
@@ -130,7 +141,7 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                 (Some(command), _) => {
                     let args = e.args.as_ref().map(|a| a.value.clone()).unwrap_or_default();
                     match wrapping::read(&command.value, &args) {
-                        Wrap::Wrapped { clawai, policy, command, .. } => {
+                        Wrap::Wrapped { clawai, policy, options, command, args } => {
                             let alive = Path::new(&clawai).is_absolute() && Path::new(&clawai).exists()
                                 || !Path::new(&clawai).is_absolute();
                             s.state = if alive { "wrapped" } else { "stale" }.into();
@@ -142,6 +153,8 @@ pub fn status(file: &KnownFile) -> Result<(Vec<EntryStatus>, Vec<String>), Clien
                             s.clawai = Some(clawai);
                             s.policy = Some(policy.unwrap_or_else(|| "default".into()));
                             s.command = Some(command);
+                            s.args = args;
+                            s.proxy_options = options;
                         }
                         Wrap::Upstream { clawai, policy, url, .. } => {
                             let alive = !Path::new(&clawai).is_absolute() || Path::new(&clawai).exists();
@@ -207,15 +220,17 @@ fn change(
                 entry.name.clone()
             };
             match direction {
-                Direction::Wrap => match edit::wrap(entry, &text, &options.clawai, options.policy.as_deref()) {
-                    Ok((s, original)) => {
-                        splices.extend(s);
-                        state.put(&file.path, &entry.key(), original);
-                        report.changed.push(label);
+                Direction::Wrap => {
+                    match edit::wrap(entry, &text, &options.clawai, options.policy.as_deref(), &options.proxy_flags) {
+                        Ok((s, original)) => {
+                            splices.extend(s);
+                            state.put(&file.path, &entry.key(), original);
+                            report.changed.push(label);
+                        }
+                        Err(NotWrappable::AlreadyWrapped) => {}
+                        Err(why) => report.skipped.push((label, why.to_string())),
                     }
-                    Err(NotWrappable::AlreadyWrapped) => {}
-                    Err(why) => report.skipped.push((label, why.to_string())),
-                },
+                }
                 Direction::Unwrap => {
                     if let Some(s) = edit::unwrap(entry, &text, file.syntax, state.get(&file.path, &entry.key())) {
                         splices.extend(s);

@@ -1,5 +1,6 @@
 //! What a wrapped entry is: `command` = clawai, `args` = `proxy --server NAME [--policy P]
-//! -- <original command> <original args…>`. Everything the original needs is after `--`,
+//! [FLAGS…] -- <original command> <original args…>` (FLAGS: what `clawai wrap` was asked to
+//! add, such as `--sandbox auto`). Everything the original needs is after `--`,
 //! so any clawai (any path, any version) can recognise and undo a wrap. A remote entry
 //! becomes `proxy --server NAME [--policy P] --upstream URL [--header 'Name: value']…`.
 
@@ -27,6 +28,8 @@ pub enum Wrap {
         clawai: String,
         /// The `--policy` given to the proxy, if any.
         policy: Option<String>,
+        /// The proxy's options, before `--` (`--server NAME`, `--sandbox auto`…).
+        options: Vec<String>,
         /// The original command.
         command: String,
         /// The original arguments.
@@ -54,7 +57,13 @@ pub fn read(command: &str, args: &[String]) -> Wrap {
     {
         let options = &args[1..split];
         let policy = options.iter().position(|a| a == "--policy").and_then(|i| options.get(i + 1)).cloned();
-        return Wrap::Wrapped { clawai: command.to_owned(), policy, command: original.clone(), args: rest.to_vec() };
+        return Wrap::Wrapped {
+            clawai: command.to_owned(),
+            policy,
+            options: options.to_vec(),
+            command: original.clone(),
+            args: rest.to_vec(),
+        };
     }
     if is_clawai(command) && args.first().is_some_and(|a| a == "proxy") && !args.iter().any(|a| a == "--") {
         let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
@@ -83,12 +92,19 @@ pub fn upstream_args(name: &str, policy: Option<&Path>, url: &str, headers: &[(S
 }
 
 /// The arguments of a wrapped entry.
-pub fn wrapped_args(name: &str, policy: Option<&Path>, command: &str, args: &[String]) -> Vec<String> {
+pub fn wrapped_args(
+    name: &str,
+    policy: Option<&Path>,
+    flags: &[String],
+    command: &str,
+    args: &[String],
+) -> Vec<String> {
     let mut out = vec!["proxy".to_owned(), "--server".to_owned(), name.to_owned()];
     if let Some(p) = policy {
         out.push("--policy".to_owned());
         out.push(p.display().to_string());
     }
+    out.extend(flags.iter().cloned());
     out.push("--".to_owned());
     out.push(command.to_owned());
     out.extend(args.iter().cloned());
@@ -102,12 +118,15 @@ mod tests {
     #[test]
     fn round_trip() {
         let args = vec!["-y".to_owned(), "--".to_owned(), "x".to_owned()];
-        let wrapped = wrapped_args("fs", Some(Path::new("/p.toml")), "npx", &args);
+        let flags = ["--sandbox".to_owned(), "auto".to_owned()];
+        let wrapped = wrapped_args("fs", Some(Path::new("/p.toml")), &flags, "npx", &args);
+        assert_eq!(wrapped[5..7], flags, "the flags go before `--`");
         assert_eq!(
             read("/usr/local/bin/clawai", &wrapped),
             Wrap::Wrapped {
                 clawai: "/usr/local/bin/clawai".into(),
                 policy: Some("/p.toml".into()),
+                options: wrapped[1..7].to_vec(),
                 command: "npx".into(),
                 args
             }

@@ -37,6 +37,7 @@ impl Fixture {
         Options {
             clawai: PathBuf::from("/opt/clawai/bin/clawai"),
             policy: None,
+            proxy_flags: Vec::new(),
             dry_run: false,
             state_dir: self.state.clone(),
         }
@@ -189,6 +190,22 @@ fn only_named_servers_change() {
         "filesystem untouched"
     );
     assert!(text.contains(r#""memory": {"command": "/opt/clawai/bin/clawai""#));
+}
+
+#[test]
+fn wrap_writes_the_proxy_flags_before_the_original_command_and_unwrap_restores_it() {
+    let fx = fixture();
+    let file = fx.file(Client::ClaudeDesktop, false);
+    write(&file.path, STANDARD);
+    let options = Options { proxy_flags: vec!["--sandbox".into(), "auto".into()], ..fx.options() };
+    ops::wrap(&file, &Selection::Names(vec!["memory".into()]), &options).unwrap();
+    let args = servers(&file.path, "mcpServers")["memory"]["args"].clone();
+    let args: Vec<&str> = args.as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let split = args.iter().position(|a| *a == "--").unwrap();
+    assert_eq!(args[..split], ["proxy", "--server", "memory", "--sandbox", "auto"], "{args:?}");
+    assert_eq!(args[split + 1], "npx");
+    ops::unwrap(&file, &Selection::All, &fx.options()).unwrap();
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), STANDARD);
 }
 
 /// The servers of a JSON(C) file as values.

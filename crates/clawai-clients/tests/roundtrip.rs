@@ -63,7 +63,7 @@ proptest! {
         let original = render(&servers, indent, toml);
         std::fs::create_dir_all(file.path.parent().unwrap()).unwrap();
         std::fs::write(&file.path, &original).unwrap();
-        let options = Options { clawai: PathBuf::from("/x/clawai"), policy: None, dry_run: false, state_dir: dir.path().join("s") };
+        let options = Options { clawai: PathBuf::from("/x/clawai"), policy: None, proxy_flags: Vec::new(), dry_run: false, state_dir: dir.path().join("s") };
         let report = ops::wrap(&file, &Selection::All, &options).unwrap();
         prop_assert_eq!(report.changed.len(), servers.len());
         let (statuses, _) = ops::status(&file).unwrap();

@@ -33,6 +33,7 @@ impl Pair {
             .with_session(session.id.clone())
             .with_ask_options(core.options.ask.clone())
             .remembering_in(Arc::clone(&session.remembered))
+            .with_sandbox_cell(upstream.sandbox_cell())
             // The trail shows the ids the client sent, not the gateway's.
             .showing_client_ids()
             .listing_names_as(Arc::new(move |method, name| match method {

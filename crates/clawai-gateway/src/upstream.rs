@@ -372,6 +372,11 @@ impl Upstream {
         tokio::spawn(async move { this.send(message).await });
     }
 
+    /// Where the summary of this server's sandbox is kept once it started.
+    pub(crate) fn sandbox_cell(&self) -> clawai_proxy::guard::SandboxCell {
+        self.guard.sandbox_cell()
+    }
+
     /// A request of the gateway's own, through the gateway's guard for this server.
     async fn request(&self, method: &str, params: Option<Value>, wait: Duration) -> Result<Value, String> {
         let id = self.next_id();

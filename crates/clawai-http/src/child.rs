@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use clawai_proxy::pipe::enlarge_pipe;
 use clawai_proxy::process_tree::{OwnChild, ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
+use clawai_proxy::sandbox::{Prepared, Report};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -51,6 +52,18 @@ pub fn spawn(command: &[String], max_message: usize) -> io::Result<(Link, ChildS
     spawn_with(command, |_| {}, max_message)
 }
 
+/// Starts `command` as [`spawn`] does, in `sandbox` (prepared for this command); returns
+/// what the sandbox had in force.
+pub fn spawn_sandboxed(
+    command: &[String],
+    sandbox: Option<Prepared>,
+    max_message: usize,
+) -> io::Result<(Link, ChildServer, Option<Report>)> {
+    let (stdin, stdout, child, report) = spawn_piped_sandboxed(command, |_| {}, sandbox)?;
+    let (link, child) = link(stdin, stdout, child, max_message);
+    Ok((link, child, report))
+}
+
 /// Starts `command` as [`spawn`] does, after `prepare` set what else it needs (its
 /// environment, its working directory).
 pub fn spawn_with(
@@ -68,6 +81,16 @@ pub fn spawn_piped(
     command: &[String],
     prepare: impl FnOnce(&mut Command),
 ) -> io::Result<(ChildStdin, ChildStdout, ChildServer)> {
+    spawn_piped_sandboxed(command, prepare, None).map(|(stdin, stdout, child, _)| (stdin, stdout, child))
+}
+
+/// [`spawn_piped`], with the child in `sandbox` (prepared for this command); returns
+/// what the sandbox had in force.
+pub fn spawn_piped_sandboxed(
+    command: &[String],
+    prepare: impl FnOnce(&mut Command),
+    sandbox: Option<Prepared>,
+) -> io::Result<(ChildStdin, ChildStdout, ChildServer, Option<Report>)> {
     let (program, args) = command.split_first().ok_or_else(|| io::Error::other("no server command"))?;
     let mut command = Command::new(program);
     command.args(args);
@@ -79,15 +102,28 @@ pub fn spawn_piped(
     let tag = ServerTag::new();
     command.env(TAG_VARIABLE, tag.value());
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).process_group(0).kill_on_drop(true);
-    let spawn =
-        || command.spawn().map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`: {error}")));
-    let (mut child, own) = spawn_own(spawn, Child::id)?;
+    let mut sandbox = sandbox;
+    #[cfg(target_os = "linux")]
+    if let Some(prepared) = sandbox.as_mut() {
+        command.envs(prepared.profile().env.iter().map(|(name, value, _)| (name, value)));
+        // SAFETY: the stage is made to run between fork and exec.
+        unsafe { command.pre_exec(prepared.child_stage()) };
+    }
+    let inside = if sandbox.is_some() { " in its sandbox" } else { "" };
+    let spawn = || {
+        command
+            .spawn()
+            .map_err(|error| io::Error::new(error.kind(), format!("cannot start `{program}`{inside}: {error}")))
+    };
+    let spawned = spawn_own(spawn, Child::id);
+    let report = sandbox.map(Prepared::finish);
+    let (mut child, own) = spawned?;
     let tree = child.id().map(|id| ServerTree::new(id, tag));
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
     enlarge_pipe(stdin.as_fd());
     enlarge_pipe(stdout.as_fd());
-    Ok((stdin, stdout, ChildServer { child, tree, _own: own, ended: false }))
+    Ok((stdin, stdout, ChildServer { child, tree, _own: own, ended: false }, report))
 }
 
 /// The link of a started child: a task writes what the link sends to its stdin, another

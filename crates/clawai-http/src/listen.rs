@@ -10,6 +10,9 @@
 use clawai_protocol::methods;
 mod front_door;
 mod oauth;
+mod replica;
+
+pub use replica::{HEALTH_PATH, Lifecycle, valid_replica_id};
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -63,6 +66,14 @@ pub struct ListenOptions {
     pub ask: clawai_proxy::AskOptions,
     /// The server's pins, shared by every session (`None`: no pinning stage).
     pub pins: Option<std::sync::Arc<clawai_proxy::pins::Tracker>>,
+    /// This replica's id (`--replica-id`, checked with [`valid_replica_id`]): every
+    /// session id it issues starts with it and a `.`, for a balancer to route by.
+    pub replica_id: Option<String>,
+    /// After a shutdown signal, how long sessions are still served while `/healthz`
+    /// answers 503, so that a balancer stops sending new ones before the port closes.
+    pub drain: Duration,
+    /// The sandbox each session's stdio server runs in (off by default).
+    pub sandbox: clawai_proxy::sandbox::Request,
 }
 
 /// What the endpoint relays to.
@@ -91,6 +102,8 @@ pub struct Front {
     sessionless: Guard,
     /// The upstream's metadata URL, as its last authorization challenge named it.
     upstream_metadata: Mutex<Option<String>>,
+    /// Starting, serving or draining, as `/healthz` reports it.
+    lifecycle: replica::LifecycleCell,
 }
 
 /// One message as a server-sent event: its line without the newline (a trailing newline
@@ -130,6 +143,7 @@ impl Front {
             stateless: tokio::sync::Mutex::default(),
             sessionless,
             upstream_metadata: Mutex::default(),
+            lifecycle: replica::LifecycleCell::new(),
         })
     }
 
@@ -140,12 +154,14 @@ impl Front {
             .route(&self.options.path, axum::routing::any(handle))
             .route(PRM_PATH, metadata.clone())
             .route(&format!("{PRM_PATH}{}", self.options.path), metadata)
+            .route(HEALTH_PATH, axum::routing::get(replica::healthz))
             .layer(DefaultBodyLimit::max(self.options.max_message))
             .with_state(Arc::clone(self))
     }
 
-    /// Serves until `shutdown` resolves, then closes every session (children are shut
-    /// down with the grace period).
+    /// Serves until `shutdown` resolves and the drain period has passed (meanwhile
+    /// `/healthz` answers 503), then closes every session (children are shut down with
+    /// the grace period).
     pub async fn serve(
         self: Arc<Self>,
         listener: TcpListener,
@@ -153,10 +169,8 @@ impl Front {
     ) -> io::Result<()> {
         let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
         let (stop, stopping) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown.await;
-            stop.send_replace(true);
-        });
+        self.lifecycle.set(Lifecycle::Serving);
+        tokio::spawn(Arc::clone(&self).drain_then_stop(shutdown, stop));
         let mut graceful_signal = stopping.clone();
         let graceful = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
             let _ = graceful_signal.wait_for(|stop| *stop).await;
@@ -231,13 +245,30 @@ impl Front {
         let mut client_authorization = None;
         let (link, child) = match &self.upstream {
             Upstream::Command(command) => {
-                let (link, child) = child::spawn(command, self.options.max_message).map_err(|error| {
+                let unavailable = |error: &dyn std::fmt::Display| {
                     Box::new(json_error(
                         StatusCode::BAD_GATEWAY,
                         reply::SERVER_UNAVAILABLE,
                         &format!("clawai: {error}"),
                     ))
-                })?;
+                };
+                let sandbox = match self.options.sandbox.is_on() {
+                    true => {
+                        let context = clawai_proxy::sandbox::ServerContext::here(command, None);
+                        // On a runtime worker, which lives as long as the runtime: the
+                        // sandbox may die with it (see the gateway's upstreams).
+                        Some(
+                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, true)
+                                .map_err(|e| unavailable(&e))?,
+                        )
+                    }
+                    false => None,
+                };
+                let (link, child, report) =
+                    child::spawn_sandboxed(command, sandbox, self.options.max_message).map_err(|e| unavailable(&e))?;
+                if let Some(report) = report {
+                    clawai_proxy::sandboxed::announce(&guard, &report);
+                }
                 (link, Some(child))
             }
             Upstream::Remote(options) => {
@@ -266,6 +297,9 @@ impl Front {
     }
 
     async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
+        if let Some(refused) = self.refuse_while_draining() {
+            return Err(Box::new(refused));
+        }
         if lock(&self.sessions).len() >= self.options.max_sessions {
             return Err(Box::new(json_error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -274,7 +308,7 @@ impl Front {
             )));
         }
         let session = self.open_session(false).await?;
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = replica::mint_session_id(self.options.replica_id.as_deref());
         lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
         Ok((id, session))
     }

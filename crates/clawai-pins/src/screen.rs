@@ -82,7 +82,7 @@ impl From<clawai_scan::Finding> for Flag {
 const KEPT: usize = 32;
 
 /// The worst of `flags` (the first of the highest severity).
-pub fn worst(flags: &[Flag]) -> Option<&Flag> {
+pub(crate) fn worst(flags: &[Flag]) -> Option<&Flag> {
     flags.iter().rev().max_by_key(|f| f.severity)
 }
 

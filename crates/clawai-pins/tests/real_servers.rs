@@ -5,39 +5,14 @@
 //! each server alone; all of them one after another sharing one pin store, in several
 //! orders; the same server under two names; and all of them again after the first round.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clawai_pins::{Identity, Kind, ScanSettings, Tracker};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const SCAN: ScanSettings = ScanSettings { on: true, quarantine_on: clawai_pins::Severity::Warn };
 
-struct Dump {
-    server: String,
-    package: String,
-    value: Value,
-}
-
-fn corpus() -> Vec<Dump> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clawai-scan/tests/corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("the corpus folder")
-        .map(|entry| entry.expect("an entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|path| {
-            let value: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-            Dump {
-                server: value["server"].as_str().unwrap().to_owned(),
-                package: value["package"].as_str().unwrap_or_default().to_owned(),
-                value,
-            }
-        })
-        .collect()
-}
+use clawai_testkit::corpus::{Dump, dumps as corpus};
 
 /// What a proxy does with one server's start: its `initialize` result, then every list.
 /// Returns what was held, as `server kind name: why`.

@@ -577,5 +577,8 @@ impl Policy {
     }
 }
 
+mod in_session;
+mod wire;
+
 #[cfg(test)]
 mod tests;

@@ -33,6 +33,7 @@ pub mod pipeline;
 mod refuse;
 mod response;
 mod results;
+mod sandbox;
 pub mod self_protection;
 mod shown_ids;
 
@@ -105,6 +106,24 @@ fn method_name(method: &str) -> Cow<'static, str> {
         .map_or_else(|| Cow::Owned(method.to_owned()), |m| Cow::Borrowed(*m))
 }
 
+/// Whether a client call may wait for the server's tool list before it is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListWait {
+    /// It may (a call as it arrives).
+    MayWait,
+    /// It is decided now (it waited already).
+    DecideNow,
+}
+
+/// Whether a client call may wait for a person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// It may.
+    MayAsk,
+    /// It may not: inside a batch, whose answers are gathered into one array.
+    InBatch,
+}
+
 /// The guard of one session between one client and one server.
 pub struct Guard {
     policy: PolicyHandle,
@@ -133,7 +152,12 @@ pub struct Guard {
     /// What the policy's `rate`, `taint` and `tainted` remember of this session; the
     /// gateway shares one between the guards of a client session's servers.
     remembered: std::sync::Arc<clawai_policy::Session>,
+    /// The protections of the server's sandbox, once it started in one (shared with the
+    /// other guards of the same server behind the gateway).
+    sandbox: SandboxCell,
 }
+
+pub use sandbox::SandboxCell;
 
 /// How the gateway lists a server's tool, prompt or resource: `(method, the server's own
 /// name or URI)` → the name the client uses, for the audit trail.
@@ -158,6 +182,7 @@ impl Guard {
             listed_as: None,
             pinning: None,
             remembered: std::sync::Arc::default(),
+            sandbox: SandboxCell::default(),
         }
     }
 
@@ -247,6 +272,11 @@ impl Guard {
         self.listing.annotations(tool)
     }
 
+    /// The server's name (`--server`, the gateway's name for it), if it has one.
+    pub fn server_name(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
     /// The session id written in every audit event.
     pub fn session(&self) -> &str {
         &self.session
@@ -263,6 +293,7 @@ impl Guard {
             server: self.server.as_deref(),
             direction: Some(direction),
             kind,
+            sandbox: self.sandbox.get().map(|s| &**s),
             ..Default::default()
         }
     }
@@ -282,19 +313,18 @@ impl Guard {
         {
             return verdict;
         }
-        self.client_line(line, at, true, true)
+        self.client_line(line, at, ListWait::MayWait, Asking::MayAsk)
     }
 
     /// A client message decided now, without waiting for the server's tool list (a call
     /// that already waited for it).
-    fn decide_client_line_now(&self, line: &[u8], at: Stamp, may_ask: bool) -> Verdict {
-        self.client_line(line, at, false, may_ask)
+    fn decide_client_line_now(&self, line: &[u8], at: Stamp, asking: Asking) -> Verdict {
+        self.client_line(line, at, ListWait::DecideNow, asking)
     }
 
-    /// One client message; `may_wait`: a call may wait for the server's tool list;
-    /// `may_ask`: a call may wait for a person (not inside a batch, whose answers are
-    /// gathered into one array).
-    fn client_line(&self, line: &[u8], at: Stamp, may_wait: bool, may_ask: bool) -> Verdict {
+    /// One client message: whether a call may wait for the server's tool list, and for
+    /// a person.
+    fn client_line(&self, line: &[u8], at: Stamp, list: ListWait, asking: Asking) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Verdict::Drop;
         }
@@ -329,8 +359,8 @@ impl Guard {
                     Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
                 });
                 let arrived = decide::Arrived {
-                    line: may_wait.then_some(line),
-                    message: may_ask.then_some(line),
+                    line: (list == ListWait::MayWait).then_some(line),
+                    message: (asking == Asking::MayAsk).then_some(line),
                     size: line.len(),
                     at,
                 };

@@ -9,6 +9,7 @@
 //! * [`reload`]: the policy in force, reloaded when its file changes.
 //! * [`pipe`]: room in the pipes every transport reads and writes.
 //! * [`process_tree`]: nothing a server started outlives it.
+//! * [`sandboxed`]: what a sandboxed server had in force, said and recorded.
 
 pub mod ask;
 pub mod audit;
@@ -19,10 +20,12 @@ pub mod pipe;
 pub mod process_tree;
 pub mod redact;
 pub mod reload;
+pub mod sandboxed;
 pub mod stdio;
 
 pub use audit::{AuditLog, AuditObserver};
 pub use clawai_pins as pins;
+pub use clawai_sandbox as sandbox;
 pub use guard::{AskOptions, Guard, Later, ListedAs, Outgoing, Outlet, Verdict, scan_settings};
 pub use reload::{FileStamp, PolicyHandle};
 pub use stdio::StdioOptions;

@@ -29,6 +29,7 @@ use crate::audit::{Stamp, stamp};
 use crate::guard::{Deferred, Deliveries, Guard, Later, Outlet, Side, dispatched};
 use crate::pipe::enlarge_pipe;
 use crate::process_tree::{ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
+use clawai_sandbox::Prepared;
 
 /// How the proxy runs its server.
 #[derive(Debug, Clone)]
@@ -108,6 +109,13 @@ fn raw_stdin() -> io::Result<File> {
 
 /// Spawns the server and relays until one side ends. Returns the exit code for clawai.
 pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
+    run_sandboxed(guard, options, None)
+}
+
+/// [`run`], with the server in `sandbox` (prepared for this command, with
+/// `die_with_parent`: this function runs on the main thread). What was in force is said
+/// on stderr and recorded in the audit trail.
+pub fn run_sandboxed(guard: Arc<Guard>, options: &StdioOptions, sandbox: Option<Prepared>) -> io::Result<i32> {
     map_large_buffers_apart();
     let (program, args) = options
         .command
@@ -123,12 +131,28 @@ pub fn run(guard: Arc<Guard>, options: &StdioOptions) -> io::Result<i32> {
             Ok(())
         });
     }
+    let mut sandbox = sandbox;
+    #[cfg(target_os = "linux")]
+    if let Some(prepared) = sandbox.as_mut() {
+        command.envs(prepared.profile().env.iter().map(|(name, value, _)| (name, value)));
+        // SAFETY: the stage is made to run between fork and exec.
+        unsafe { command.pre_exec(prepared.child_stage()) };
+    }
     // Inherited by everything the server starts: how what leaves its tree is found.
     let tag = ServerTag::new();
     command.env(TAG_VARIABLE, tag.value());
-    let spawn = || command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")));
+    let inside = if sandbox.is_some() { " in its sandbox" } else { "" };
+    let spawn =
+        || command.spawn().map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`{inside}: {e}")));
     // `_own` is dropped at the end of this function, after the child was reaped.
-    let (mut child, _own) = spawn_own(spawn, |child| Some(child.id()))?;
+    let spawned = spawn_own(spawn, |child| Some(child.id()));
+    if let Some(prepared) = sandbox {
+        let report = prepared.finish();
+        if spawned.is_ok() {
+            crate::sandboxed::announce(&guard, &report);
+        }
+    }
+    let (mut child, _own) = spawned?;
     let tree = ServerTree::new(child.id(), tag);
     let server_in = child.stdin.take().expect("stdin is piped");
     let server_out = child.stdout.take().expect("stdout is piped");

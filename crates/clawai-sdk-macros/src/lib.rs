@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! `#[claw_tool]`: turns an `async fn` into an MCP tool of `clawai-sdk`.
 //!
 //! Use it through `clawai_sdk::claw_tool`; the generated code names `::clawai_sdk`.

@@ -5,6 +5,7 @@ use thiserror::Error;
 /// Why a request failed. [`ClawError::code`] is the JSON-RPC error code the server
 /// answers with.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ClawError {
     /// The tool ran and failed: answered with -32603 (internal error). A failure the
     /// model should see and correct belongs in [`crate::ToolResult::error`] instead.

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! clawai's OpenTelemetry export (`--otlp URL`): a span for every decided MCP message
 //! and metrics (messages, decisions by action, decision latency), sent over OTLP/HTTP
 //! with protobuf bodies to a collector.

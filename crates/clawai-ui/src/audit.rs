@@ -17,19 +17,19 @@ const START_BYTES: u64 = 512 * 1024;
 const POLL: Duration = Duration::from_millis(250);
 
 /// Audit events, one JSON line each: the recent ones and a channel for new ones.
-pub struct AuditFeed {
+pub(crate) struct AuditFeed {
     recent: Mutex<VecDeque<Arc<str>>>,
     live: broadcast::Sender<Arc<str>>,
 }
 
 impl AuditFeed {
     /// An empty feed.
-    pub fn new() -> Arc<AuditFeed> {
+    pub(crate) fn new() -> Arc<AuditFeed> {
         Arc::new(AuditFeed { recent: Mutex::new(VecDeque::new()), live: broadcast::channel(1024).0 })
     }
 
     /// The recent events and a receiver of the ones after them (no gap, no repeat).
-    pub fn subscribe(&self) -> (Vec<Arc<str>>, broadcast::Receiver<Arc<str>>) {
+    pub(crate) fn subscribe(&self) -> (Vec<Arc<str>>, broadcast::Receiver<Arc<str>>) {
         let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         (recent.iter().cloned().collect(), self.live.subscribe())
     }
@@ -53,7 +53,7 @@ impl AuditFeed {
 
     /// Follows `path` on a thread of its own until the process ends: new lines are
     /// events; a rotated or truncated file is read again from its start.
-    pub fn follow(self: &Arc<Self>, path: PathBuf) {
+    pub(crate) fn follow(self: &Arc<Self>, path: PathBuf) {
         let feed = self.clone();
         let _ = std::thread::Builder::new().name("audit-follow".into()).spawn(move || feed.follow_loop(&path));
     }

@@ -16,7 +16,7 @@ pub const GRANT_WINDOW: Duration = Duration::from_secs(120);
 
 /// A person's decision on a pending approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Approved with this scope.
     Approve(Scope),
     /// Refused.
@@ -25,7 +25,7 @@ pub enum Decision {
 
 /// What an ask got at once.
 #[derive(Debug)]
-pub enum Asked {
+pub(crate) enum Asked {
     /// A grant for the same call existed and is now used up.
     Granted(Answer),
     /// Listed under `id`; the person's answer arrives on `answer`.
@@ -59,7 +59,7 @@ struct Inner {
 }
 
 /// Pending approvals shared by the socket and the web page.
-pub struct Broker {
+pub(crate) struct Broker {
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
     window: Duration,
@@ -68,12 +68,12 @@ pub struct Broker {
 
 impl Broker {
     /// A broker whose "always" answers go to `approvals`, with grants lasting `window`.
-    pub fn new(approvals: PathBuf, window: Duration) -> Broker {
+    pub(crate) fn new(approvals: PathBuf, window: Duration) -> Broker {
         Broker { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0, window, approvals }
     }
 
     /// Ticks whenever the pending list changes.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
     }
 
@@ -88,7 +88,7 @@ impl Broker {
     }
 
     /// Lists the call, or answers it at once from a grant for the same key.
-    pub fn ask(&self, ask: Ask) -> Asked {
+    pub(crate) fn ask(&self, ask: Ask) -> Asked {
         let mut inner = self.lock();
         self.prune(&mut inner);
         let now = Instant::now();
@@ -134,7 +134,7 @@ impl Broker {
 
     /// The proxy stopped waiting for `id`: keep it listed as expired, so that an
     /// approval within the window grants the retry.
-    pub fn timed_out(&self, id: &str) {
+    pub(crate) fn timed_out(&self, id: &str) {
         let mut inner = self.lock();
         if let Some(entry) = inner.entries.iter_mut().find(|e| e.item.id == id && e.expired_at.is_none()) {
             entry.reply = None;
@@ -147,7 +147,7 @@ impl Broker {
 
     /// The proxy no longer needs an answer for `id` (cancelled, or its connection
     /// closed): remove it unless it already expired.
-    pub fn withdraw(&self, id: &str) {
+    pub(crate) fn withdraw(&self, id: &str) {
         let mut inner = self.lock();
         let before = inner.entries.len();
         inner.entries.retain(|e| e.item.id != id || e.expired_at.is_some());
@@ -159,14 +159,14 @@ impl Broker {
     }
 
     /// The pending approvals, oldest first.
-    pub fn list(&self) -> Vec<PendingItem> {
+    pub(crate) fn list(&self) -> Vec<PendingItem> {
         let mut inner = self.lock();
         self.prune(&mut inner);
         inner.entries.iter().map(|e| e.item.clone()).collect()
     }
 
     /// Drops what aged out; tells subscribers when something did.
-    pub fn sweep(&self) {
+    pub(crate) fn sweep(&self) {
         let mut inner = self.lock();
         let before = inner.entries.len();
         self.prune(&mut inner);
@@ -186,7 +186,7 @@ impl Broker {
     /// A person's answer to `id`. A waiting call gets it at once; an expired one,
     /// approved, leaves a grant for the next identical ask. "Always" first writes the
     /// approvals file, and nothing is answered when that fails.
-    pub fn answer(&self, id: &str, decision: Decision, by: By) -> Result<(), String> {
+    pub(crate) fn answer(&self, id: &str, decision: Decision, by: By) -> Result<(), String> {
         let mut inner = self.lock();
         self.prune(&mut inner);
         let at = inner.entries.iter().position(|e| e.item.id == id).ok_or_else(|| {

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! `clawai ui`: the approval broker and its local web page.
 //!
 //! Proxies holding a `prompt` call ask the broker over a Unix socket (see

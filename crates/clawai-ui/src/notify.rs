@@ -11,7 +11,7 @@ fn notify_send() -> Option<PathBuf> {
 /// Raises "clawai: approval needed" naming the call and the command that approves it.
 /// Never fails: without a notifier (a server, CI) the page and `clawai approvals` still
 /// show the ask.
-pub fn approval_needed(server: Option<&str>, name: &str, id: &str) {
+pub(crate) fn approval_needed(server: Option<&str>, name: &str, id: &str) {
     let Some(program) = notify_send() else { return };
     let body = match server {
         Some(server) => format!("{server} {name} — clawai approve {id}"),

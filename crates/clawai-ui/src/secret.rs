@@ -15,13 +15,13 @@ fn random_bytes<const N: usize>() -> [u8; N] {
 }
 
 /// 32 random bytes as 64 hex digits: the web page's token.
-pub fn token() -> String {
+pub(crate) fn token() -> String {
     random_bytes::<32>().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Six characters from [`ID_ALPHABET`] (`K7P2QD`). Rejection sampling keeps every
 /// character equally likely.
-pub fn approval_id() -> String {
+pub(crate) fn approval_id() -> String {
     let limit = 256 - 256 % ID_ALPHABET.len();
     let mut id = String::with_capacity(6);
     while id.len() < 6 {
@@ -35,7 +35,7 @@ pub fn approval_id() -> String {
 }
 
 /// Compares two secrets in time that does not depend on where they differ.
-pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+pub(crate) fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 

@@ -17,7 +17,7 @@ const MAX_LINE: usize = 4 * 1024 * 1024;
 
 /// Binds the socket at `path` (its directory created 0700, the socket 0600). A socket
 /// left by a broker that is gone is replaced; a live broker is an error naming its URL.
-pub fn bind(path: &Path, url_file: &Path) -> Result<UnixListener, UiError> {
+pub(crate) fn bind(path: &Path, url_file: &Path) -> Result<UnixListener, UiError> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let io = |what: String| move |error| UiError::Io { what, error };
     {
@@ -55,7 +55,7 @@ pub fn bind(path: &Path, url_file: &Path) -> Result<UnixListener, UiError> {
 }
 
 /// Accepts connections until the task is dropped.
-pub async fn serve(listener: UnixListener, broker: Arc<Broker>) {
+pub(crate) async fn serve(listener: UnixListener, broker: Arc<Broker>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
@@ -188,7 +188,7 @@ async fn asked(
 }
 
 /// Removes the socket and the URL file when the broker stops.
-pub struct Cleanup(pub Vec<PathBuf>);
+pub(crate) struct Cleanup(pub Vec<PathBuf>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {

@@ -43,7 +43,7 @@ const SCRIPTS: [(&str, &str); 5] = [
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// What the handlers share.
-pub struct Web {
+pub(crate) struct Web {
     /// The pending approvals.
     pub broker: Arc<Broker>,
     /// The audit events.
@@ -59,7 +59,7 @@ pub struct Web {
 }
 
 /// The router: every path goes through [`handle`].
-pub fn router(web: Arc<Web>) -> axum::Router {
+pub(crate) fn router(web: Arc<Web>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(web)
 }
 

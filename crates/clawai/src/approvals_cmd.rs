@@ -14,6 +14,8 @@ pub struct ListArgs {
     /// Print the pending approvals as a JSON list.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    cluster: crate::cluster::ClusterArg,
 }
 
 /// Options of `clawai approve`.
@@ -32,6 +34,8 @@ pub struct ApproveArgs {
     /// With --always: cover any arguments of this tool, not only those shown.
     #[arg(long, requires = "always")]
     any_arguments: bool,
+    #[command(flatten)]
+    cluster: crate::cluster::ClusterArg,
 }
 
 /// Options of `clawai deny`.
@@ -39,6 +43,8 @@ pub struct ApproveArgs {
 pub struct DenyArgs {
     /// The approval's id, as `clawai approvals` lists it.
     id: String,
+    #[command(flatten)]
+    cluster: crate::cluster::ClusterArg,
 }
 
 /// Runs `request` against the broker; a missing broker or a refusal is a message and
@@ -61,6 +67,7 @@ fn with_broker<T>(request: impl FnOnce(Client) -> Result<T, Error>) -> Result<Re
 
 /// `clawai approvals [--json]`.
 pub fn list(args: ListArgs) -> Result<ExitCode> {
+    args.cluster.refuse_until_built()?;
     let items = match with_broker(Client::list)? {
         Ok(items) => items,
         Err(code) => return Ok(code),
@@ -121,6 +128,7 @@ pub(crate) fn visible(text: &str) -> String {
 
 /// `clawai approve ID [--session | --always]`.
 pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
+    args.cluster.refuse_until_built()?;
     let scope = match (args.session, args.always, args.any_arguments) {
         (_, true, true) => Scope::AlwaysAnyArguments,
         (_, true, false) => Scope::Always,
@@ -145,6 +153,7 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
 
 /// `clawai deny ID`.
 pub fn deny(args: DenyArgs) -> Result<ExitCode> {
+    args.cluster.refuse_until_built()?;
     let id = args.id.trim().to_ascii_uppercase();
     Ok(match with_broker(|client| client.deny(&id))? {
         Ok(()) => {

@@ -10,6 +10,7 @@ use clawai_proxy::audit::{AuditLine, Decision, EventKind, Step};
 use serde_json::Value;
 
 use crate::ExitCode;
+use crate::audit_verify::VerifyArgs;
 use crate::paths;
 
 /// Read the audit trail.
@@ -22,7 +23,11 @@ pub enum AuditCommand {
     Query(QueryArgs),
     /// Check that the trail is whole: every line where its writer put it, unchanged,
     /// none missing, across rotated files. Names the first line that is not and exits 1.
-    Verify(crate::audit_verify::VerifyArgs),
+    Verify(VerifyArgs),
+    /// Copy the trail to PostgreSQL, every line exactly once, following it until
+    /// stopped (`--once`: catch up and exit); resumes where the database says after a
+    /// restart, and waits while PostgreSQL is away.
+    Ship(crate::audit_postgres::ShipArgs),
 }
 
 /// Which audit file.
@@ -156,11 +161,16 @@ pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     jiff::Timestamp::now().checked_sub(ago).map_err(|_| help())
 }
 
-pub fn run(cmd: AuditCommand) -> Result<ExitCode> {
+pub fn run(cmd: AuditCommand, http: crate::HttpTransport) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Tail(args) => tail(args),
         AuditCommand::Query(args) => query(args),
+        AuditCommand::Verify(VerifyArgs { postgres: Some(url), .. }) => match http {
+            crate::HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+            crate::HttpTransport::InProcess(runners) => (runners.audit_verify_postgres)(url),
+        },
         AuditCommand::Verify(args) => crate::audit_verify::verify(args),
+        AuditCommand::Ship(args) => crate::audit_postgres::run_ship(args, http),
     }
 }
 
@@ -174,11 +184,16 @@ fn render(event: &Value) -> String {
         format!("{} {:<8} {:<14} {}{} {target}{arguments}", s("time"), s("server"), s("direction"), s("method"), id);
     let words = AuditLine::of(event);
     match words.and_then(|line| line.kind()) {
+        Some(EventKind::Sandbox) => return format!("{} {:<8} started: {}", s("time"), s("server"), s("reason")),
         Some(EventKind::Response) => {
             let ms =
                 event.get("duration_ms").and_then(Value::as_f64).map(|d| format!(" {d:.1} ms")).unwrap_or_default();
             let err = if event.get("is_error") == Some(&Value::Bool(true)) { " error" } else { "" };
             line.push_str(&format!(" response{ms}{err}"));
+            if !err.is_empty() && !s("sandbox").is_empty() {
+                // A call that failed in a sandboxed server: the sandbox may be why.
+                line.push_str(&format!(" (in sandbox: {})", s("sandbox")));
+            }
         }
         _ => {
             line.push_str(&format!(" -> {}", s("decision")));

@@ -23,6 +23,10 @@ pub struct VerifyArgs {
     /// The newest lines of a writer have nothing after them to vouch for them but this.
     #[arg(long = "head", value_name = "SHA256")]
     heads: Vec<String>,
+    /// Check the trail shipped to this PostgreSQL database (`clawai audit ship`) instead
+    /// of files: every writer's chain there, rows named by their id.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["files", "heads"])]
+    pub(crate) postgres: Option<String>,
 }
 
 /// The rotated files of the trail at `path` that exist, oldest first, then `path`.
@@ -100,7 +104,7 @@ fn print_unchained(verdict: &Verdict) {
     }
 }
 
-fn print_writers(verdict: &Verdict) {
+pub(crate) fn print_writers(verdict: &Verdict) {
     for writer in &verdict.writers {
         let mut origin = Vec::new();
         if let Some(server) = &writer.server {

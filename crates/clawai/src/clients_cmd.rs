@@ -64,6 +64,10 @@ pub struct ChangeArgs {
     /// start until it does).
     #[arg(long)]
     force: bool,
+    /// `clawai wrap --sandbox auto`: the wrapped stdio servers run in a sandbox (written
+    /// into each entry as `clawai proxy --sandbox auto …`).
+    #[command(flatten)]
+    sandbox: crate::sandbox_cmd::SandboxArgs,
 }
 
 /// `clawai status`.
@@ -92,6 +96,10 @@ pub struct WatchArgs {
     /// start until it does).
     #[arg(long)]
     force: bool,
+    /// `clawai wrap --sandbox auto`: the wrapped stdio servers run in a sandbox (written
+    /// into each entry as `clawai proxy --sandbox auto …`).
+    #[command(flatten)]
+    sandbox: crate::sandbox_cmd::SandboxArgs,
 }
 
 /// `clawai run`.
@@ -142,7 +150,7 @@ fn options(policy: Option<PathBuf>, dry_run: bool) -> Result<Options> {
         Some(p) => Some(std::fs::canonicalize(&p).or_else(|_| std::path::absolute(&p))?),
         None => None,
     };
-    Ok(Options { clawai, policy, dry_run, state_dir: paths::state_dir() })
+    Ok(Options { clawai, policy, proxy_flags: Vec::new(), dry_run, state_dir: paths::state_dir() })
 }
 
 /// The settings of a wrap, once the policy the wrapped entries will use is checked: a
@@ -204,8 +212,15 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
         return nothing_found(&args.targets);
     }
     refuse_unknown_names(&args.names, &files, verb)?;
+    let sandbox = args.sandbox.request()?;
+    if !wrap && sandbox.is_on() {
+        bail!("--sandbox is for `clawai wrap`; `clawai unwrap` restores the entries as they were");
+    }
     let opts = match wrap {
-        true => wrap_options(args.policy.clone(), args.dry_run, args.force)?,
+        true => Options {
+            proxy_flags: if sandbox.is_on() { sandbox.to_args() } else { Vec::new() },
+            ..wrap_options(args.policy.clone(), args.dry_run, args.force)?
+        },
         // Unwrapping writes no entry that needs a policy.
         false => options(args.policy.clone(), args.dry_run)?,
     };
@@ -289,6 +304,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|s| {
                     let mut value = serde_json::to_value(s).unwrap_or_default();
+                    if let Some(line) = sandbox_of(s) {
+                        value["sandbox"] = line.into();
+                    }
                     if let Some(pinned) = s.policy.as_deref() {
                         let (path, state) = policies.of(pinned);
                         value["policy_file"] = path.display().to_string().into();
@@ -335,6 +353,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 _ => format!("{}{}", s.state, s.command.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()),
             };
             println!("  {}{scope}: {detail}", s.name);
+            if let Some(line) = sandbox_of(&s) {
+                println!("    {line}");
+            }
             if let Some(note) = s.note {
                 println!("    {note}");
             }
@@ -350,6 +371,12 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         print!("{}", held_report(&paths::pins_dir(args.pins.as_ref())));
     }
     Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
+}
+
+/// What a wrapped entry's sandbox enforces on this system, if it asks for one.
+fn sandbox_of(entry: &clawai_clients::EntryStatus) -> Option<String> {
+    let command: Vec<String> = entry.command.iter().chain(&entry.args).cloned().collect();
+    crate::sandbox_cmd::status_line(&entry.proxy_options, &command)
 }
 
 /// What pinning holds across the pin store: each held tool, prompt, template or

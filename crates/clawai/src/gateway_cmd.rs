@@ -145,6 +145,10 @@ pub(crate) fn read_config(path: &Path) -> Result<GatewayConfig, String> {
 
 /// The gateway, in process.
 pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
+    if args.front.listen.is_none() {
+        // With --listen, the front's options check it, with --replica-id.
+        args.front.cluster.refuse_until_built()?;
+    }
     for (name, value, zero_ok) in [
         ("--drain", args.drain, true),
         ("--grace", args.grace, true),

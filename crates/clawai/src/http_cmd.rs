@@ -37,13 +37,14 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     let grace = Duration::from_secs_f64(args.grace);
     let pins = args.pin_tracker(&handle)?;
     if args.front.listen.is_some() {
-        let (addr, options) = args.front.options(FrontSettings {
+        let (addr, mut options) = args.front.options(FrontSettings {
             grace,
             max_message: args.max_message_size,
             server: args.server.clone(),
             ask: args.ask_options(),
             pins,
         })?;
+        options.sandbox = args.sandbox.request()?;
         let upstream = match remote {
             Some(remote) => Upstream::Remote(remote),
             None => Upstream::Command(args.command.clone()),
@@ -154,6 +155,17 @@ pub struct ListenArgs {
     /// With --listen: the most sessions at once.
     #[arg(long, default_value_t = 1000, value_name = "N", requires = "listen")]
     pub(crate) max_sessions: usize,
+    /// With --listen: this replica's id behind a load balancer (letters, digits and -):
+    /// every session id it issues starts with `ID.`, so the balancer routes a session's
+    /// requests by that prefix (docs/cluster.md).
+    #[arg(long, value_name = "ID", value_parser = crate::cluster::parse_replica_id, requires = "listen")]
+    pub(crate) replica_id: Option<String>,
+    /// With --listen: after SIGTERM or SIGINT, keep serving this many seconds while
+    /// `/healthz` answers 503, so that a balancer stops sending new sessions first.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", requires = "listen")]
+    pub(crate) shutdown_drain: f64,
+    #[command(flatten)]
+    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 /// What a front takes from its command besides [`ListenArgs`].
@@ -173,6 +185,16 @@ impl ListenArgs {
         if !(self.session_idle.is_finite() && self.session_idle > 0.0) {
             bail!("--session-idle must be a positive number of seconds");
         }
+        if !(self.shutdown_drain.is_finite() && (0.0..=3600.0).contains(&self.shutdown_drain)) {
+            bail!("--shutdown-drain must be a number of seconds, 0 to 3600");
+        }
+        if self.endpoint_path == clawai_http::listen::HEALTH_PATH {
+            bail!(
+                "--path {}: that path answers health checks; choose another (the default is /mcp)",
+                self.endpoint_path
+            );
+        }
+        self.cluster.refuse_replica_until_built(self.replica_id.as_deref())?;
         let addr = listen_addr(listen)?;
         let auth_token = match &self.auth_token_env {
             Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
@@ -213,6 +235,9 @@ impl ListenArgs {
             public_origin,
             ask: settings.ask,
             pins: settings.pins,
+            replica_id: self.replica_id.clone(),
+            drain: Duration::from_secs_f64(self.shutdown_drain),
+            sandbox: Default::default(),
         };
         Ok((addr, options))
     }

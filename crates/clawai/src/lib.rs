@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The `clawai` command line: a thin layer over the policy, protocol, proxy and HTTP
 //! crates. Two binaries share it: `clawai` (everything, with the stdio proxy) and
 //! `clawai-http` (the same commands, able to run the HTTP transports itself).
@@ -5,8 +6,10 @@
 mod approvals_cmd;
 mod audit_cmd;
 mod audit_follow;
+pub mod audit_postgres;
 mod audit_verify;
 mod clients_cmd;
+mod cluster;
 mod gateway_check;
 pub mod gateway_cmd;
 mod gateway_state;
@@ -19,6 +22,7 @@ mod policy_in_use;
 mod policy_replay;
 mod protected;
 pub mod proxy_cmd;
+pub mod sandbox_cmd;
 pub mod scan_cmd;
 mod stores;
 mod telemetry_cmd;
@@ -86,6 +90,10 @@ enum Command {
     /// List a server's tools, prompts and resource templates and scan them for hidden
     /// instructions: `clawai scan -- CMD ARGS…`, `--upstream URL` or `--config FILE`.
     Scan(scan_cmd::ScanArgs),
+    /// The sandbox of stdio servers: `clawai sandbox explain -- CMD ARGS…` prints what
+    /// it grants and why.
+    #[command(subcommand)]
+    Sandbox(sandbox_cmd::SandboxCommand),
 }
 
 /// How the process ends.
@@ -110,12 +118,12 @@ fn stop_quietly_when_the_reader_goes() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
-/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT` or `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// An empty `CLAWAI_POLICY`, `CLAWAI_AUDIT`, `CLAWAI_CLUSTER` or `OTEL_EXPORTER_OTLP_ENDPOINT`
 /// (`"env": {"CLAWAI_AUDIT": ""}` in a client configuration) means the default, as an
 /// unset one does; clap would read it as the flag given without a value and stop with
 /// an error about a flag nobody typed.
 fn forget_empty_settings() {
-    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+    for name in ["CLAWAI_POLICY", "CLAWAI_AUDIT", "CLAWAI_PINS", "CLAWAI_CLUSTER", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
         if std::env::var_os(name).is_some_and(|value| value.is_empty()) {
             // SAFETY: called before any other thread of this process exists.
             unsafe { std::env::remove_var(name) };
@@ -148,6 +156,7 @@ pub fn main(http: HttpTransport) -> ! {
             | Command::Approvals(_)
             | Command::Pins(_)
             | Command::Scan(_)
+            | Command::Sandbox(_)
     ) {
         stop_quietly_when_the_reader_goes();
     }
@@ -156,7 +165,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Proxy(args) => proxy_cmd::run(args, http),
         Command::Gateway(args) => gateway_cmd::run(args, http),
         Command::McpServer(args) => gateway_cmd::run_mcp_server_command(args, http),
-        Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Audit(cmd) => audit_cmd::run(cmd, http),
         Command::Wrap(args) => clients_cmd::change(args, true),
         Command::Unwrap(args) => clients_cmd::change(args, false),
         Command::Status(args) => clients_cmd::status(args),
@@ -168,6 +177,7 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Deny(args) => approvals_cmd::deny(args),
         Command::Pins(cmd) => pins_cmd::run(cmd),
         Command::Scan(args) => scan_cmd::run(args, http),
+        Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
     };
     let code = match result {
         Ok(ExitCode::Ok) => 0,

@@ -19,6 +19,10 @@ pub struct PinsDirArg {
     /// The pin store [default: $XDG_STATE_HOME/clawai/pins].
     #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
+    /// Where shared pins would live in cluster mode (every pins verb, and `clawai ui`,
+    /// which shows and approves pins, take it).
+    #[command(flatten)]
+    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 impl PinsDirArg {
@@ -76,6 +80,11 @@ pub enum PinsCommand {
 
 /// Runs a `clawai pins` command.
 pub fn run(cmd: PinsCommand) -> Result<ExitCode> {
+    let (PinsCommand::List { pins, .. }
+    | PinsCommand::Diff { pins, .. }
+    | PinsCommand::Approve { pins, .. }
+    | PinsCommand::Reset { pins, .. }) = &cmd;
+    pins.cluster.refuse_until_built()?;
     match cmd {
         PinsCommand::List { json, pins } => list(&pins.resolve(), json),
         PinsCommand::Diff { server, name, pins } => show_diff(&pins.resolve(), &server, name.as_deref()),

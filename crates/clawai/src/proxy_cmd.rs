@@ -60,6 +60,8 @@ pub struct ProxyArgs {
     pub(crate) front: crate::http_cmd::ListenArgs,
     #[command(flatten)]
     pub(crate) otlp: crate::telemetry_cmd::OtlpArgs,
+    #[command(flatten)]
+    pub(crate) sandbox: crate::sandbox_cmd::SandboxArgs,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -91,6 +93,10 @@ pub struct HttpRunners {
     pub mcp_server: fn(crate::gateway_cmd::McpServerArgs) -> Result<ExitCode>,
     /// `clawai scan`.
     pub scan: fn(crate::scan_cmd::ScanArgs) -> Result<ExitCode>,
+    /// `clawai audit ship`.
+    pub audit_ship: fn(crate::audit_postgres::ShipArgs) -> Result<ExitCode>,
+    /// `clawai audit verify --postgres URL`.
+    pub audit_verify_postgres: fn(String) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {
@@ -134,6 +140,7 @@ pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptio
     crate::stores::ask_options(Duration::from_secs_f64(timeout), paths::approvals_path(approvals))
 }
 
+/// `clawai proxy`: guards one server (a command, or `--upstream URL`) for one client.
 pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     if args.upstream.is_some() && !args.command.is_empty() {
         bail!("give either --upstream URL or a command after `--`, not both");
@@ -148,6 +155,14 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
     }
     if !(args.ask_timeout.is_finite() && args.ask_timeout > 0.0 && args.ask_timeout <= 86_400.0) {
         bail!("--ask-timeout must be a number of seconds, more than 0 (45 by default)");
+    }
+    // Wrong sandbox options stop here, before the policy is even looked for.
+    args.sandbox.request()?;
+    if args.sandbox.mode.is_some_and(|mode| mode != clawai_proxy::sandbox::Mode::Off) && args.upstream.is_some() {
+        bail!(
+            "--sandbox applies to a stdio server clawai starts itself (`clawai proxy --sandbox auto -- CMD`), \
+             not to a remote server (--upstream): that process is not clawai's to confine"
+        );
     }
     if args.front.listen.is_some() || args.upstream.is_some() || args.otlp.wanted() {
         return match http {
@@ -170,6 +185,10 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
     if let Some(pins) = args.pin_tracker(&guarded.policy)? {
         guard = guard.with_pins(pins);
     }
+    let sandbox = match args.sandbox.prepare(&args.command) {
+        Ok(sandbox) => sandbox,
+        Err(error) => return crate::not_started::answer_with(error),
+    };
     let guard = Arc::new(guard);
     let options = StdioOptions {
         command: args.command,
@@ -177,7 +196,7 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
         max_message: args.max_message_size,
     };
     adopt_orphans();
-    let code = clawai_proxy::stdio::run(guard, &options)?;
+    let code = clawai_proxy::stdio::run_sandboxed(guard, &options, sandbox)?;
     clawai_proxy::process_tree::end_adopted(options.grace);
     Ok(ExitCode::Code(code))
 }
@@ -209,7 +228,7 @@ pub(crate) fn exec_http_helper() -> Result<ExitCode> {
     let helper = here.with_file_name("clawai-http");
     if !helper.exists() {
         bail!(
-            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server` and `clawai ui` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
+            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server`, `clawai ui` and `clawai audit ship` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
             here.display()
         );
     }

@@ -29,6 +29,7 @@ pub struct UiArgs {
 
 /// Runs `clawai ui`, in the `clawai-http` binary.
 pub fn run(args: UiArgs, http: HttpTransport) -> Result<ExitCode> {
+    args.pins.cluster.refuse_until_built()?;
     match http {
         HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
         HttpTransport::InProcess(runners) => (runners.ui)(args),

@@ -25,6 +25,7 @@
 mod error;
 mod expand;
 mod json;
+mod sandbox;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -73,6 +74,8 @@ pub struct ServerEntry {
     /// `session` (default `"shared"`): whether every client session shares one upstream
     /// session of the server, or each gets its own.
     pub session: SessionMode,
+    /// `sandbox` (default off): a stdio server runs in a sandbox the kernel enforces.
+    pub sandbox: clawai_proxy::sandbox::Request,
 }
 
 /// Whether the client sessions of the gateway share a server's upstream session.
@@ -144,6 +147,7 @@ impl ServerEntry {
             internal_only,
             disabled: false,
             session: SessionMode::Shared,
+            sandbox: Default::default(),
         }
     }
 
@@ -155,6 +159,7 @@ impl ServerEntry {
             internal_only,
             disabled: false,
             session: SessionMode::Shared,
+            sandbox: Default::default(),
         }
     }
 

@@ -18,7 +18,7 @@ use super::{McpServerConfig, ServerEntry, SessionMode, Transport};
 pub const BUILTIN_NAME: &str = "builtin";
 
 /// The keys of a server entry in every file.
-const SERVER_KEYS: [Key; 10] = [
+const SERVER_KEYS: [Key; 11] = [
     Key::one("type"),
     Key::one("command"),
     Key::one("args"),
@@ -29,6 +29,7 @@ const SERVER_KEYS: [Key; 10] = [
     Key::two("internalOnly", "internal_only"),
     Key::one("disabled"),
     Key::one("session"),
+    Key::one("sandbox"),
 ];
 
 /// Where other MCP clients put a remote server's address (Windsurf: `serverUrl`, Gemini
@@ -127,7 +128,7 @@ pub(super) fn read(
             ));
         }
         (Some(Kind::Builtin), true) => {
-            for key in ["command", "args", "env", "cwd", "url", "headers"] {
+            for key in ["command", "args", "env", "cwd", "url", "headers", "sandbox"] {
                 if let Some(p) = fields.get(key) {
                     return Err(doc.invalid(
                         p.range.start,
@@ -137,7 +138,14 @@ pub(super) fn read(
                     ));
                 }
             }
-            let entry = ServerEntry { transport: Transport::Builtin, cwd: None, internal_only, disabled, session };
+            let entry = ServerEntry {
+                transport: Transport::Builtin,
+                cwd: None,
+                internal_only,
+                disabled,
+                session,
+                sandbox: Default::default(),
+            };
             return Ok(Some((name.to_owned(), entry)));
         }
         (_, true) => check_name(doc, name, prop.range.start)?,
@@ -217,8 +225,13 @@ pub(super) fn read(
             if let Some((_, at)) = command {
                 return Err(unused("command", at, HOW));
             }
-            for (key, present) in [("args", !args.is_empty()), ("env", !env_members.is_empty()), ("cwd", cwd.is_some())]
-            {
+            let has_sandbox = fields.get("sandbox").is_some();
+            for (key, present) in [
+                ("args", !args.is_empty()),
+                ("env", !env_members.is_empty()),
+                ("cwd", cwd.is_some()),
+                ("sandbox", has_sandbox),
+            ] {
                 if present {
                     let at = fields.get(key).map_or(prop.range.start, |p| p.range.start);
                     return Err(unused(key, at, HOW));
@@ -269,7 +282,8 @@ pub(super) fn read(
         }
         None => None,
     };
-    Ok(Some((name.to_owned(), ServerEntry { transport, cwd, internal_only, disabled, session })))
+    let sandbox = fields.get("sandbox").map(|p| super::sandbox::read(doc, p, name)).transpose()?.unwrap_or_default();
+    Ok(Some((name.to_owned(), ServerEntry { transport, cwd, internal_only, disabled, session, sandbox })))
 }
 
 /// `session`: `"shared"` or `"per-client"`.

@@ -100,18 +100,26 @@ impl Upstream {
                 let mut line = vec![command.clone()];
                 line.extend(args.iter().cloned());
                 let cwd = self.entry.cwd.clone();
-                let (stdin, stdout, mut child) = child::spawn_piped(&line, |command| {
-                    // What a program needs to run, never the gateway's API keys.
-                    child::minimal_environment(command);
-                    command.envs(env);
-                    if let Some(cwd) = &cwd {
-                        command.current_dir(cwd);
-                    }
-                    // Held while it starts: a server that cannot start is told once.
-                    command.stderr(std::process::Stdio::piped());
-                })?;
+                let sandbox = self.prepare_sandbox(&line, env)?;
+                let (stdin, stdout, mut child, report) = child::spawn_piped_sandboxed(
+                    &line,
+                    |command| {
+                        // What a program needs to run, never the gateway's API keys.
+                        child::minimal_environment(command);
+                        command.envs(env);
+                        if let Some(cwd) = &cwd {
+                            command.current_dir(cwd);
+                        }
+                        // Held while it starts: a server that cannot start is told once.
+                        command.stderr(std::process::Stdio::piped());
+                    },
+                    sandbox,
+                )?;
                 if let Some(stderr) = child.take_stderr() {
                     self.take_stderr(stderr);
+                }
+                if let Some(report) = report {
+                    clawai_proxy::sandboxed::announce(&self.guard, &report);
                 }
                 let writer = Writer::Pipe(Arc::new(tokio::sync::Mutex::new(stdin)));
                 Ok((writer, Source::Pipe(Box::new(BufReader::new(stdout)), max_message), Some(child)))
@@ -124,6 +132,31 @@ impl Upstream {
                 Ok((Writer::Link(to_server), Source::Link(from_server), None))
             }
         }
+    }
+
+    /// The sandbox of this stdio server, prepared for `command` (with the environment it
+    /// gets), when its entry asks for one. Under `require`, a system that cannot enforce
+    /// it refuses the start (the reason is logged, and the server is tried again later).
+    fn prepare_sandbox(
+        &self,
+        command: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> io::Result<Option<clawai_proxy::sandbox::Prepared>> {
+        use clawai_proxy::sandbox::{ServerContext, prepare};
+        let request = &self.entry.sandbox;
+        if !request.is_on() {
+            return Ok(None);
+        }
+        let mut context = ServerContext::here(command, self.entry.cwd.as_deref());
+        context.vars.retain(|(name, _)| child::inherited_variable(name));
+        context.vars.extend(env.iter().map(|(name, value)| (name.clone(), value.clone())));
+        // `die_with_parent`: the sandbox is killed when the thread that starts it ends.
+        // This runs in an async task, on one of the runtime's workers, which live as long
+        // as the runtime (never on the blocking pool, whose threads end when idle): the
+        // sandbox goes when the gateway goes, even killed.
+        let prepared = prepare(request, &context, true)
+            .map_err(|error| io::Error::other(format!("server `{}`: {error}", self.name)))?;
+        Ok(Some(prepared))
     }
 
     /// Relays the server's messages until it goes away or is stopped; meanwhile the

@@ -4,7 +4,7 @@ use clawai_protocol::Json;
 use serde_json::json;
 
 use super::*;
-use crate::{Action, Format, load_str};
+use crate::{Action, Call, Format, Policy, load_str};
 
 const POLICY: &str = r#"
 [defaults]

@@ -7,7 +7,7 @@ use serde_json::Value;
 use clawai_policy::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Sev {
+pub(crate) enum Sev {
     Allow,
     Audit,
     Block,
@@ -32,7 +32,7 @@ impl Sev {
 }
 
 #[derive(Debug, Clone)]
-pub struct ToolRule {
+pub(crate) struct ToolRule {
     tool_name: Option<String>,
     tool_name_any: Option<Vec<String>>,
     tool_name_regex: Option<String>,
@@ -43,7 +43,7 @@ pub struct ToolRule {
 }
 
 #[derive(Debug, Clone)]
-pub struct Limit {
+pub(crate) struct Limit {
     tool_pattern: Option<String>,
     tool_name_regex: Option<String>,
     max: Option<i64>,
@@ -52,7 +52,7 @@ pub struct Limit {
 }
 
 #[derive(Debug, Clone)]
-pub struct ResourceRule {
+pub(crate) struct ResourceRule {
     uri_pattern: Option<String>,
     uri_regex: Option<String>,
     scheme: Option<String>,
@@ -60,7 +60,7 @@ pub struct ResourceRule {
 }
 
 #[derive(Debug, Clone)]
-pub struct Shield {
+pub(crate) struct Shield {
     default: Sev,
     blocked_tools: Vec<String>,
     blocked_resources: Vec<String>,
@@ -75,7 +75,7 @@ fn q(s: &str) -> String {
 }
 
 impl Shield {
-    pub fn yaml(&self) -> String {
+    pub(crate) fn yaml(&self) -> String {
         let mut y = format!("defaults:\n  decision: {}\n", q(self.default.yaml()));
         let list = |items: &[String]| items.iter().map(|i| q(i)).collect::<Vec<_>>().join(", ");
         y += &format!("blocked_tools: [{}]\n", list(&self.blocked_tools));
@@ -134,7 +134,7 @@ impl Shield {
         y.replace("    match:\n  -", "    match: {}\n  -").replace("    match:\n      {}\n", "    match: {}\n")
     }
 
-    pub fn decide_tool(&self, tool: &str, args: &Value) -> Action {
+    pub(crate) fn decide_tool(&self, tool: &str, args: &Value) -> Action {
         if self.blocked_tools.iter().any(|p| tool_name_matches(p, tool)) {
             return Action::Deny;
         }
@@ -152,7 +152,7 @@ impl Shield {
         sev.action()
     }
 
-    pub fn decide_resource(&self, uri: &str) -> Action {
+    pub(crate) fn decide_resource(&self, uri: &str) -> Action {
         if self.blocked_resources.iter().any(|p| uri_matches(p, uri)) {
             return Action::Deny;
         }
@@ -333,7 +333,7 @@ fn resource_rule() -> impl Strategy<Value = ResourceRule> {
         })
 }
 
-pub fn strategy() -> impl Strategy<Value = Shield> {
+pub(crate) fn strategy() -> impl Strategy<Value = Shield> {
     (
         sev(),
         proptest::collection::vec(pick(&["execute_command", "run_*", "git_push"]), 0..2),

@@ -12,14 +12,14 @@ use clawai_policy::Action;
 use clawai_policy::operation::mcpgov;
 
 #[derive(Debug, Clone, Copy)]
-pub enum Layout {
+pub(crate) enum Layout {
     Array,
     Legacy,
     Flat,
 }
 
 #[derive(Debug, Clone)]
-pub struct Gov {
+pub(crate) struct Gov {
     layout: Layout,
     default: Option<&'static str>,
     comment: bool,
@@ -27,7 +27,7 @@ pub struct Gov {
 }
 
 impl Gov {
-    pub fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         let mut top = Map::new();
         if self.comment {
             top.insert("_comment".into(), json!("generated"));
@@ -71,7 +71,7 @@ impl Gov {
 
     /// `normalizeRules` then `isAllowed`: the last valid entry for a service and
     /// operation decides, else `defaultPolicy` (deny only when it says "deny").
-    pub fn decide(&self, tool: &str, server: Option<&str>) -> Action {
+    pub(crate) fn decide(&self, tool: &str, server: Option<&str>) -> Action {
         let service = server.unwrap_or_else(|| match tool.split_once('_') {
             Some((first, _)) => first,
             None => "unknown",
@@ -104,7 +104,7 @@ impl Gov {
     }
 }
 
-pub fn strategy() -> impl Strategy<Value = Gov> {
+pub(crate) fn strategy() -> impl Strategy<Value = Gov> {
     let entry = (
         proptest::sample::select(&["github", "slack", "fs", "api", "unknown", "list"][..]),
         proptest::sample::select(&["read", "write", "delete", "execute", "admin", "list", "nuke"][..]),

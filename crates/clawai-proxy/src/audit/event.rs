@@ -85,6 +85,10 @@ pub struct Event<'a> {
     pub by: Option<&'a str>,
     /// The labels this call put on the session (rules with `taint`), when it added any.
     pub tainted: Option<&'a [String]>,
+    /// The protections of the server's sandbox (`landlock-files,pid-ns,…`), when it runs
+    /// in one: written on the events of `tools/call` requests and their responses, so
+    /// that a call the server failed is seen with the sandbox it ran in.
+    pub sandbox: Option<&'a str>,
 }
 
 impl Event<'_> {
@@ -145,6 +149,9 @@ impl Event<'_> {
         }
         if self.step.is_some() || self.approved.is_some() {
             self.write_approval(out);
+        }
+        if self.method == Some("tools/call") || self.kind == super::EventKind::Sandbox {
+            str_field(out, b",\"sandbox\":", self.sandbox);
         }
         out.push(b'}');
     }

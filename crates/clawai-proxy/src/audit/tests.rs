@@ -119,10 +119,12 @@ fn events_are_json_with_every_field_escaped() {
         approved: Some(true),
         by: Some("client \"x\""),
         tainted: Some(&labels),
+        sandbox: Some("landlock-files,pid-ns"),
     };
     let mut out = Vec::new();
     event.write_json(&mut out, &mut Encoder::default());
     let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["sandbox"], "landlock-files,pid-ns", "a call's event names the sandbox it ran in");
     assert_eq!(v["time"], "2026-11-22T10:00:01.000042Z");
     assert_eq!(v["session"], "s-1");
     assert_eq!(v["server"], "fs \"quoted\"");

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::chain::{GENESIS, line_hash};
 
-/// Where a line is: the file as given and the line's number in it, from 1.
+/// Where a line is: the file as given and the line's number in it, from 1 (or the
+/// source and the number it gave the line, [`Verifier::add_line`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     /// The file, as its name was given.
@@ -132,9 +133,13 @@ struct WriterInfo {
 #[derive(Debug)]
 struct Record {
     file: u32,
-    line: u32,
+    line: u64,
     kind: Kind,
 }
+
+/// A place lines were added from ([`Verifier::add_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceId(u32);
 
 #[derive(Debug)]
 enum Kind {
@@ -166,19 +171,32 @@ impl Verifier {
 
     /// Reads the next file of the trail (files are given oldest first).
     pub fn add_file(&mut self, name: &str, mut reader: impl BufRead) -> io::Result<()> {
-        let file = self.files.len() as u32;
-        self.files.push(name.to_owned());
+        let file = self.add_source(name);
         let mut line = Vec::new();
-        let mut number = 0u32;
+        let mut number = 0u64;
         loop {
             line.clear();
             if reader.read_until(b'\n', &mut line)? == 0 {
                 return Ok(());
             }
             number += 1;
-            let kind = if line.last() != Some(&b'\n') { Kind::Truncated } else { self.classify(&line) };
-            self.records.push(Record { file, line: number, kind });
+            self.add_line(file, number, &line);
         }
+    }
+
+    /// Starts a place lines come from that is not a file read whole (a database table):
+    /// its lines follow with [`Verifier::add_line`], each under the number that finds it
+    /// there. Sources are given oldest first, like files.
+    pub fn add_source(&mut self, name: &str) -> SourceId {
+        self.files.push(name.to_owned());
+        SourceId(self.files.len() as u32 - 1)
+    }
+
+    /// The next line of `source`, with its newline (without one it counts as cut
+    /// short), named by `number` in what is reported.
+    pub fn add_line(&mut self, source: SourceId, number: u64, line: &[u8]) {
+        let kind = if line.last() != Some(&b'\n') { Kind::Truncated } else { self.classify(line) };
+        self.records.push(Record { file: source.0, line: number, kind });
     }
 
     fn classify(&mut self, line: &[u8]) -> Kind {

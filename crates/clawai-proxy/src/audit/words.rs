@@ -61,6 +61,8 @@ words! {
         Pinning = "pinning",
         /// What the results guard found in a result.
         Result = "result",
+        /// What a sandboxed server had in force when it started.
+        Sandbox = "sandbox",
     }
 }
 

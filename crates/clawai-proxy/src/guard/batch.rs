@@ -165,7 +165,7 @@ impl Guard {
         for element in elements {
             let bytes = element.get().as_bytes();
             let request_id = shape(bytes).filter(|s| s.method.is_some()).and_then(|s| s.id);
-            match self.client_line(bytes, at, true, false) {
+            match self.client_line(bytes, at, super::ListWait::MayWait, super::Asking::InBatch) {
                 Verdict::Forward => {
                     waiting.extend(request_id.map(|id| match_key(id.get()).into_owned()));
                     to_server.push(Outgoing::ToServer(bytes.to_vec()));

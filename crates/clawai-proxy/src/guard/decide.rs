@@ -31,6 +31,13 @@ pub(super) struct Arrived<'l> {
     pub(super) at: Stamp,
 }
 
+impl Arrived<'_> {
+    /// Whether the call may wait for a person (it carries its whole message for that).
+    fn asking(&self) -> super::Asking {
+        if self.message.is_some() { super::Asking::MayAsk } else { super::Asking::InBatch }
+    }
+}
+
 impl Guard {
     /// Decides a message the policy applies to. The message's top level was already read
     /// strictly (no duplicate or case-variant members); `params` is read strictly here.
@@ -295,8 +302,7 @@ impl Guard {
         {
             match (call.name, id, arrived.line) {
                 (Some(tool), Some(id), Some(line)) => {
-                    if let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
-                    {
+                    if let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.asking()) {
                         return Outcome::Hold(verdict);
                     }
                 }
@@ -328,7 +334,7 @@ impl Guard {
                 // The decision turns on what the server says of this tool, and it has
                 // not said it in this session yet: ask it before deciding.
                 if let (Some(id), Some(line), Direction::ClientToServer) = (id, arrived.line, direction)
-                    && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.message.is_some())
+                    && let Some(verdict) = self.hold_until_listed(line, at, id, tool, params, arrived.asking())
                 {
                     return Outcome::Hold(verdict);
                 }

@@ -70,7 +70,7 @@ struct Held {
     id: String,
     /// It may wait for a person once decided: false for an element of a batch, whose
     /// answers are gathered into one array (it keeps that when decided later).
-    may_ask: bool,
+    asking: super::Asking,
 }
 
 /// Why a tool has no annotations in this session.
@@ -198,13 +198,13 @@ impl Guard {
         id: &RawValue,
         tool: &str,
         params: Option<&Json>,
-        may_ask: bool,
+        asking: super::Asking,
     ) -> Option<Verdict> {
         let mut fetch = self.listing.fetch();
         if fetch.complete {
             return None;
         }
-        fetch.held.push(Held { line: line.to_vec(), at, id: id.get().to_owned(), may_ask });
+        fetch.held.push(Held { line: line.to_vec(), at, id: id.get().to_owned(), asking });
         tracing::debug!("holding a call to `{tool}` until the server's tool list is in");
         if fetch.pending.is_some() {
             // Held: nothing to send now (a batch tells a held request by this).
@@ -285,7 +285,7 @@ impl Guard {
         drop(fetch);
         let mut out = Vec::new();
         for call in held {
-            match self.decide_client_line_now(&call.line, call.at, call.may_ask) {
+            match self.decide_client_line_now(&call.line, call.at, call.asking) {
                 Verdict::Forward => out.push(Outgoing::ToServer(call.line)),
                 Verdict::Replace(instead) => out.push(Outgoing::ToServer(instead)),
                 Verdict::Reply(answer) => out.push(Outgoing::ToClient(answer)),

@@ -12,11 +12,7 @@ fn guard(audit: AuditLog) -> Guard {
 /// The response events in the trail at `path`, once the guard has written it.
 fn response_events(guard: &Guard, path: &std::path::Path) -> Vec<serde_json::Value> {
     guard.flush_audit();
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["kind"] == "response")
-        .collect()
+    clawai_testkit::trail::where_(path, "kind", "response")
 }
 
 #[test]

@@ -8,7 +8,7 @@ use clawai_scan::ItemKind;
 use serde_json::Value;
 
 /// One server's dump.
-pub struct Listing {
+pub(crate) struct Listing {
     pub server: String,
     pub instructions: Option<String>,
     pub items: Vec<(ItemKind, Value)>,
@@ -19,38 +19,25 @@ fn dir(name: &str) -> PathBuf {
 }
 
 /// Every dumped server, in file name order.
-pub fn listings() -> Vec<Listing> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir("corpus"))
-        .expect("corpus folder")
-        .map(|entry| entry.expect("corpus entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|path| {
-            let dump: Value = serde_json::from_slice(&std::fs::read(path).expect("read dump")).expect("dump is JSON");
+pub(crate) fn listings() -> Vec<Listing> {
+    clawai_testkit::corpus::dumps()
+        .into_iter()
+        .map(|dump| {
             let mut items = Vec::new();
             for (member, kind) in [
                 ("tools", ItemKind::Tool),
                 ("prompts", ItemKind::Prompt),
                 ("resourceTemplates", ItemKind::ResourceTemplate),
             ] {
-                for item in dump[member].as_array().expect("a list") {
-                    items.push((kind, item.clone()));
-                }
+                items.extend(dump.items(member).iter().map(|item| (kind, item.clone())));
             }
-            Listing {
-                server: dump["server"].as_str().expect("server name").to_owned(),
-                instructions: dump["instructions"].as_str().map(str::to_owned),
-                items,
-            }
+            Listing { instructions: dump.instructions().map(str::to_owned), server: dump.server, items }
         })
         .collect()
 }
 
 /// The multilingual and emoji samples, one per line.
-pub fn samples() -> Vec<String> {
+pub(crate) fn samples() -> Vec<String> {
     std::fs::read_to_string(dir("samples").join("multilingual.txt"))
         .expect("samples")
         .lines()
@@ -60,7 +47,7 @@ pub fn samples() -> Vec<String> {
 }
 
 /// Every string of a JSON value, keys included.
-pub fn strings(value: &Value, out: &mut Vec<String>) {
+pub(crate) fn strings(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(text) => out.push(text.clone()),
         Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
@@ -75,7 +62,7 @@ pub fn strings(value: &Value, out: &mut Vec<String>) {
 }
 
 /// Every string of the corpus (listings, instructions, samples).
-pub fn corpus_strings() -> Vec<String> {
+pub(crate) fn corpus_strings() -> Vec<String> {
     let mut out = samples();
     for listing in listings() {
         out.extend(listing.instructions);

@@ -6,7 +6,7 @@ use clawai_sdk::context;
 use clawai_sdk::prelude::*;
 
 /// Set when a `stuck` call's future is dropped (it was cancelled).
-pub static STUCK_DROPPED: AtomicBool = AtomicBool::new(false);
+pub(crate) static STUCK_DROPPED: AtomicBool = AtomicBool::new(false);
 
 struct MarkDropped;
 

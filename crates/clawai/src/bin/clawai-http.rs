@@ -8,5 +8,7 @@ fn main() {
         gateway: clawai::gateway_cmd::run_gateway,
         mcp_server: clawai::gateway_cmd::run_mcp_server,
         scan: clawai::scan_cmd::run_scan,
+        audit_ship: clawai::audit_postgres::ship,
+        audit_verify_postgres: clawai::audit_postgres::verify,
     }))
 }

@@ -384,3 +384,50 @@ fn status_shows_what_pinning_holds() {
     );
     assert!(!out.contains("math tool sub"), "a pinned tool is not listed: {out}");
 }
+
+#[test]
+fn wrap_sandbox_writes_it_into_the_entry_and_status_says_what_this_system_enforces() {
+    let home = Home::new();
+    let cursor = home.write(".cursor/mcp.json", CURSOR);
+    let (code, out, err) = home.run(&["wrap", "fs", "--sandbox", "auto", "--sandbox-network", "loopback"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
+    assert_eq!(
+        wrapped["mcpServers"]["fs"]["args"],
+        json!([
+            "proxy",
+            "--server",
+            "fs",
+            "--sandbox",
+            "auto",
+            "--sandbox-network",
+            "loopback",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "/tmp"
+        ])
+    );
+    let (_, out, _) = home.run(&["status"]);
+    // This machine has Landlock and user namespaces; loopback is never confined to it.
+    assert!(out.contains("    sandbox (auto): landlock-files,landlock-scopes,user-ns,pid-ns,no-new-privs"), "{out}");
+    assert!(out.contains("NOT enforced: network `loopback` is not confined to this machine"), "{out}");
+    let (_, out, _) = home.run(&["status", "--json"]);
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert!(status[0]["servers"][0]["sandbox"].as_str().unwrap().starts_with("sandbox (auto): landlock-files"));
+    assert!(status[0]["servers"][1].get("sandbox").is_none(), "the remote entry has none");
+    let (code, _, _) = home.run(&["unwrap", "--all"]);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR, "byte-identical after unwrap");
+}
+
+#[test]
+fn sandbox_grants_without_sandbox_are_refused_by_wrap() {
+    let home = Home::new();
+    let cursor = home.write(".cursor/mcp.json", CURSOR);
+    let (code, _, err) = home.run(&["wrap", "fs", "--sandbox-read", "/data"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("add `--sandbox auto`"), "{err}");
+    assert_eq!(std::fs::read_to_string(&cursor).unwrap(), CURSOR);
+}

@@ -3,6 +3,7 @@
 
 mod entries;
 mod robustness;
+mod sandbox;
 mod values;
 
 use std::collections::BTreeMap;
@@ -64,6 +65,7 @@ fn servers_are_read_under_tools_mcp_servers() {
             internal_only: true,
             disabled: false,
             session: SessionMode::Shared,
+            sandbox: Default::default(),
         }
     );
     assert_eq!(config.allowed_tools, None);

@@ -19,7 +19,7 @@ pub fn scripted_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scripted/server.py")
 }
 
-pub const ALLOW_ALL: &str = "[[rule]]\nid = \"all\"\naction = \"allow\"\nmethod = \"**\"\n";
+pub use clawai_testkit::policies::ALLOW_ALL;
 
 /// A running proxy with its server, and the files the test looks at.
 pub struct Proxy {
@@ -159,12 +159,7 @@ impl Proxy {
     }
 
     pub fn audit(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("audit.jsonl"))
-            .unwrap_or_default()
-            .split('\n')
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        clawai_testkit::trail::read(&self.dir.path().join("audit.jsonl"))
     }
 
     pub fn stderr(&mut self) -> String {

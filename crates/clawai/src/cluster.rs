@@ -1,0 +1,160 @@
+//! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
+//! mode, where replicas behind a balancer keep the state that must outlive one of them
+//! in Redis. The Redis-backed state is not built yet: a command given `--cluster`
+//! checks the URL and then refuses to start, saying so, rather than run with each
+//! replica's state kept to itself while the user believes it is shared.
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+/// `--cluster URL` for the commands that read or change state shared by replicas.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArg {
+    /// Cluster mode: the Redis (7.0+) or Valkey server where replicas share their state,
+    /// `redis://HOST:PORT/DB` (see docs/cluster.md). Not built yet: given, the command
+    /// says so and does not start.
+    #[arg(long = "cluster", env = "CLAWAI_CLUSTER", value_name = "URL")]
+    pub(crate) url: Option<String>,
+}
+
+/// What to do instead, said whenever `--cluster` is refused.
+const NOT_BUILT: &str = "shared state in Redis is not built yet in this version of clawai, so clawai will not run \
+     as if replicas shared sessions, rate windows, approvals and pins when they do not. Leave --cluster and \
+     CLAWAI_CLUSTER unset: replicas behind a balancer that routes by --replica-id each keep their own state \
+     (docs/cluster.md says what that means)";
+
+impl ClusterArg {
+    /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
+    /// is checked, then the command is refused (shared state is not built yet).
+    pub(crate) fn refuse_until_built(&self) -> Result<()> {
+        let Some(url) = &self.url else { return Ok(()) };
+        check_redis_url(url)?;
+        bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", redacted(url))
+    }
+
+    /// [`ClusterArg::refuse_until_built`] for a replica (`gateway`, `proxy --listen`),
+    /// where `--cluster` also needs `--replica-id`.
+    pub(crate) fn refuse_replica_until_built(&self, replica_id: Option<&str>) -> Result<()> {
+        if self.url.is_some() && replica_id.is_none() {
+            bail!(
+                "--cluster needs --replica-id ID as well: the id the balancer's configuration names for this replica \
+                 (letters, digits and -), e.g. --replica-id r1"
+            );
+        }
+        self.refuse_until_built()
+    }
+}
+
+/// `--replica-id`: letters, digits and `-` (the balancer's configuration names it, and
+/// session ids carry it before a `.`).
+pub(crate) fn parse_replica_id(text: &str) -> Result<String, String> {
+    if clawai_http::listen::valid_replica_id(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` cannot name a replica: use ASCII letters, digits and - only (e.g. r1, eu-west-2), the same id \
+             the balancer's configuration names"
+        ))
+    }
+}
+
+/// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (or `rediss://`, Redis over
+/// TLS), without a URL parser (the small binary has none): the scheme, a host, a port
+/// that is a number, a database that is a number.
+fn check_redis_url(url: &str) -> Result<()> {
+    let shown = redacted(url);
+    let example = "expected redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0";
+    let Some(rest) = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://")) else {
+        bail!("--cluster (CLAWAI_CLUSTER) {shown}: not a Redis URL; {example}");
+    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let (host, port) = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let (host, after) = bracketed.split_once(']').unwrap_or((bracketed, ""));
+        (host, after.strip_prefix(':'))
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() {
+        bail!("--cluster (CLAWAI_CLUSTER) {shown}: the URL names no host; {example}");
+    }
+    if let Some(port) = port
+        && port.parse::<u16>().map_or(true, |port| port == 0)
+    {
+        bail!("--cluster (CLAWAI_CLUSTER) {shown}: `{port}` is not a port; {example}");
+    }
+    let database = path.split(['?', '#']).next().unwrap_or_default();
+    if !database.is_empty() && database.parse::<u32>().is_err() {
+        bail!("--cluster (CLAWAI_CLUSTER) {shown}: `/{database}` is not a database number; {example}");
+    }
+    Ok(())
+}
+
+/// The URL with its password (if any) replaced by `***`, for messages.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) if credentials.contains(':') => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_urls_are_checked() {
+        for good in [
+            "redis://127.0.0.1:6379/0",
+            "redis://localhost",
+            "rediss://user:secret@redis.example:6380/2",
+            "redis://[::1]:6379/1",
+        ] {
+            check_redis_url(good).unwrap_or_else(|error| panic!("{good}: {error}"));
+        }
+        for (bad, says) in [
+            ("http://127.0.0.1:6379", "not a Redis URL"),
+            ("127.0.0.1:6379", "not a Redis URL"),
+            ("redis://:6379/0", "names no host"),
+            ("redis://host:port/0", "is not a port"),
+            ("redis://host:0", "is not a port"),
+            ("redis://host:6379/zero", "not a database number"),
+        ] {
+            let error = check_redis_url(bad).expect_err(bad).to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_password_never_appears_in_a_message() {
+        let error = check_redis_url("rediss://me:hunter2@host:x/0").expect_err("bad port").to_string();
+        assert!(!error.contains("hunter2") && error.contains("me:***@host"), "{error}");
+    }
+
+    #[test]
+    fn a_valid_cluster_url_is_refused_until_shared_state_is_built() {
+        let arg = ClusterArg { url: Some("redis://127.0.0.1:6379/0".into()) };
+        let error = arg.refuse_until_built().expect_err("refused").to_string();
+        assert!(error.contains("not built yet"), "{error}");
+        assert!(ClusterArg { url: None }.refuse_until_built().is_ok());
+        let error = arg.refuse_replica_until_built(None).expect_err("needs an id").to_string();
+        assert!(error.contains("--replica-id"), "{error}");
+    }
+
+    #[test]
+    fn replica_ids_are_checked() {
+        assert_eq!(parse_replica_id("r-1").as_deref(), Ok("r-1"));
+        for bad in ["", "r.1", "r_1", "r 1"] {
+            assert!(parse_replica_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}
