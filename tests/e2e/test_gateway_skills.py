@@ -99,6 +99,9 @@ async def test_a_skill_variable_not_given_is_an_error_naming_it_and_nothing_acti
             # Given, it activates, and the model reads the value where the placeholder was.
             result = await c.call_tool("skill__flow-memory", {"operation": "store notes"})
             assert not result.is_error and "Use them to\nstore notes." in result.content[0].text, result
+    # The trail says each call without the variable was refused, and only the last one allowed.
+    own = [e["decision"] for e in read_audit(tmp_path / "audit.jsonl") if e.get("listed_as") == "skill__flow-memory"]
+    assert own == ["refused", "refused", "allow"], own
 
 
 async def test_the_agent_scope_narrows_what_a_skill_shows(tmp_path):
@@ -223,7 +226,7 @@ method = "**"
     with anyio.fail_after(20):
         async with client(tmp_path, config, "--skills", str(tmp_path / "skills"), policy=policy) as c:
             await listed(c, lambda names: "ext__echo" in names and "skill__flow-swarm" in names)
-            refused = await c.call_tool("skill__flow-swarm", {})
+            refused = await c.call_tool("skill__flow-swarm", {"task": "plan"})
             assert refused.is_error and "no-swarm-skill" in refused.content[0].text, refused
             assert not any(n.startswith("claude-flow__swarm_") for n in await tool_names(c)), "the skill stayed off"
             assert await search(c, "store a value in memory", 3)

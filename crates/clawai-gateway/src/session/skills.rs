@@ -24,11 +24,13 @@ impl Session {
         let arguments = message.pointer("/params/arguments").and_then(Value::as_object).cloned().unwrap_or_default();
         let deactivate = method == methods::TOOLS_CALL && arguments.get("deactivate") == Some(&Value::Bool(true));
         let what = if deactivate { "skill deactivated for this session" } else { "skill activated for this session" };
-        if let OwnVerdict::Refuse(refusal) = self.decide_own(method, id, listed, message, modern, what) {
-            self.send(refusal);
+        // The params stage before the policy, as for any call: a skill called without a
+        // variable it needs is refused (and recorded) whatever the policy says of it.
+        if !deactivate && self.refuse_without_variables(method, id, listed, skill, &arguments, modern) {
             return Some(());
         }
-        if !deactivate && self.refuse_without_variables(method, id, skill, &arguments, modern) {
+        if let OwnVerdict::Refuse(refusal) = self.decide_own(method, id, listed, message, modern, what) {
+            self.send(refusal);
             return Some(());
         }
         let (active_before, active_after) = {
@@ -72,6 +74,7 @@ impl Session {
         &self,
         method: &str,
         id: &Value,
+        listed: &str,
         skill: &crate::skills::Skill,
         arguments: &Map<String, Value>,
         modern: bool,
@@ -88,6 +91,7 @@ impl Session {
             if missing.len() == 1 { "it" } else { "them" },
             if missing.len() == 1 { "an argument" } else { "arguments" },
         );
+        self.with_own_requests(|own| own.refuse_invalid(method, &id.to_string(), listed, &why));
         match method {
             "prompts/get" => {
                 let error = format!("clawai gateway: {why}");

@@ -94,8 +94,14 @@ impl OwnRequests<'_> {
     /// the client asked for, not which server, if any, has it. Written before the
     /// refusal leaves.
     pub fn refuse_unknown(&self, method: &str, id: &str, name: &str) {
+        self.refuse_invalid(method, id, name, "not in this session's lists (hidden, or no server has it)");
+    }
+
+    /// Records the refusal of a request whose params the front cannot take as they are
+    /// (the params stage, before the policy: a skill called without a variable it
+    /// needs), naming why. Written before the refusal leaves.
+    pub fn refuse_invalid(&self, method: &str, id: &str, name: &str, why: &str) {
         let request = OwnRequest { method, id, name, params: None, stateless: false };
-        let why = "not in this session's lists (hidden, or no server has it)";
         self.audit.record_decision(&self.event(&request, Decision::Refused, why.into()));
         self.audit.flush();
     }
