@@ -13,7 +13,7 @@ use crate::upstream::{Listed, Lists, Upstream};
 
 /// The four lists a server may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ListKind {
+pub(crate) enum ListKind {
     /// `tools/list`.
     Tools,
     /// `prompts/list`.
@@ -26,15 +26,16 @@ pub enum ListKind {
 
 impl ListKind {
     /// Every kind, in the order lists are kept.
-    pub const ALL: [ListKind; 4] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources, ListKind::Templates];
+    pub(crate) const ALL: [ListKind; 4] =
+        [ListKind::Tools, ListKind::Prompts, ListKind::Resources, ListKind::Templates];
 
     /// The position of the kind in per-kind arrays.
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
     /// The method that lists it.
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             ListKind::Tools => methods::TOOLS_LIST,
             ListKind::Prompts => methods::PROMPTS_LIST,
@@ -44,12 +45,12 @@ impl ListKind {
     }
 
     /// The kind a list method asks for.
-    pub fn of_method(method: &str) -> Option<ListKind> {
+    pub(crate) fn of_method(method: &str) -> Option<ListKind> {
         ListKind::ALL.into_iter().find(|kind| kind.method() == method)
     }
 
     /// The member of the result that holds the items.
-    pub fn member(self) -> &'static str {
+    pub(crate) fn member(self) -> &'static str {
         match self {
             ListKind::Tools => "tools",
             ListKind::Prompts => "prompts",
@@ -59,7 +60,7 @@ impl ListKind {
     }
 
     /// The server capability that says the list exists.
-    pub fn capability(self) -> &'static str {
+    pub(crate) fn capability(self) -> &'static str {
         match self {
             ListKind::Tools => "tools",
             ListKind::Prompts => "prompts",
@@ -79,7 +80,7 @@ impl ListKind {
 
 /// A server's items of one kind, rendered under the gateway's names: done once when
 /// the server's list changes. An item listed twice keeps its first.
-pub fn render(kind: ListKind, server: &str, items: Vec<Value>) -> Vec<Listed> {
+pub(crate) fn render(kind: ListKind, server: &str, items: Vec<Value>) -> Vec<Listed> {
     let mut seen = std::collections::HashSet::new();
     let mut rendered = Vec::with_capacity(items.len());
     for mut item in items {
@@ -103,7 +104,7 @@ pub fn render(kind: ListKind, server: &str, items: Vec<Value>) -> Vec<Listed> {
 
 /// One item as the gateway lists it, with its server.
 #[derive(Clone, Copy)]
-pub struct Item<'a> {
+pub(crate) struct Item<'a> {
     /// The server it comes from.
     pub upstream: &'a Arc<Upstream>,
     /// The item.
@@ -112,7 +113,7 @@ pub struct Item<'a> {
 
 /// Every server's items, merged (the rendered items are shared with the servers' lists).
 #[derive(Default)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     /// Bumped on every rebuild.
     pub generation: u64,
     sources: Vec<(Arc<Upstream>, Arc<Lists>)>,
@@ -123,7 +124,7 @@ pub struct Catalog {
 
 impl Catalog {
     /// The catalog of `upstreams` (the running servers, in name order).
-    pub fn build(upstreams: &[Arc<Upstream>], generation: u64) -> Catalog {
+    pub(crate) fn build(upstreams: &[Arc<Upstream>], generation: u64) -> Catalog {
         let mut catalog = Catalog { generation, ..Catalog::default() };
         for upstream in upstreams {
             let source = catalog.sources.len() as u32;
@@ -142,25 +143,25 @@ impl Catalog {
     }
 
     /// The item of a kind at a position of its list.
-    pub fn item(&self, kind: ListKind, position: usize) -> Item<'_> {
+    pub(crate) fn item(&self, kind: ListKind, position: usize) -> Item<'_> {
         let (source, index) = self.order[kind.index()][position];
         let (upstream, lists) = &self.sources[source as usize];
         Item { upstream, listed: &lists.items[kind.index()][index as usize] }
     }
 
     /// How many items of a kind there are.
-    pub fn len(&self, kind: ListKind) -> usize {
+    pub(crate) fn len(&self, kind: ListKind) -> usize {
         self.order[kind.index()].len()
     }
 
     /// Every item of a kind, in order.
-    pub fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = Item<'_>> {
+    pub(crate) fn items(&self, kind: ListKind) -> impl ExactSizeIterator<Item = Item<'_>> {
         (0..self.len(kind)).map(move |position| self.item(kind, position))
     }
 
     /// For each tool, whether `policy` denies every call to it whatever the arguments
     /// (such tools are left out of lists; a call still gets the policy's denial).
-    pub fn always_denied_tools(&self, policy: &Policy) -> Vec<bool> {
+    pub(crate) fn always_denied_tools(&self, policy: &Policy) -> Vec<bool> {
         self.items(ListKind::Tools)
             .map(|item| {
                 let call = Call {
@@ -177,7 +178,7 @@ impl Catalog {
     }
 
     /// The item listed under `listed`, with its position.
-    pub fn find(&self, kind: ListKind, listed: &str) -> Option<(usize, Item<'_>)> {
+    pub(crate) fn find(&self, kind: ListKind, listed: &str) -> Option<(usize, Item<'_>)> {
         self.by_name[kind.index()].get(listed).map(|&position| (position, self.item(kind, position)))
     }
 }

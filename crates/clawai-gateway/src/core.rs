@@ -57,7 +57,7 @@ impl Default for GatewayOptions {
 }
 
 /// The shared state.
-pub struct Core {
+pub(crate) struct Core {
     pub(crate) policy: PolicyHandle,
     pub(crate) audit: AuditLog,
     pub(crate) options: GatewayOptions,

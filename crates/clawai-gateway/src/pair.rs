@@ -16,7 +16,7 @@ use crate::session::Session;
 use crate::upstream::Upstream;
 
 /// One client session's guard for one server.
-pub struct Pair {
+pub(crate) struct Pair {
     /// The server.
     pub upstream: Arc<Upstream>,
     /// The guard.
@@ -27,7 +27,7 @@ pub struct Pair {
 
 impl Pair {
     /// The guard of `session` for `upstream`.
-    pub fn new(core: &Core, session: &Arc<Session>, upstream: Arc<Upstream>) -> Arc<Pair> {
+    pub(crate) fn new(core: &Core, session: &Arc<Session>, upstream: Arc<Upstream>) -> Arc<Pair> {
         let server = upstream.name.clone();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
             .with_session(session.id.clone())
@@ -57,7 +57,7 @@ impl Pair {
     }
 
     /// Teaches the guard the server's tools (their annotations), when they changed.
-    pub fn learn_tools(&self) {
+    pub(crate) fn learn_tools(&self) {
         let lists = self.upstream.catalog_lists();
         if self.tools_version.swap(lists.version, Ordering::Relaxed) != lists.version {
             let tools = &lists.items[crate::catalog::ListKind::Tools.index()];

@@ -22,7 +22,7 @@ fn mark() -> &'static str {
 
 /// The id to work with for a message whose id was written `raw`: the parsed `id` when it
 /// writes back as it was written, else the marked string.
-pub fn carried(id: &Value, raw: &[u8]) -> Option<Value> {
+pub(crate) fn carried(id: &Value, raw: &[u8]) -> Option<Value> {
     if !id.is_number() || id.to_string().as_bytes() == raw {
         return None;
     }
@@ -34,7 +34,7 @@ pub fn carried(id: &Value, raw: &[u8]) -> Option<Value> {
 }
 
 /// `message` with every marked id put back as the number it was written as.
-pub fn restored(message: Vec<u8>) -> Vec<u8> {
+pub(crate) fn restored(message: Vec<u8>) -> Vec<u8> {
     let quoted_mark = format!("\"{}", mark());
     if memchr::memmem::find(&message, quoted_mark.as_bytes()).is_none() {
         return message;

@@ -7,34 +7,34 @@ use serde_json::{Map, Value, json};
 use crate::names;
 
 /// The meta keys a 2026-07-28 request carries for the server it is sent to.
-pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 /// The client's capabilities in a 2026-07-28 request.
-pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The server's information in a 2026-07-28 result.
-pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 /// JSON-RPC's code for a method the receiver does not have.
-pub use clawai_protocol::codes::METHOD_NOT_FOUND;
+pub(crate) use clawai_protocol::codes::METHOD_NOT_FOUND;
 
 /// One message, newline-terminated.
-pub fn encode(message: &Value) -> Vec<u8> {
+pub(crate) fn encode(message: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(message).expect("a JSON value encodes");
     bytes.push(b'\n');
     bytes
 }
 
 /// A JSON-RPC error response.
-pub fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
+pub(crate) fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
     encode(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
 }
 
 /// A JSON-RPC result response.
-pub fn result(id: &Value, result: Value) -> Vec<u8> {
+pub(crate) fn result(id: &Value, result: Value) -> Vec<u8> {
     encode(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
 /// A notification.
-pub fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
     let mut message = json!({"jsonrpc": "2.0", "method": method});
     if let Some(params) = params {
         message["params"] = params;
@@ -43,17 +43,17 @@ pub fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
 }
 
 /// The id a message carries, as JSON text (`7`, `"a"`), the key requests are matched by.
-pub fn id_key(id: &Value) -> String {
+pub(crate) fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
 /// `params._meta.progressToken`, if any.
-pub fn progress_token(message: &Value) -> Option<&Value> {
+pub(crate) fn progress_token(message: &Value) -> Option<&Value> {
     message.pointer("/params/_meta/progressToken")
 }
 
 /// Replaces `params._meta.progressToken`.
-pub fn set_progress_token(message: &mut Value, token: Value) {
+pub(crate) fn set_progress_token(message: &mut Value, token: Value) {
     if let Some(slot) = message.pointer_mut("/params/_meta/progressToken") {
         *slot = token;
     }
@@ -61,7 +61,7 @@ pub fn set_progress_token(message: &mut Value, token: Value) {
 
 /// Takes the 2026-07-28 keys out of a request's `_meta`: the gateway speaks to each
 /// server in the revision it agreed with that server.
-pub fn strip_protocol_meta(message: &mut Value) {
+pub(crate) fn strip_protocol_meta(message: &mut Value) {
     if let Some(Value::Object(meta)) = message.pointer_mut("/params/_meta") {
         meta.retain(|key, _| !key.starts_with("io.modelcontextprotocol/"));
         if meta.is_empty()
@@ -74,7 +74,7 @@ pub fn strip_protocol_meta(message: &mut Value) {
 
 /// The message without the 2026-07-28 keys of its `_meta` (see [`strip_protocol_meta`]);
 /// a message without them is returned as it is.
-pub fn without_protocol_meta(bytes: Vec<u8>) -> Vec<u8> {
+pub(crate) fn without_protocol_meta(bytes: Vec<u8>) -> Vec<u8> {
     if memchr::memmem::find(&bytes, b"io.modelcontextprotocol/").is_none() {
         return bytes;
     }
@@ -89,7 +89,7 @@ pub fn without_protocol_meta(bytes: Vec<u8>) -> Vec<u8> {
 
 /// The resource URIs a result names (resource links, embedded resources, read contents),
 /// rewritten to the gateway's names for server `server`.
-pub fn list_resource_uris(result: &mut Value, server: &str) {
+pub(crate) fn list_resource_uris(result: &mut Value, server: &str) {
     fn visit(value: &mut Value, server: &str, depth: usize) {
         if depth > 8 {
             return;
@@ -126,7 +126,7 @@ pub fn list_resource_uris(result: &mut Value, server: &str) {
 }
 
 /// Marks a result for a 2026-07-28 client: `resultType` and the gateway's information.
-pub fn stamp_modern(result: &mut Value, server_info: &Value) {
+pub(crate) fn stamp_modern(result: &mut Value, server_info: &Value) {
     if let Value::Object(result) = result {
         result.entry("resultType").or_insert_with(|| json!("complete"));
         let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));

@@ -37,12 +37,12 @@ use crate::upstream::{CallFrom, Upstream};
 use crate::view::View;
 
 /// The revisions negotiated with `initialize`, oldest first.
-pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+pub(crate) const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// The stateless revision.
-pub const MODERN_VERSION: &str = "2026-07-28";
+pub(crate) const MODERN_VERSION: &str = "2026-07-28";
 
 /// One client session.
-pub struct Session {
+pub(crate) struct Session {
     core: Arc<Core>,
     /// The id the audit trail shows for this session.
     pub id: String,
@@ -111,7 +111,7 @@ enum Asked {
 impl Session {
     /// Opens a session: the front sends the client's messages into the link and reads
     /// the gateway's from it.
-    pub fn open(core: &Arc<Core>) -> Link {
+    pub(crate) fn open(core: &Arc<Core>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
         let (session, mut queued) = Session::new(core);
         session.behind_http.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -135,7 +135,7 @@ impl Session {
     /// A session driven by its caller, which hands it each client message
     /// ([`Session::from_client`]) and sends the client what comes out of the receiver:
     /// messages for the client queue there, so that servers never wait for a slow client.
-    pub fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
+    pub(crate) fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
         let id = uuid::Uuid::new_v4().to_string();
         let memory = core.options.ask.stores.sessions.open(&id);
@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// Queues a message for the client.
-    pub fn send(&self, message: Vec<u8>) {
+    pub(crate) fn send(&self, message: Vec<u8>) {
         let _ = self.outbox.send(crate::raw_ids::restored(message));
     }
 
@@ -443,6 +443,6 @@ impl Session {
 }
 
 /// The gateway's `serverInfo`.
-pub fn server_info() -> Value {
+pub(crate) fn server_info() -> Value {
     json!({"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")})
 }

@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 use crate::catalog::ListKind;
 
 /// The most snapshots one session keeps (the oldest goes first).
-pub const KEPT: usize = 16;
+pub(crate) const KEPT: usize = 16;
 
 /// How long a snapshot is kept after its first page was served.
-pub const KEPT_FOR: Duration = Duration::from_secs(300);
+pub(crate) const KEPT_FOR: Duration = Duration::from_secs(300);
 
 /// The snapshots of one session's lists.
-pub struct Snapshots<T> {
+pub(crate) struct Snapshots<T> {
     next_id: u64,
     kept: VecDeque<Snapshot<T>>,
 }
@@ -46,7 +46,7 @@ impl<T> Snapshots<T> {
     /// Keeps `list` (of `kind`, served at `now`) for the pages after its first; returns
     /// the id its cursors carry. The same list kept twice in a row gets one id: a client
     /// that lists from the start again and again does not push other snapshots out.
-    pub fn keep(&mut self, kind: ListKind, list: &Arc<T>, now: Instant) -> u64 {
+    pub(crate) fn keep(&mut self, kind: ListKind, list: &Arc<T>, now: Instant) -> u64 {
         self.expire(now);
         if let Some(latest) = self.kept.iter_mut().rev().find(|kept| kept.kind == kind)
             && Arc::ptr_eq(&latest.list, list)
@@ -64,7 +64,7 @@ impl<T> Snapshots<T> {
     }
 
     /// The list of `kind` kept under `id`, unless it expired (or never was).
-    pub fn get(&mut self, kind: ListKind, id: u64, now: Instant) -> Option<Arc<T>> {
+    pub(crate) fn get(&mut self, kind: ListKind, id: u64, now: Instant) -> Option<Arc<T>> {
         self.expire(now);
         self.kept.iter().find(|kept| kept.id == id && kept.kind == kind).map(|kept| Arc::clone(&kept.list))
     }

@@ -45,7 +45,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// Being started (or listed for the first time).
     Starting,
     /// Answering.
@@ -61,7 +61,7 @@ pub enum Status {
 /// What the server listed, each item ready to be listed by the gateway (rendered once,
 /// when the server's list changes; the parsed items are not kept).
 #[derive(Default)]
-pub struct Lists {
+pub(crate) struct Lists {
     /// The items of each [`ListKind`].
     pub items: [Arc<Vec<Listed>>; 4],
     /// Bumped whenever a list changes.
@@ -69,7 +69,7 @@ pub struct Lists {
 }
 
 /// One item of a server's list, as the gateway lists it.
-pub struct Listed {
+pub(crate) struct Listed {
     /// The server's own name (or URI) for it.
     pub original: String,
     /// The gateway's name (or URI) for it.
@@ -84,7 +84,7 @@ pub struct Listed {
 }
 
 /// Who waits for the answer to a request the gateway sent the server.
-pub enum Pending {
+pub(crate) enum Pending {
     /// The gateway itself.
     Own(oneshot::Sender<Result<Value, Value>>),
     /// A client's request, under the client's id.
@@ -94,7 +94,7 @@ pub enum Pending {
 }
 
 /// A client's request forwarded to the server.
-pub struct CallFrom {
+pub(crate) struct CallFrom {
     /// The client's session.
     pub session: Weak<Session>,
     /// The id the client gave it.
@@ -106,7 +106,7 @@ pub struct CallFrom {
 }
 
 /// A progress token the gateway gave the server in place of a client's.
-pub struct Progress {
+pub(crate) struct Progress {
     /// The client's session.
     pub session: Weak<Session>,
     /// The client's own token.
@@ -114,7 +114,7 @@ pub struct Progress {
 }
 
 /// One server.
-pub struct Upstream {
+pub(crate) struct Upstream {
     /// Its name in the configuration.
     pub name: String,
     /// Its configuration.
@@ -166,7 +166,7 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
 impl Upstream {
     /// Starts server `name` and returns at once: it comes up in the background.
-    pub fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
+    pub(crate) fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
         let pins = Arc::new(pins::Pins::open(core.options.pins_dir.as_deref(), &name, &entry.transport));
         let per_client = entry.session == SessionMode::PerClient && !core.options.one_client;
         let role = if per_client { Role::Lister(Default::default()) } else { Role::Shared };
@@ -211,7 +211,7 @@ impl Upstream {
     }
 
     /// Where the server is in its life.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         lock(&self.status).clone()
     }
 
@@ -220,22 +220,22 @@ impl Upstream {
     }
 
     /// True when the server answers calls.
-    pub fn is_up(&self) -> bool {
+    pub(crate) fn is_up(&self) -> bool {
         matches!(*lock(&self.status), Status::Up)
     }
 
     /// What the server listed.
-    pub fn lists(&self) -> Arc<Lists> {
+    pub(crate) fn lists(&self) -> Arc<Lists> {
         Arc::clone(&self.lists.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// What the server answered to `initialize`, once it did.
-    pub fn initialized(&self) -> Option<Value> {
+    pub(crate) fn initialized(&self) -> Option<Value> {
         self.initialized.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// A capability the server declared (`tools`, `logging`, …).
-    pub fn capability(&self, name: &str) -> Option<Value> {
+    pub(crate) fn capability(&self, name: &str) -> Option<Value> {
         self.initialized().and_then(|init| init.pointer(&format!("/capabilities/{name}")).cloned())
     }
 
@@ -244,18 +244,18 @@ impl Upstream {
     }
 
     /// A new id for a request to the server: a number, never reused by this instance.
-    pub fn next_id(&self) -> Value {
+    pub(crate) fn next_id(&self) -> Value {
         json!(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Remembers who waits for the answer to request `id` (as JSON text).
-    pub fn expect(&self, id: String, pending: Pending) {
+    pub(crate) fn expect(&self, id: String, pending: Pending) {
         lock(&self.pending).insert(id, pending);
     }
 
     /// The client's call waiting for the answer to request `id`, taken out; nothing is
     /// taken when someone else waits for it.
-    pub fn take_call(&self, id: &str) -> Option<CallFrom> {
+    pub(crate) fn take_call(&self, id: &str) -> Option<CallFrom> {
         let mut pending = lock(&self.pending);
         if !matches!(pending.get(id), Some(Pending::Call(_))) {
             return None;
@@ -267,41 +267,41 @@ impl Upstream {
     }
 
     /// True when someone waits for the answer to request `id`.
-    pub fn expects(&self, id: &str) -> bool {
+    pub(crate) fn expects(&self, id: &str) -> bool {
         lock(&self.pending).contains_key(id)
     }
 
     /// The client's own token for a progress token the gateway gave the server.
-    pub fn progress_owner(&self, token: &str) -> Option<Value> {
+    pub(crate) fn progress_owner(&self, token: &str) -> Option<Value> {
         lock(&self.progress).get(token).map(|progress| progress.token.clone())
     }
 
     /// Sets the server's log level (`logging/setLevel` of a client: the session is shared).
-    pub async fn set_log_level(&self, params: Value) {
+    pub(crate) async fn set_log_level(&self, params: Value) {
         if let Err(why) = self.request(methods::LOGGING_SET_LEVEL, Some(params), LIST_TIMEOUT).await {
             tracing::debug!("server `{}`: {why}", self.name);
         }
     }
 
     /// Forgets who waited for request `id`.
-    pub fn forget(&self, id: &str) -> Option<Pending> {
+    pub(crate) fn forget(&self, id: &str) -> Option<Pending> {
         lock(&self.pending).remove(id)
     }
 
     /// A progress token for the server, standing for a client's.
-    pub fn progress_token(&self, session: &Arc<Session>, token: Value) -> String {
+    pub(crate) fn progress_token(&self, session: &Arc<Session>, token: Value) -> String {
         let ours = format!("clawai-{}-{}", self.instance, self.next_id.fetch_add(1, Ordering::Relaxed));
         lock(&self.progress).insert(ours.clone(), Progress { session: Arc::downgrade(session), token });
         ours
     }
 
     /// Forgets a progress token once its request is answered.
-    pub fn forget_progress(&self, token: &str) {
+    pub(crate) fn forget_progress(&self, token: &str) {
         lock(&self.progress).remove(token);
     }
 
     /// The calls in flight, by session.
-    pub fn sessions_with_calls(&self) -> Vec<Arc<Session>> {
+    pub(crate) fn sessions_with_calls(&self) -> Vec<Arc<Session>> {
         let mut sessions: Vec<Arc<Session>> = Vec::new();
         for pending in lock(&self.pending).values() {
             if let Pending::Call(call) = pending
@@ -316,7 +316,7 @@ impl Upstream {
 
     /// This session's calls in flight here that a client still waits for: (the id the
     /// server knows each by, the client's id).
-    pub fn calls_of(&self, session: &Arc<Session>) -> Vec<(String, Value)> {
+    pub(crate) fn calls_of(&self, session: &Arc<Session>) -> Vec<(String, Value)> {
         lock(&self.pending)
             .iter()
             .filter_map(|(key, pending)| match pending {
@@ -333,19 +333,19 @@ impl Upstream {
 
     /// Gives a call in flight another client id (`null` while no client request waits
     /// for it: a 2026-07-28 client was asked for input and has not retried yet).
-    pub fn reattach(&self, key: &str, client_id: Value) {
+    pub(crate) fn reattach(&self, key: &str, client_id: Value) {
         if let Some(Pending::Call(call)) = lock(&self.pending).get_mut(key) {
             call.client_id = client_id;
         }
     }
 
     /// Client calls still waiting for the server.
-    pub fn calls_in_flight(&self) -> usize {
+    pub(crate) fn calls_in_flight(&self) -> usize {
         lock(&self.pending).values().filter(|p| matches!(p, Pending::Call(_))).count()
     }
 
     /// Sends one message to the server; false when it is not running.
-    pub async fn send(&self, mut message: Vec<u8>) -> bool {
+    pub(crate) async fn send(&self, mut message: Vec<u8>) -> bool {
         if self.speaks_modern() {
             message = modern::stamp_request(message);
         }
@@ -413,7 +413,7 @@ impl Upstream {
     }
 
     /// A notification of the gateway's own.
-    pub async fn notify(&self, method: &str, params: Option<Value>) {
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         let bytes = crate::rewrite::notification(method, params);
         if matches!(self.guard.from_client(&bytes), Verdict::Forward) {
             self.guard.write_pending_decisions();
@@ -517,7 +517,7 @@ impl Upstream {
     }
 
     /// Asks the server to stop (drained or shut down) and waits until it has.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.stop.send_replace(true);
         let deadline = Instant::now() + Duration::from_secs(10);
         while !matches!(self.status(), Status::Stopped) && Instant::now() < deadline {
@@ -528,7 +528,7 @@ impl Upstream {
     /// Removed from the configuration: no new calls; the calls in flight get `drain` to
     /// finish, then are cancelled, and the server is stopped, with the instances of a
     /// per-client server.
-    pub async fn drain(self: Arc<Self>, drain: Duration) {
+    pub(crate) async fn drain(self: Arc<Self>, drain: Duration) {
         // Draining before the instances are taken: no session starts one after.
         self.set_status(Status::Draining);
         let instances: Vec<_> =
@@ -567,7 +567,7 @@ impl Upstream {
     }
 
     /// Lists the server's items of `kind` again (every page) and tells the sessions.
-    pub async fn refresh(self: &Arc<Self>, kind: ListKind) {
+    pub(crate) async fn refresh(self: &Arc<Self>, kind: ListKind) {
         if self.is_own_instance() {
             return; // the catalog lists its lister's items
         }

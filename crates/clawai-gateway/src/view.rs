@@ -24,7 +24,7 @@ use crate::catalog::{Catalog, Item, ListKind};
 use crate::skills::{Loaded, Skill};
 
 /// What a view is computed from.
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     /// `agent.allowedTools`.
     pub allowed_tools: Option<&'a Glob>,
     /// The session's active skill.
@@ -32,7 +32,7 @@ pub struct Scope<'a> {
 }
 
 /// One session's view of the catalog.
-pub struct View {
+pub(crate) struct View {
     /// The catalog it was computed from.
     pub catalog: Arc<Catalog>,
     /// The policy it was computed with.
@@ -52,7 +52,7 @@ pub struct View {
 impl View {
     /// The view of `catalog` in `scope`, without the tools `policy` denies whatever
     /// their arguments (`always_denied`, by tool index), with `skills` listed first.
-    pub fn compute(
+    pub(crate) fn compute(
         catalog: Arc<Catalog>,
         scope: &Scope,
         policy: Arc<Policy>,
@@ -91,7 +91,7 @@ impl View {
     }
 
     /// What the lists of a kind hold, in order, each as clients see it.
-    pub fn listed(&self, kind: ListKind) -> impl Iterator<Item = &RawValue> {
+    pub(crate) fn listed(&self, kind: ListKind) -> impl Iterator<Item = &RawValue> {
         let own = self.own[kind.index()].iter().map(|item| &**item);
         let servers =
             self.visible[kind.index()].iter().map(move |&position| &*self.catalog.item(kind, position).listed.json);
@@ -99,14 +99,14 @@ impl View {
     }
 
     /// How many items of a kind are listed.
-    pub fn len(&self, kind: ListKind) -> usize {
+    pub(crate) fn len(&self, kind: ListKind) -> usize {
         self.own[kind.index()].len() + self.visible[kind.index()].len()
     }
 
     /// The tool or prompt listed as `listed`, if this session can see it (a tool the
     /// policy always denies included: its call is decided); `None` for one that does not
     /// exist and for one this session cannot see alike.
-    pub fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<Item<'_>> {
+    pub(crate) fn find(&self, kind: ListKind, listed: &str, allowed_tools: Option<&Glob>) -> Option<Item<'_>> {
         let skill = self.skill.as_deref().and_then(|name| self.skills.get(name));
         let scope = Scope { allowed_tools, skill };
         self.catalog.find(kind, listed).map(|(_, item)| item).filter(|item| shown(kind, item, &scope))
@@ -114,7 +114,7 @@ impl View {
 
     /// Whether this session would see an item named `full_name` of a server that is
     /// `internal_only` or not, were it in the catalog (one held by pinning is not).
-    pub fn would_show(
+    pub(crate) fn would_show(
         &self,
         kind: ListKind,
         full_name: &str,
@@ -146,6 +146,6 @@ fn shown_as(kind: ListKind, full_name: &str, internal_only: bool, scope: &Scope)
 }
 
 /// Whether a session may read resources of server `server` (not internal).
-pub fn resources_shown(internal_only: bool) -> bool {
+pub(crate) fn resources_shown(internal_only: bool) -> bool {
     !internal_only
 }

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 /// Routing facts of one message; ids and tokens as written (raw JSON text).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     /// The id, as written.
     pub id: Option<String>,
     /// The method, when the message is a request or notification.
@@ -29,7 +29,7 @@ struct View<'a> {
 
 impl Route {
     /// Reads the routing facts of `message`; empty when it is not a JSON object.
-    pub fn of(message: &[u8]) -> Route {
+    pub(crate) fn of(message: &[u8]) -> Route {
         let (id, method, params) = match skim(message) {
             Some(s) => (s.id.map(<[u8]>::to_vec), s.method.map(str::to_owned), s.params.map(<[u8]>::to_vec)),
             None => match serde_json::from_slice::<View>(message) {
@@ -51,7 +51,7 @@ impl Route {
 
     /// [`Route::of`]; for a batch of answers, the route of its first answer (a batch is
     /// answered as a whole, to the stream of its requests).
-    pub fn of_message_or_batch(message: &[u8]) -> Route {
+    pub(crate) fn of_message_or_batch(message: &[u8]) -> Route {
         if message.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
             let answers: Vec<&RawValue> = serde_json::from_slice(message).unwrap_or_default();
             return answers.first().map(|first| Route::of(first.get().as_bytes())).unwrap_or_default();
@@ -60,17 +60,17 @@ impl Route {
     }
 
     /// A request: a method and an id.
-    pub fn is_request(&self) -> bool {
+    pub(crate) fn is_request(&self) -> bool {
         self.method.is_some() && self.id.is_some()
     }
 
     /// A response: an id and no method.
-    pub fn is_response(&self) -> bool {
+    pub(crate) fn is_response(&self) -> bool {
         self.method.is_none() && self.id.is_some()
     }
 
     /// For `notifications/progress`: the token it reports on (`params.progressToken`).
-    pub fn reported_progress_token(message: &[u8]) -> Option<String> {
+    pub(crate) fn reported_progress_token(message: &[u8]) -> Option<String> {
         let params = skim(message)?.params?;
         member(params, b"progressToken").map(|token| String::from_utf8_lossy(token).into_owned())
     }

@@ -10,7 +10,7 @@ use crate::ExitCode;
 
 /// Options of `clawai approvals`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Print the pending approvals as a JSON list.
     #[arg(long)]
     json: bool,
@@ -20,7 +20,7 @@ pub struct ListArgs {
 
 /// Options of `clawai approve`.
 #[derive(Debug, Args)]
-pub struct ApproveArgs {
+pub(crate) struct ApproveArgs {
     /// The approval's id, as `clawai approvals` lists it.
     id: String,
     /// Also let the identical call through for the rest of its session.
@@ -40,7 +40,7 @@ pub struct ApproveArgs {
 
 /// Options of `clawai deny`.
 #[derive(Debug, Args)]
-pub struct DenyArgs {
+pub(crate) struct DenyArgs {
     /// The approval's id, as `clawai approvals` lists it.
     id: String,
     #[command(flatten)]
@@ -66,7 +66,7 @@ fn with_broker<T>(request: impl FnOnce(Client) -> Result<T, Error>) -> Result<Re
 }
 
 /// `clawai approvals [--json]`.
-pub fn list(args: ListArgs) -> Result<ExitCode> {
+pub(crate) fn list(args: ListArgs) -> Result<ExitCode> {
     args.cluster.refuse_until_built()?;
     let items = match with_broker(Client::list)? {
         Ok(items) => items,
@@ -127,7 +127,7 @@ pub(crate) fn visible(text: &str) -> String {
 }
 
 /// `clawai approve ID [--session | --always]`.
-pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
+pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode> {
     args.cluster.refuse_until_built()?;
     let scope = match (args.session, args.always, args.any_arguments) {
         (_, true, true) => Scope::AlwaysAnyArguments,
@@ -152,7 +152,7 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
 }
 
 /// `clawai deny ID`.
-pub fn deny(args: DenyArgs) -> Result<ExitCode> {
+pub(crate) fn deny(args: DenyArgs) -> Result<ExitCode> {
     args.cluster.refuse_until_built()?;
     let id = args.id.trim().to_ascii_uppercase();
     Ok(match with_broker(|client| client.deny(&id))? {

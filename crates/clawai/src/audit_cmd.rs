@@ -15,7 +15,7 @@ use crate::paths;
 
 /// Read the audit trail.
 #[derive(Debug, Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// The last events, one line each; `--follow` keeps printing new ones.
     Tail(TailArgs),
     /// The events that match every filter given (rotated files included, oldest first);
@@ -32,7 +32,7 @@ pub enum AuditCommand {
 
 /// Which audit file.
 #[derive(Debug, Args)]
-pub struct FileArg {
+pub(crate) struct FileArg {
     /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
     #[arg(long = "audit", env = "CLAWAI_AUDIT", value_name = "FILE")]
     path: Option<PathBuf>,
@@ -45,7 +45,7 @@ impl FileArg {
 }
 
 #[derive(Debug, Args)]
-pub struct TailArgs {
+pub(crate) struct TailArgs {
     #[command(flatten)]
     file: FileArg,
     /// How many events.
@@ -61,7 +61,7 @@ pub struct TailArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct QueryArgs {
+pub(crate) struct QueryArgs {
     #[command(flatten)]
     file: FileArg,
     /// Only events with this decision; `blocked` is every call that did not go
@@ -96,7 +96,7 @@ pub struct QueryArgs {
 
 /// The decisions `--decision` selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DecisionFilter {
+pub(crate) enum DecisionFilter {
     /// Forwarded by an allow rule.
     Allow,
     /// Denied by a rule (or by default).
@@ -161,7 +161,7 @@ pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     jiff::Timestamp::now().checked_sub(ago).map_err(|_| help())
 }
 
-pub fn run(cmd: AuditCommand, http: crate::HttpTransport) -> Result<ExitCode> {
+pub(crate) fn run(cmd: AuditCommand, http: crate::HttpTransport) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Tail(args) => tail(args),
         AuditCommand::Query(args) => query(args),

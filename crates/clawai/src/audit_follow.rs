@@ -68,7 +68,12 @@ fn still_at(file: &File, path: &Path) -> bool {
 /// Calls `each` with every line written to the trail at `path` from `position` of
 /// `file` on (the file at `path` when the caller read it), forever: when the trail is
 /// rotated, the rest of the old file is read, then the new one from its start.
-pub fn follow(path: &Path, file: File, position: u64, mut each: impl FnMut(&str) -> io::Result<()>) -> Result<()> {
+pub(crate) fn follow(
+    path: &Path,
+    file: File,
+    position: u64,
+    mut each: impl FnMut(&str) -> io::Result<()>,
+) -> Result<()> {
     let mut current = Reading { file, position };
     let mut rotated: Vec<(Reading, Instant)> = Vec::new();
     loop {

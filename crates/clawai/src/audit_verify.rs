@@ -12,7 +12,7 @@ use crate::ExitCode;
 use crate::audit_cmd::FileArg;
 
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// Files to check, oldest first (default: the trail and its rotated files).
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -52,7 +52,7 @@ pub(crate) fn older_files_missing(oldest: &Path) -> bool {
     numbered(&base, index + 1).exists() || index >= AuditLog::DEFAULT_KEEP
 }
 
-pub fn verify(args: VerifyArgs) -> Result<ExitCode> {
+pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
     let files = if args.files.is_empty() { trail_files(&args.file.resolve()) } else { args.files };
     let mut verifier = Verifier::new();
     for file in &files {

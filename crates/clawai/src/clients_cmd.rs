@@ -16,7 +16,7 @@ use crate::policy_in_use::{self, PolicyState};
 
 /// Which files to work on.
 #[derive(Debug, Args)]
-pub struct Targets {
+pub(crate) struct Targets {
     /// Only this client's files (claude-desktop, claude-code, cursor, vscode, windsurf,
     /// gemini, codex, zed, cline, roo, lmstudio, kiro).
     #[arg(long, value_parser = parse_client)]
@@ -45,7 +45,7 @@ fn parse_client(s: &str) -> Result<Client, String> {
 
 /// `clawai wrap` / `clawai unwrap`.
 #[derive(Debug, Args)]
-pub struct ChangeArgs {
+pub(crate) struct ChangeArgs {
     /// Server names (as in the client's configuration).
     names: Vec<String>,
     /// Every server.
@@ -72,7 +72,7 @@ pub struct ChangeArgs {
 
 /// `clawai status`.
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     #[command(flatten)]
     targets: Targets,
     /// Machine-readable output.
@@ -85,7 +85,7 @@ pub struct StatusArgs {
 
 /// `clawai watch`.
 #[derive(Debug, Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     #[command(flatten)]
     targets: Targets,
     /// Pin this policy in wrapped entries [default: the policy at
@@ -104,7 +104,7 @@ pub struct WatchArgs {
 
 /// `clawai run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Pin this policy in wrapped entries [default: the policy at
     /// $XDG_CONFIG_HOME/clawai/policy.toml, checked before wrapping].
     #[arg(long, value_name = "FILE")]
@@ -201,7 +201,7 @@ fn nothing_found(targets: &Targets) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
+pub(crate) fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
     let verb = if wrap { "wrap" } else { "unwrap" };
     if !args.all && args.names.is_empty() {
         bail!("say which servers to {verb}: `clawai {verb} NAME…` or `clawai {verb} --all`");
@@ -274,7 +274,7 @@ pub fn change(args: ChangeArgs, wrap: bool) -> Result<ExitCode> {
     Ok(if failed { ExitCode::Failure } else { ExitCode::Ok })
 }
 
-pub fn status(args: StatusArgs) -> Result<ExitCode> {
+pub(crate) fn status(args: StatusArgs) -> Result<ExitCode> {
     let files = files(&args.targets);
     if files.is_empty() && !args.json {
         let code = nothing_found(&args.targets);
@@ -437,7 +437,7 @@ fn wrap_quietly(file: &KnownFile, opts: &Options) -> Result<Vec<String>, ClientE
     ops::wrap(file, &Selection::All, opts).map(|r| r.changed)
 }
 
-pub fn watch(args: WatchArgs) -> Result<ExitCode> {
+pub(crate) fn watch(args: WatchArgs) -> Result<ExitCode> {
     let opts = wrap_options(args.policy.clone(), false, args.force)?;
     let all: Vec<KnownFile> = if args.targets.config.is_some() {
         files(&args.targets)
@@ -520,7 +520,7 @@ pub fn watch(args: WatchArgs) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let opts = wrap_options(args.policy.clone(), false, args.force)?;
     for file in known::files(&Dirs::from_env()).iter().filter(|f| f.path.exists()) {
         match wrap_quietly(file, &opts) {

@@ -9,7 +9,7 @@ use clap::Args;
 
 /// `--cluster URL` for the commands that read or change state shared by replicas.
 #[derive(Debug, Clone, Args)]
-pub struct ClusterArg {
+pub(crate) struct ClusterArg {
     /// Cluster mode: the Redis (7.0+) or Valkey server where replicas share their state,
     /// `redis://HOST:PORT/DB` (see docs/cluster.md). Not built yet: given, the command
     /// says so and does not start.

@@ -15,7 +15,7 @@ use crate::scan_cmd::one_line;
 
 /// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
 #[derive(Debug, Clone, Args)]
-pub struct PinsDirArg {
+pub(crate) struct PinsDirArg {
     /// The pin store [default: $XDG_STATE_HOME/clawai/pins].
     #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
@@ -34,7 +34,7 @@ impl PinsDirArg {
 
 /// `clawai pins …`.
 #[derive(Debug, Subcommand)]
-pub enum PinsCommand {
+pub(crate) enum PinsCommand {
     /// Every pinned tool, prompt and resource template, and where it stands.
     List {
         /// Print a JSON list of {server, kind, name, state, hash, live_hash, findings}.
@@ -79,7 +79,7 @@ pub enum PinsCommand {
 }
 
 /// Runs a `clawai pins` command.
-pub fn run(cmd: PinsCommand) -> Result<ExitCode> {
+pub(crate) fn run(cmd: PinsCommand) -> Result<ExitCode> {
     let (PinsCommand::List { pins, .. }
     | PinsCommand::Diff { pins, .. }
     | PinsCommand::Approve { pins, .. }

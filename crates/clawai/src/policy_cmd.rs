@@ -16,7 +16,7 @@ use crate::paths;
 
 /// Write, check and test policies.
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Write a commented starter policy (refuses to overwrite).
     Init {
         /// Where to write it [default: $XDG_CONFIG_HOME/clawai/policy.toml].
@@ -56,7 +56,7 @@ pub enum PolicyCommand {
 
 /// `--policy FILE`, also read from `CLAWAI_POLICY`.
 #[derive(Debug, Args)]
-pub struct PolicyArg {
+pub(crate) struct PolicyArg {
     /// The policy file [default: $XDG_CONFIG_HOME/clawai/policy.toml].
     #[arg(long = "policy", env = "CLAWAI_POLICY", value_name = "FILE")]
     pub path: Option<PathBuf>,
@@ -64,25 +64,25 @@ pub struct PolicyArg {
 
 impl PolicyArg {
     /// The path to read.
-    pub fn resolve(&self) -> PathBuf {
+    pub(crate) fn resolve(&self) -> PathBuf {
         paths::policy_path(self.path.clone())
     }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ImportFormat {
+pub(crate) enum ImportFormat {
     Agentshield,
     Mcpgov,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     Text,
     Json,
 }
 
 #[derive(Debug, Args)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     #[command(flatten)]
     policy: PolicyArg,
     /// One fixture file.
@@ -105,7 +105,7 @@ pub struct TestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     #[command(flatten)]
     policy: PolicyArg,
     /// A tools/call of this tool.
@@ -160,7 +160,7 @@ fn parse_action(s: &str) -> Result<Action, String> {
 
 /// Loads a policy for a command, with the error text people need.
 /// What a conversion from another format shaped or left out is logged as a warning.
-pub fn load(path: &Path) -> Result<Policy> {
+pub(crate) fn load(path: &Path) -> Result<Policy> {
     let policy = load_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     for note in policy.notes() {
         tracing::warn!("{}: {note}", path.display());
@@ -168,7 +168,7 @@ pub fn load(path: &Path) -> Result<Policy> {
     Ok(policy)
 }
 
-pub fn run(cmd: PolicyCommand) -> Result<ExitCode> {
+pub(crate) fn run(cmd: PolicyCommand) -> Result<ExitCode> {
     match cmd {
         PolicyCommand::Init { path } => init(path.unwrap_or_else(paths::default_policy)),
         PolicyCommand::Check { file, policy } => check(&file.unwrap_or_else(|| policy.resolve())),

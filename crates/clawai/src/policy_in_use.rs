@@ -9,7 +9,7 @@ use crate::paths;
 
 /// What a policy file is like, as the proxy will find it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyState {
+pub(crate) enum PolicyState {
     /// It loads.
     Usable,
     /// There is no file.
@@ -20,7 +20,7 @@ pub enum PolicyState {
 
 impl PolicyState {
     /// Loads `path` as `clawai proxy` will.
-    pub fn of(path: &Path) -> PolicyState {
+    pub(crate) fn of(path: &Path) -> PolicyState {
         if !path.exists() {
             return PolicyState::Missing;
         }
@@ -31,7 +31,7 @@ impl PolicyState {
     }
 
     /// A few words for `status`, after the path: empty when usable.
-    pub fn remark(&self, path: &Path) -> String {
+    pub(crate) fn remark(&self, path: &Path) -> String {
         match self {
             PolicyState::Usable => String::new(),
             PolicyState::Missing => {
@@ -47,13 +47,13 @@ impl PolicyState {
 
 /// The policy a wrapped entry uses: the one pinned with `--policy`, else the default
 /// path (what the proxy finds when the client sets no `CLAWAI_POLICY`).
-pub fn for_entries(pinned: Option<&Path>) -> PathBuf {
+pub(crate) fn for_entries(pinned: Option<&Path>) -> PathBuf {
     pinned.map(Path::to_owned).unwrap_or_else(paths::default_policy)
 }
 
 /// Refuses (unless `force`) when the servers about to be wrapped could not start with
 /// `policy`; with `force`, or for a dry run (`warn_only`), says so on stderr and goes on.
-pub fn check_before_wrapping(policy: &Path, force: bool, warn_only: bool) -> Result<()> {
+pub(crate) fn check_before_wrapping(policy: &Path, force: bool, warn_only: bool) -> Result<()> {
     let shown = policy.display();
     let problem = match PolicyState::of(policy) {
         PolicyState::Usable => return Ok(()),

@@ -34,7 +34,7 @@ const REDACTED: &str = "[REDACTED]";
 
 /// Options of `clawai policy replay`.
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The candidate policy.
     #[arg(long = "policy", value_name = "FILE")]
     policy: PathBuf,
@@ -59,7 +59,7 @@ struct Replayed {
 }
 
 /// Runs `clawai policy replay`.
-pub fn run(args: ReplayArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode> {
     let policy = crate::policy_cmd::load(&args.policy)?;
     let trail = args.file.resolve();
     let files = trail_files(&trail);

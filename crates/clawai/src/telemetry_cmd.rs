@@ -10,7 +10,7 @@ use crate::proxy_cmd::Guarded;
 
 /// The option shared by `proxy`, `gateway` and `mcp-server`.
 #[derive(Debug, Args)]
-pub struct OtlpArgs {
+pub(crate) struct OtlpArgs {
     /// Export a span for every decided message and metrics (messages, decisions by
     /// action, decision latency) to this OpenTelemetry collector, over OTLP/HTTP: its
     /// base URL, such as http://127.0.0.1:4318 (spans go to /v1/traces, metrics to

@@ -24,13 +24,13 @@ pub(super) struct StringMember {
 }
 
 impl<'t> Doc<'t> {
-    pub fn new(text: &'t str, path: &'t Path) -> Self {
+    pub(super) fn new(text: &'t str, path: &'t Path) -> Self {
         let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
         Doc { text, path, line_starts }
     }
 
     /// The place of a byte offset of the text.
-    pub fn at(&self, offset: usize) -> Location {
+    pub(super) fn at(&self, offset: usize) -> Location {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let start = self.line_starts[line - 1];
@@ -47,7 +47,7 @@ impl<'t> Doc<'t> {
     /// Parses the text as strict JSON, keeping every value's position. serde_json checks
     /// the syntax first: its messages are the familiar ones and it refuses nesting deep
     /// enough to exhaust the stack before the positional parser sees it.
-    pub fn parse(&self) -> Result<Value<'t>, ConfigError> {
+    pub(super) fn parse(&self) -> Result<Value<'t>, ConfigError> {
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(self.text) {
             let message = e.to_string();
             let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned();
@@ -74,30 +74,30 @@ impl<'t> Doc<'t> {
     }
 
     /// The error for a value of the wrong type.
-    pub fn wrong(&self, value: &Value, what: &str, expected: &'static str) -> ConfigError {
+    pub(super) fn wrong(&self, value: &Value, what: &str, expected: &'static str) -> ConfigError {
         ConfigError::WrongType { at: self.at(value.start()), what: what.to_owned(), expected, found: kind(value) }
     }
 
     /// An error with a message of its own at a byte offset.
-    pub fn invalid(&self, offset: usize, message: String) -> ConfigError {
+    pub(super) fn invalid(&self, offset: usize, message: String) -> ConfigError {
         ConfigError::Invalid { at: self.at(offset), message }
     }
 
-    pub fn object<'o>(&self, value: &'o Value<'t>, what: &str) -> Result<&'o Object<'t>, ConfigError> {
+    pub(super) fn object<'o>(&self, value: &'o Value<'t>, what: &str) -> Result<&'o Object<'t>, ConfigError> {
         match value {
             Value::Object(object) => Ok(object),
             other => Err(self.wrong(other, what, "an object")),
         }
     }
 
-    pub fn string<'o>(&self, value: &'o Value<'t>, what: &str) -> Result<&'o str, ConfigError> {
+    pub(super) fn string<'o>(&self, value: &'o Value<'t>, what: &str) -> Result<&'o str, ConfigError> {
         match value {
             Value::StringLit(s) => Ok(&s.value),
             other => Err(self.wrong(other, what, "a string")),
         }
     }
 
-    pub fn boolean(&self, value: &Value<'t>, what: &str) -> Result<bool, ConfigError> {
+    pub(super) fn boolean(&self, value: &Value<'t>, what: &str) -> Result<bool, ConfigError> {
         match value {
             Value::BooleanLit(b) => Ok(b.value),
             other => Err(self.wrong(other, what, "true or false")),
@@ -105,7 +105,7 @@ impl<'t> Doc<'t> {
     }
 
     /// An array of strings, each with its offset.
-    pub fn strings(&self, value: &Value<'t>, what: &str) -> Result<Vec<(String, usize)>, ConfigError> {
+    pub(super) fn strings(&self, value: &Value<'t>, what: &str) -> Result<Vec<(String, usize)>, ConfigError> {
         let Value::Array(array) = value else { return Err(self.wrong(value, what, "an array of strings")) };
         array
             .elements
@@ -120,7 +120,7 @@ impl<'t> Doc<'t> {
 
     /// An object whose values are all strings; a key given twice is refused (JSON parsers
     /// disagree on which one wins).
-    pub fn string_members(&self, value: &Value<'t>, what: &str) -> Result<Vec<StringMember>, ConfigError> {
+    pub(super) fn string_members(&self, value: &Value<'t>, what: &str) -> Result<Vec<StringMember>, ConfigError> {
         let Value::Object(object) = value else {
             return Err(self.wrong(value, what, "an object of strings"));
         };
@@ -178,11 +178,11 @@ pub(super) struct Key {
 }
 
 impl Key {
-    pub const fn one(name: &'static str) -> Key {
+    pub(super) const fn one(name: &'static str) -> Key {
         Key { name, snake: None }
     }
 
-    pub const fn two(name: &'static str, snake: &'static str) -> Key {
+    pub(super) const fn two(name: &'static str, snake: &'static str) -> Key {
         Key { name, snake: Some(snake) }
     }
 
@@ -200,7 +200,7 @@ impl<'o, 't> Fields<'o, 't> {
     /// Reads an object's members against the keys it may have. An unknown key is an
     /// error unless `lenient` (the file belongs to an MCP client, whose own settings the
     /// gateway does not read); `hints` maps other spellings people use to a known key.
-    pub fn read(
+    pub(super) fn read(
         doc: &Doc<'t>,
         object: &'o Object<'t>,
         section: &str,
@@ -239,7 +239,7 @@ impl<'o, 't> Fields<'o, 't> {
     }
 
     /// The member for a key (by its camelCase name), whichever spelling the file used.
-    pub fn get(&self, name: &str) -> Option<&'o ObjectProp<'t>> {
+    pub(super) fn get(&self, name: &str) -> Option<&'o ObjectProp<'t>> {
         self.found.iter().find(|(n, _)| *n == name).map(|(_, prop)| *prop)
     }
 }

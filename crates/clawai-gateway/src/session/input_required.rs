@@ -18,10 +18,10 @@ use crate::rewrite::{self, id_key};
 use crate::upstream::Upstream;
 
 /// How the gateway's request states begin.
-pub const STATE_PREFIX: &str = "clawai-gw.";
+pub(super) const STATE_PREFIX: &str = "clawai-gw.";
 
 /// A call waiting for its client to retry with the input its server asked for.
-pub struct Suspended {
+pub(super) struct Suspended {
     pair: Arc<Pair>,
     /// The id the server knows the call by.
     call: String,

@@ -16,10 +16,10 @@ use crate::search::{Document, Index};
 use crate::skills::Loaded;
 
 /// The tool's name.
-pub const SEARCH_TOOL: &str = "search_tools";
+pub(super) const SEARCH_TOOL: &str = "search_tools";
 
 /// The tool as listed.
-pub fn tool_json() -> Value {
+pub(crate) fn tool_json() -> Value {
     json!({
         "name": SEARCH_TOOL,
         "description": "Search every tool this gateway can offer (including those of servers not listed now) and the skills that show them; returns the best matches with the skills to activate for the ones not listed now.",
@@ -37,7 +37,7 @@ pub fn tool_json() -> Value {
 
 /// The index of a catalog's tools and the skills: documents `0..tools` are the
 /// catalog's tools by position, then the skills in order.
-pub fn index(catalog: &Catalog, skills: &Loaded) -> Index {
+pub(crate) fn index(catalog: &Catalog, skills: &Loaded) -> Index {
     let mut docs = Vec::with_capacity(catalog.len(ListKind::Tools) + skills.skills.len());
     for (id, item) in catalog.items(ListKind::Tools).enumerate() {
         let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);

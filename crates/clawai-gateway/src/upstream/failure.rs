@@ -58,7 +58,7 @@ impl Failures {
 
 impl Upstream {
     /// Why its last run failed before it was up, if it did and is not up since.
-    pub fn last_failure(&self) -> Option<String> {
+    pub(crate) fn last_failure(&self) -> Option<String> {
         self.failures.last()
     }
 

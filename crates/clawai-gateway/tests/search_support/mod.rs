@@ -9,7 +9,7 @@ use clawai_gateway::search::Document;
 use serde_json::Value;
 
 /// The server the golden file's expected names are under.
-pub const SERVER: &str = "claude-flow";
+pub(crate) const SERVER: &str = "claude-flow";
 
 fn fixture(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
@@ -18,7 +18,7 @@ fn fixture(name: &str) -> Value {
 }
 
 /// The fixture's tools as documents of `server`, ids from `first_id` on.
-pub fn documents(server: &str, first_id: usize) -> Vec<Document> {
+pub(crate) fn documents(server: &str, first_id: usize) -> Vec<Document> {
     let tools = fixture("claude-flow-tools.json");
     let tools = tools.as_array().expect("the fixture is a list of tools");
     tools
@@ -43,13 +43,13 @@ pub fn documents(server: &str, first_id: usize) -> Vec<Document> {
 }
 
 /// The fixture replicated over `servers` servers (`server-0`, `server-1`, ...).
-pub fn replicated(servers: usize) -> Vec<Document> {
+pub(crate) fn replicated(servers: usize) -> Vec<Document> {
     let per_server = documents(SERVER, 0).len();
     (0..servers).flat_map(|s| documents(&format!("server-{s}"), s * per_server)).collect()
 }
 
 /// One golden query and the tools it should find.
-pub struct Golden {
+pub(crate) struct Golden {
     /// What an agent would type.
     pub query: String,
     /// Gateway names of the tools expected in the top 5.
@@ -57,7 +57,7 @@ pub struct Golden {
 }
 
 /// The golden queries.
-pub fn golden() -> Vec<Golden> {
+pub(crate) fn golden() -> Vec<Golden> {
     let golden = fixture("search-golden.json");
     golden
         .as_array()

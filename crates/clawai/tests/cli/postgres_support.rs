@@ -43,7 +43,7 @@ fn as_owner(program: &Path, dir: &Path) -> Command {
 }
 
 /// A running private PostgreSQL.
-pub struct Postgres {
+pub(crate) struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     pub port: u16,
@@ -52,7 +52,7 @@ pub struct Postgres {
 
 impl Postgres {
     /// `initdb`, then the server.
-    pub fn start() -> Postgres {
+    pub(crate) fn start() -> Postgres {
         let bin = bin_dir();
         let dir = tempfile::tempdir().expect("temp dir");
         if is_root() {
@@ -76,12 +76,12 @@ impl Postgres {
     }
 
     /// The URL clawai is given.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://clawai@127.0.0.1:{}/postgres", self.port)
     }
 
     /// Starts the server again (after [`Postgres::stop`]), on the same port and data.
-    pub fn resume(&mut self) {
+    pub(crate) fn resume(&mut self) {
         let server = as_owner(&self.bin.join("postgres"), self.dir.path())
             .arg("-D")
             .arg(self.dir.path().join("data"))
@@ -107,7 +107,7 @@ impl Postgres {
     }
 
     /// Stops the server (a fast shutdown: sessions are cut) and waits until it is gone.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut server) = self.server.take() {
             let pid = nix::unistd::Pid::from_raw(server.id() as i32);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
@@ -116,7 +116,7 @@ impl Postgres {
     }
 
     /// Runs SQL with `psql` as `user`, whatever comes of it.
-    pub fn psql_as(&self, user: &str, statement: &str) -> std::process::Output {
+    pub(crate) fn psql_as(&self, user: &str, statement: &str) -> std::process::Output {
         Command::new(self.bin.join("psql"))
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", user, "-d", "postgres"])
             .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", statement])
@@ -125,14 +125,14 @@ impl Postgres {
     }
 
     /// Runs SQL with `psql` as the superuser; its output, unaligned, without headers.
-    pub fn sql(&self, statement: &str) -> String {
+    pub(crate) fn sql(&self, statement: &str) -> String {
         let output = self.psql_as("clawai", statement);
         assert!(output.status.success(), "psql {statement}: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8(output.stdout).expect("UTF-8").trim().to_owned()
     }
 
     /// A number the SQL selects.
-    pub fn count(&self, statement: &str) -> u64 {
+    pub(crate) fn count(&self, statement: &str) -> u64 {
         self.sql(statement).parse().unwrap_or_else(|_| panic!("{statement}: not a number"))
     }
 }

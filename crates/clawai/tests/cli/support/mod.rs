@@ -9,45 +9,45 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
-pub fn clawai() -> PathBuf {
+pub(crate) fn clawai() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clawai"))
 }
 
-pub fn scripted_server() -> PathBuf {
+pub(crate) fn scripted_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scripted/server.py")
 }
 
-pub use clawai_testkit::policies::ALLOW_ALL;
+pub(crate) use clawai_testkit::policies::ALLOW_ALL;
 
 /// A running proxy with its server, and the files the test looks at.
-pub struct Proxy {
+pub(crate) struct Proxy {
     pub child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
     pub dir: tempfile::TempDir,
 }
 
-pub struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     pub policy: &'a str,
     pub args: Vec<String>,
     pub env: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Setup<'a> {
-    pub fn new(policy: &'a str) -> Self {
+    pub(crate) fn new(policy: &'a str) -> Self {
         Setup { policy, args: Vec::new(), env: Vec::new() }
     }
-    pub fn arg(mut self, a: &str) -> Self {
+    pub(crate) fn arg(mut self, a: &str) -> Self {
         self.args.push(a.to_owned());
         self
     }
-    pub fn env(mut self, k: &'a str, v: &'a str) -> Self {
+    pub(crate) fn env(mut self, k: &'a str, v: &'a str) -> Self {
         self.env.push((k, v));
         self
     }
-    pub fn start(self) -> Proxy {
+    pub(crate) fn start(self) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("policy.toml"), self.policy).unwrap();
         let mut cmd = Command::new(clawai());
@@ -92,7 +92,7 @@ impl<'a> Setup<'a> {
 }
 
 impl Proxy {
-    pub fn send(&mut self, line: &[u8]) {
+    pub(crate) fn send(&mut self, line: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line).unwrap();
         if !line.ends_with(b"\n") {
@@ -101,30 +101,30 @@ impl Proxy {
         stdin.flush().unwrap();
     }
 
-    pub fn send_json(&mut self, v: &Value) {
+    pub(crate) fn send_json(&mut self, v: &Value) {
         self.send(serde_json::to_string(v).unwrap().as_bytes());
     }
 
     /// The next line from the proxy, raw.
-    pub fn recv_raw(&mut self) -> Vec<u8> {
+    pub(crate) fn recv_raw(&mut self) -> Vec<u8> {
         self.lines.recv_timeout(TIMEOUT).expect("a message from clawai in time")
     }
 
-    pub fn recv(&mut self) -> Value {
+    pub(crate) fn recv(&mut self) -> Value {
         let line = self.recv_raw();
         serde_json::from_slice(&line)
             .unwrap_or_else(|e| panic!("clawai wrote invalid JSON ({e}): {}", String::from_utf8_lossy(&line)))
     }
 
     /// Nothing arrives within `wait`.
-    pub fn expect_silence(&mut self, wait: Duration) {
+    pub(crate) fn expect_silence(&mut self, wait: Duration) {
         if let Ok(line) = self.lines.recv_timeout(wait) {
             panic!("unexpected message: {}", String::from_utf8_lossy(&line));
         }
     }
 
     /// A request and its response, skipping server notifications.
-    pub fn call(&mut self, v: &Value) -> Value {
+    pub(crate) fn call(&mut self, v: &Value) -> Value {
         self.send_json(v);
         loop {
             let m = self.recv();
@@ -134,16 +134,16 @@ impl Proxy {
         }
     }
 
-    pub fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         let r = self.call(&serde_json::json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}));
         assert_eq!(r["result"]["serverInfo"]["name"], "scripted");
     }
 
-    pub fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         self.stdin.take();
     }
 
-    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -154,15 +154,15 @@ impl Proxy {
         }
     }
 
-    pub fn server_log(&self) -> String {
+    pub(crate) fn server_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
-    pub fn audit(&self) -> Vec<Value> {
+    pub(crate) fn audit(&self) -> Vec<Value> {
         clawai_testkit::trail::read(&self.dir.path().join("audit.jsonl"))
     }
 
-    pub fn stderr(&mut self) -> String {
+    pub(crate) fn stderr(&mut self) -> String {
         let mut s = String::new();
         if let Some(mut e) = self.child.stderr.take() {
             use std::io::Read;
@@ -179,7 +179,7 @@ impl Drop for Proxy {
     }
 }
 
-pub fn pid_alive(pid: i32) -> bool {
+pub(crate) fn pid_alive(pid: i32) -> bool {
     // Signal 0 only checks existence; a zombie still counts, so check /proc state too.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"),

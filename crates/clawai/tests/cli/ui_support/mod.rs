@@ -9,12 +9,12 @@ use std::time::Duration;
 use clawai_approvals::{Ask, Client, Pending};
 use serde_json::json;
 
-pub fn clawai() -> PathBuf {
+pub(crate) fn clawai() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clawai"))
 }
 
 /// A running `clawai ui` with its own XDG directories.
-pub struct Ui {
+pub(crate) struct Ui {
     pub child: Child,
     pub dir: tempfile::TempDir,
     pub url: String,
@@ -22,7 +22,7 @@ pub struct Ui {
 }
 
 /// The XDG environment of a home in `dir`.
-pub fn home_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn home_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     vec![
         ("HOME", dir.to_path_buf()),
         ("XDG_RUNTIME_DIR", dir.join("run")),
@@ -32,7 +32,7 @@ pub fn home_env(dir: &Path) -> Vec<(&'static str, PathBuf)> {
 }
 
 /// A `clawai` command in the home `dir`.
-pub fn command(dir: &Path) -> Command {
+pub(crate) fn command(dir: &Path) -> Command {
     let mut cmd = Command::new(clawai());
     cmd.env_remove("CLAWAI_BROKER_SOCKET").env_remove("CLAWAI_AUDIT").env_remove("CLAWAI_GRANT_WINDOW_MS");
     for (key, value) in home_env(dir) {
@@ -42,15 +42,15 @@ pub fn command(dir: &Path) -> Command {
 }
 
 impl Ui {
-    pub fn start() -> Ui {
+    pub(crate) fn start() -> Ui {
         Ui::start_with(&[])
     }
 
-    pub fn start_with(env: &[(&str, &str)]) -> Ui {
+    pub(crate) fn start_with(env: &[(&str, &str)]) -> Ui {
         Ui::start_in(tempfile::tempdir().unwrap(), env)
     }
 
-    pub fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Ui {
+    pub(crate) fn start_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Ui {
         let mut cmd = command(dir.path());
         cmd.args(["ui", "--listen", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (key, value) in env {
@@ -70,34 +70,34 @@ impl Ui {
         Ui { child, dir, url, stderr }
     }
 
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         self.dir.path().join("run/clawai/broker.sock")
     }
 
-    pub fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         Client::connect_to(&self.socket()).expect("the broker answers")
     }
 
     /// Asks like a proxy would.
-    pub fn ask(&self, key: &str) -> Pending {
+    pub(crate) fn ask(&self, key: &str) -> Pending {
         self.client().ask(&ask(key)).expect("the ask is taken")
     }
 
     /// `clawai ARGS` in this home.
-    pub fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> Output {
         command(self.dir.path()).args(args).output().unwrap()
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.url.trim_start_matches("http://127.0.0.1:").split('/').next().unwrap().parse().unwrap()
     }
 
-    pub fn token(&self) -> String {
+    pub(crate) fn token(&self) -> String {
         self.url.split("token=").nth(1).unwrap().to_owned()
     }
 
     /// Stops it with SIGTERM and waits.
-    pub fn stop(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn stop(&mut self) -> std::process::ExitStatus {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         self.child.wait().unwrap()
@@ -112,7 +112,7 @@ impl Drop for Ui {
 }
 
 /// An ask for `write_file` on server `fs`, with a bidi character in its arguments.
-pub fn ask(key: &str) -> Ask {
+pub(crate) fn ask(key: &str) -> Ask {
     Ask {
         session: "session-1".into(),
         server: Some("fs".into()),
@@ -128,7 +128,7 @@ pub fn ask(key: &str) -> Ask {
 }
 
 /// A raw HTTP/1.1 request to the page; returns the status and the body.
-pub fn http(port: u16, request_head: &str) -> (u16, String) {
+pub(crate) fn http(port: u16, request_head: &str) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     stream.write_all(request_head.as_bytes()).unwrap();
@@ -140,7 +140,7 @@ pub fn http(port: u16, request_head: &str) -> (u16, String) {
     (status, body)
 }
 
-pub fn mode(path: &Path) -> u32 {
+pub(crate) fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
