@@ -29,9 +29,16 @@ def peers_installed():
 
 @pytest.fixture(autouse=True)
 def own_pins(tmp_path, monkeypatch):
-    """Each test's own pin store (proxies started with os.environ inherit it): what one
-    test's server lists is never compared with another's."""
-    monkeypatch.setenv("CLAWAI_PINS", str(tmp_path / "pins"))
+    """Each test's own pin store: what one test's server lists is never compared with
+    another's, nor with the user's own pins. Proxies started with os.environ inherit
+    it, and so do those the official client starts: its stdio transport gives a child
+    only a minimal environment, to which this adds the pin store."""
+    pins = str(tmp_path / "pins")
+    monkeypatch.setenv("CLAWAI_PINS", pins)
+    import mcp.client.stdio as stdio
+
+    minimal = stdio.get_default_environment
+    monkeypatch.setattr(stdio, "get_default_environment", lambda: {**minimal(), "CLAWAI_PINS": pins})
 
 
 def write_policy(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
