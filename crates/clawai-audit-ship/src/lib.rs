@@ -124,8 +124,9 @@ impl Postgres {
     }
 }
 
-/// The URL with its password replaced by `***`.
-fn redacted(url: &str) -> String {
+/// A connection URL with its password replaced by `***`, for messages: `scheme://user:***@host/…`,
+/// or `password=***` in the key=value form. The CLI shows `--cluster` URLs with it too.
+pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         // key=value form: hide `password=…`.
         return url

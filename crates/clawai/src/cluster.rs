@@ -29,7 +29,7 @@ impl ClusterArg {
     pub(crate) fn refuse_until_built(&self) -> Result<()> {
         let Some(url) = &self.url else { return Ok(()) };
         check_redis_url(url)?;
-        bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", redacted(url))
+        bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", clawai_audit_ship::redacted(url))
     }
 
     /// [`ClusterArg::refuse_until_built`] for a replica (`gateway`, `proxy --listen`),
@@ -62,7 +62,7 @@ pub(crate) fn parse_replica_id(text: &str) -> Result<String, String> {
 /// TLS), without a URL parser (the small binary has none): the scheme, a host, a port
 /// that is a number, a database that is a number.
 fn check_redis_url(url: &str) -> Result<()> {
-    let shown = redacted(url);
+    let shown = clawai_audit_ship::redacted(url);
     let example = "expected redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0";
     let Some(rest) = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://")) else {
         bail!("--cluster (CLAWAI_CLUSTER) {shown}: not a Redis URL; {example}");
@@ -91,20 +91,6 @@ fn check_redis_url(url: &str) -> Result<()> {
         bail!("--cluster (CLAWAI_CLUSTER) {shown}: `/{database}` is not a database number; {example}");
     }
     Ok(())
-}
-
-/// The URL with its password (if any) replaced by `***`, for messages.
-fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) if credentials.contains(':') => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{host}{path}")
-        }
-        _ => url.to_owned(),
-    }
 }
 
 #[cfg(test)]
