@@ -492,6 +492,12 @@ impl Tracker {
         }
     }
 
+    /// True when the server's instructions changed since they were approved (or the
+    /// scan quarantined them): nothing of it is listed and every call is refused.
+    pub fn blocked(&self) -> bool {
+        self.inner().file.blocked()
+    }
+
     /// A copy of the pins as they are now.
     pub fn snapshot(&self) -> PinFile {
         self.inner().file.clone()

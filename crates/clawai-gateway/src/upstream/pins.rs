@@ -104,7 +104,7 @@ impl Upstream {
     pub(super) fn keep_approved(&self, kind: ListKind, items: &mut Vec<Value>) {
         if let (Some((tracker, scan)), Some(pinned)) = (self.pins_and_scan(), pinned_kind(kind)) {
             let compared = tracker.retain_approved(pinned, items, scan);
-            self.guard.record_compared(kind.method(), &compared, tracker.snapshot().blocked());
+            self.guard.record_compared(kind.method(), &compared, tracker.blocked());
         }
     }
 
