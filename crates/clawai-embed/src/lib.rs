@@ -1,0 +1,161 @@
+//! Sentence embeddings from a local model directory, for `search_tools`.
+//!
+//! [`Embedder::load`] reads a sentence-transformers directory (all-MiniLM-L6-v2 class: a
+//! BERT encoder in `model.safetensors`, its `config.json`, a `tokenizer.json`, and the
+//! optional `1_Pooling/config.json` and `sentence_bert_config.json`) and runs it on the CPU
+//! with candle, in pure Rust. Nothing is ever downloaded: a directory that lacks a file or
+//! holds the wrong kind of model is an [`EmbedError`] naming the path and what to do.
+//!
+//! [`Embedder::embed`] turns texts into unit-length vectors (mean- or CLS-pooled, then
+//! L2-normalised, as sentence-transformers does), so the dot product of two of them is their
+//! cosine similarity.
+//!
+//! Why a crate of its own: candle, gemm and tokenizers are most of a megabyte of code and
+//! minutes of build; only the gateway's search needs them, so the proxy does not link them.
+
+mod bert;
+mod model_dir;
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use tokenizers::Tokenizer;
+
+use bert::{Bert, BertConfig};
+pub use model_dir::Pooling;
+
+/// Texts embedded in one forward pass: large enough to keep the matrix products busy,
+/// small enough that the padding of a batch sorted by length stays small.
+const BATCH: usize = 32;
+
+/// Why a model directory could not be loaded or a text not embedded.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The directory, or a file the model needs, is missing or unreadable.
+    #[error(
+        "embedding model {}: {what}: point --embeddings (or \"search\": {{\"embeddings\": ...}}) at a \
+         sentence-transformers directory with config.json, tokenizer.json and model.safetensors",
+        path.display()
+    )]
+    Missing {
+        /// The path that is missing or unreadable.
+        path: PathBuf,
+        /// What was wrong with it.
+        what: String,
+    },
+    /// A file is there but is not what a BERT sentence-transformer ships.
+    #[error("embedding model {}: {what}", path.display())]
+    Invalid {
+        /// The file at fault.
+        path: PathBuf,
+        /// What it should have held.
+        what: String,
+    },
+    /// The model failed while embedding (a tensor shape or arithmetic error).
+    #[error("embedding failed: {0}")]
+    Inference(#[from] candle_core::Error),
+    /// The tokenizer failed on a text.
+    #[error("tokenizing failed: {0}")]
+    Tokenize(String),
+}
+
+/// A loaded sentence-embedding model.
+pub struct Embedder {
+    model: Bert,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    /// Longest input in tokens (longer texts are cut, as sentence-transformers does).
+    max_tokens: usize,
+    dimension: usize,
+    device: Device,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder").field("dimension", &self.dimension).field("max_tokens", &self.max_tokens).finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `dir`; every failure names the file at fault.
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        let files = model_dir::ModelFiles::read(dir)?;
+        let device = Device::Cpu;
+        let tensors = candle_core::safetensors::load(&files.weights, &device).map_err(|error| {
+            EmbedError::Invalid { path: files.weights.clone(), what: format!("not a readable safetensors file: {error}") }
+        })?;
+        let config: BertConfig = files.config;
+        let model = Bert::new(&config, tensors, &device).map_err(|error| EmbedError::Invalid {
+            path: files.weights.clone(),
+            what: format!("not the weights of a BERT encoder matching config.json: {error}"),
+        })?;
+        let mut tokenizer = Tokenizer::from_file(&files.tokenizer).map_err(|error| EmbedError::Invalid {
+            path: files.tokenizer.clone(),
+            what: format!("not a tokenizers JSON file: {error}"),
+        })?;
+        // Padding is ours (to the longest text of a batch); truncation is set below.
+        tokenizer.with_padding(None);
+        let max_tokens = files.max_tokens.min(config.max_position_embeddings);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams { max_length: max_tokens, ..Default::default() }))
+            .map_err(|error| EmbedError::Tokenize(error.to_string()))?;
+        Ok(Embedder { model, tokenizer, pooling: files.pooling, max_tokens, dimension: config.hidden_size, device })
+    }
+
+    /// The length of every vector [`Embedder::embed`] returns.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// Unit-length embeddings of `texts`, in order.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|error| EmbedError::Tokenize(error.to_string()))?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(BATCH) {
+            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
+            for (&i, vector) in batch.iter().zip(self.embed_batch(&ids)?) {
+                vectors[i] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// One forward pass over token ids, padded to the longest.
+    fn embed_batch(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let longest = ids.iter().map(|t| t.len()).max().unwrap_or(0).clamp(1, self.max_tokens);
+        let mut flat_ids = Vec::with_capacity(ids.len() * longest);
+        let mut flat_mask = Vec::with_capacity(ids.len() * longest);
+        for tokens in ids {
+            let kept = &tokens[..tokens.len().min(longest)];
+            flat_ids.extend_from_slice(kept);
+            flat_mask.extend(std::iter::repeat_n(1f32, kept.len()));
+            flat_ids.extend(std::iter::repeat_n(0u32, longest - kept.len()));
+            flat_mask.extend(std::iter::repeat_n(0f32, longest - kept.len()));
+        }
+        let shape = (ids.len(), longest);
+        let input = Tensor::from_vec(flat_ids, shape, &self.device)?;
+        let mask = Tensor::from_vec(flat_mask, shape, &self.device)?;
+        let hidden = self.model.forward(&input, &mask)?;
+        let pooled = match self.pooling {
+            Pooling::Mean => {
+                let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
+                let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
+                summed.broadcast_div(&counts)?
+            }
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+        };
+        let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+        let unit = pooled.broadcast_div(&norms)?.to_dtype(DType::F32)?;
+        Ok(unit.to_vec2()?)
+    }
+}
+
+/// The dot product of two vectors; for [`Embedder::embed`]'s unit vectors, their cosine.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
