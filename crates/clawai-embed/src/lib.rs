@@ -76,6 +76,12 @@ impl std::fmt::Debug for Embedder {
     }
 }
 
+/// Checks that `dir` holds a model [`Embedder::load`] can run, reading only its small
+/// files: fast enough for start-up, which must not wait for the weights.
+pub fn check(dir: &Path) -> Result<(), EmbedError> {
+    model_dir::ModelFiles::read(dir).map(drop)
+}
+
 impl Embedder {
     /// Loads the model in `dir`; every failure names the file at fault.
     pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {

@@ -39,6 +39,9 @@ pub struct GatewayOptions {
     /// The gateway serves one client session only (stdio): a per-client server then runs
     /// once, as a shared one does (an instance of its own would change nothing).
     pub one_client: bool,
+    /// The embedding model of `search_tools` (`--embeddings`, `search.embeddings`);
+    /// `None`: lexical ranking only.
+    pub search_model: Option<crate::embeddings::SearchModel>,
 }
 
 impl Default for GatewayOptions {
@@ -52,6 +55,7 @@ impl Default for GatewayOptions {
             pins_dir: None,
             per_client_idle: Duration::from_secs(600),
             one_client: false,
+            search_model: None,
         }
     }
 }
@@ -82,6 +86,8 @@ pub(crate) struct Core {
     skills: RwLock<Arc<Loaded>>,
     /// The search index, for the catalog generation and skills it was built from.
     search: Mutex<Option<SearchIndex>>,
+    /// The serial number of the next search index built.
+    search_serial: AtomicU64,
     /// The unmatched `allowed-tools` patterns already logged.
     pub(crate) patterns_told: crate::check::PatternsTold,
 }
@@ -91,7 +97,10 @@ pub(crate) struct Core {
 type AlwaysDenied = (u64, Arc<Policy>, Arc<Vec<bool>>);
 
 /// The search index, for the catalog generation and the skills it was built from.
-type SearchIndex = (u64, Arc<Loaded>, Arc<crate::search::Index>);
+type SearchIndex = (u64, Arc<Loaded>, Built);
+
+/// A search index and its serial number (the key of its documents' vectors).
+pub(crate) type Built = (Arc<crate::search::Index>, u64);
 
 /// How long after start the first lists wait for servers still starting.
 const SETTLE: Duration = Duration::from_millis(1500);
@@ -115,6 +124,7 @@ impl Core {
             always_denied: Mutex::default(),
             skills: RwLock::default(),
             search: Mutex::default(),
+            search_serial: AtomicU64::new(0),
             patterns_told: Mutex::default(),
         });
         // A reloaded policy may leave tools out of the lists, or put them back.
@@ -180,21 +190,35 @@ impl Core {
             session.forget_skill_unless(|name| skills.get(name).is_some());
             session.view_may_have_changed();
         }
+        self.embed_in_background();
         self.warn_of_unmatched_patterns();
     }
 
-    /// The search index of `catalog`'s tools and `skills` (built once for both).
-    pub(crate) fn search_index(&self, catalog: &Catalog, skills: &Arc<Loaded>) -> Arc<crate::search::Index> {
+    /// The search index of `catalog`'s tools and `skills` (built once for both), and its
+    /// serial number. A new index is handed to the embedding model, if there is one.
+    pub(crate) fn search_index(&self, catalog: &Catalog, skills: &Arc<Loaded>) -> Built {
         let mut cached = lock(&self.search);
-        if let Some((generation, seen, index)) = cached.as_ref()
+        if let Some((generation, seen, (index, serial))) = cached.as_ref()
             && *generation == catalog.generation
             && Arc::ptr_eq(seen, skills)
         {
-            return Arc::clone(index);
+            return (Arc::clone(index), *serial);
         }
+        let serial = self.search_serial.fetch_add(1, Ordering::Relaxed);
         let index = Arc::new(crate::session::search_index(catalog, skills));
-        *cached = Some((catalog.generation, Arc::clone(skills), Arc::clone(&index)));
-        index
+        if let Some(model) = &self.options.search_model {
+            model.index_changed(serial, crate::session::embedding_texts(catalog, skills));
+        }
+        *cached = Some((catalog.generation, Arc::clone(skills), (Arc::clone(&index), serial)));
+        (index, serial)
+    }
+
+    /// With an embedding model, has the current tools and skills embedded now (in the
+    /// background) rather than at the first search.
+    fn embed_in_background(&self) {
+        if self.options.search_model.is_some() {
+            self.search_index(&self.catalog(), &self.skills());
+        }
     }
 
     /// The merged catalog.
@@ -234,6 +258,7 @@ impl Core {
             session.view_may_have_changed();
         }
         self.warn_of_unmatched_patterns();
+        self.embed_in_background();
     }
 
     /// Every open session.

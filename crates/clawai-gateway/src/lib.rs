@@ -22,6 +22,7 @@ pub mod check;
 pub mod config;
 mod core;
 pub mod cursor;
+pub mod embeddings;
 pub mod names;
 mod pair;
 mod raw_ids;

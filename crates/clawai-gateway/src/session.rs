@@ -18,7 +18,7 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
-pub(crate) use search::{index as search_index, tool_json as search_tool_json};
+pub(crate) use search::{embedding_texts, index as search_index, tool_json as search_tool_json};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;

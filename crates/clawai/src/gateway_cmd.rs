@@ -89,6 +89,11 @@ pub(crate) struct ServedArgs {
     /// ./.clawai/skills, $XDG_CONFIG_HOME/clawai/skills and ./.claude/skills.
     #[arg(long = "skills", value_name = "DIR")]
     pub(crate) skills: Vec<PathBuf>,
+    /// A local sentence-embedding model directory (sentence-transformers: config.json,
+    /// tokenizer.json, model.safetensors) for search_tools, whose ranking then fuses
+    /// meaning with words. Loaded in the background; never downloaded.
+    #[arg(long, value_name = "DIR", env = "CLAWAI_EMBEDDINGS")]
+    pub(crate) embeddings: Option<PathBuf>,
     #[command(flatten)]
     otlp: crate::telemetry_cmd::OtlpArgs,
 }
@@ -183,6 +188,8 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         per_client_idle: Duration::from_secs_f64(args.per_client_idle),
         // Over stdio the gateway has one client session: per-client servers run once.
         one_client: args.front.listen.is_none(),
+        // Set by `serve`, from `--embeddings` or the configuration's `search.embeddings`.
+        search_model: None,
     };
     if args.check {
         return crate::gateway_check::check(&args.served, config, &args.config, options);
@@ -231,6 +238,12 @@ fn serve(
         options.pins_dir.as_deref(),
         &protect_also,
     );
+    let embeddings = served.embeddings.as_ref().or(config.embeddings.as_ref());
+    options.search_model = match embeddings.map(|dir| search_model(dir)).transpose() {
+        Ok(model) => model,
+        Err(error) if listen.is_none() => return crate::not_started::answer_with(error),
+        Err(error) => return Err(error),
+    };
     let mut guarded = match guarded {
         Ok(guarded) => guarded,
         Err(error) if listen.is_none() => return crate::not_started::answer_with(error),
@@ -309,4 +322,32 @@ fn serve(
     // stdin is read on a blocking thread that cannot be interrupted.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::Code(code))
+}
+
+/// The embedding model in `dir`, checked now (a wrong directory stops start-up) and
+/// loaded in the background (start-up never waits for the weights).
+#[cfg(feature = "embeddings")]
+fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
+    use clawai_gateway::embeddings::{Embed, SearchModel};
+    struct Model(clawai_embed::Embedder);
+    impl Embed for Model {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            self.0.embed(texts).map_err(|error| error.to_string())
+        }
+    }
+    clawai_embed::check(dir).context("the gateway was not started")?;
+    let dir = dir.to_owned();
+    Ok(SearchModel::start(Box::new(move || {
+        let model = clawai_embed::Embedder::load(&dir).map_err(|error| error.to_string())?;
+        Ok(std::sync::Arc::new(Model(model)) as std::sync::Arc<dyn Embed>)
+    })))
+}
+
+/// Built without the `embeddings` feature: a model cannot be run.
+#[cfg(not(feature = "embeddings"))]
+fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
+    bail!(
+        "the gateway was not started: --embeddings {} needs a clawai built with the `embeddings` feature",
+        dir.display()
+    )
 }

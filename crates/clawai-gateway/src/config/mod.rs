@@ -52,6 +52,10 @@ pub struct GatewayConfig {
     /// `agent.allowedTools`: globs over namespaced tool names (`server__tool`; `*` any run,
     /// `?` one character), the most any session may see. `None`: no limit.
     pub allowed_tools: Option<Vec<String>>,
+    /// `search.embeddings`: the directory of a local sentence-embedding model for
+    /// `search_tools` (relative to the configuration file's directory). `None`: lexical
+    /// ranking only.
+    pub embeddings: Option<PathBuf>,
     /// What was loaded but deserves a word to the user (a skipped server, no servers at
     /// all), each starting with `FILE:LINE:COLUMN`; the caller decides how to show them.
     pub warnings: Vec<String>,
@@ -169,7 +173,9 @@ impl ServerEntry {
     }
 }
 
-const TOP_KEYS: [Key; 3] = [Key::two("mcpServers", "mcp_servers"), Key::one("tools"), Key::one("agent")];
+const TOP_KEYS: [Key; 4] =
+    [Key::two("mcpServers", "mcp_servers"), Key::one("tools"), Key::one("agent"), Key::one("search")];
+const SEARCH_KEYS: [Key; 1] = [Key::one("embeddings")];
 const TOOLS_KEYS: [Key; 1] = [Key::two("mcpServers", "mcp_servers")];
 const AGENT_KEYS: [Key; 1] = [Key::two("allowedTools", "allowed_tools")];
 const TOP_HINTS: &[(&str, &str)] = &[("servers", "mcpServers"), ("mcp", "mcpServers")];
@@ -237,7 +243,28 @@ pub fn parse(
             fields.get("allowedTools").map(|globs| read_globs(&doc, globs, &mut warnings)).transpose()?
         }
     };
-    Ok(GatewayConfig { servers, allowed_tools, warnings })
+    let embeddings = match top.get("search") {
+        None => None,
+        Some(search) => {
+            let object = doc.object(&search.value, "`search`")?;
+            let fields = Fields::read(&doc, object, "`search`", &SEARCH_KEYS, &[("model", "embeddings")], lenient)?;
+            fields.get("embeddings").map(|dir| read_model_dir(&doc, dir, path)).transpose()?
+        }
+    };
+    Ok(GatewayConfig { servers, allowed_tools, embeddings, warnings })
+}
+
+/// `search.embeddings`: a non-empty path, relative to the configuration file's directory.
+/// Whether it holds a model is checked where the model is loaded.
+fn read_model_dir(doc: &Doc, prop: &ObjectProp, config: &Path) -> Result<PathBuf, ConfigError> {
+    let dir = doc.string(&prop.value, "`search.embeddings`")?;
+    if dir.trim().is_empty() {
+        return Err(doc.invalid(
+            prop.range.start,
+            "`search.embeddings` is empty; name a sentence-transformers model directory, or remove the key".to_owned(),
+        ));
+    }
+    Ok(config.parent().unwrap_or(Path::new("")).join(dir))
 }
 
 fn read_servers(

@@ -10,6 +10,8 @@ use super::{Document, Hit};
 const FIELDS: usize = 4;
 /// Name parts, server, description, parameters: a word naming the tool says the most.
 const FIELD_WEIGHTS: [f32; FIELDS] = [3.0, 1.5, 1.0, 0.5];
+/// The position of the name parts in [`FIELD_WEIGHTS`].
+const NAME_FIELD: usize = 0;
 /// Term-frequency saturation.
 const K1: f32 = 1.2;
 /// Length normalisation, per field.
@@ -22,6 +24,9 @@ struct Posting {
     doc: u32,
     /// idf × tf̃ / (k1 + tf̃), computed once at build time (it does not depend on the query).
     weight: f32,
+    /// The same without the name field: what a digit-only query word scores. An id, an
+    /// amount or a year in a request says nothing about which tool (`v2`, `s3` do).
+    weight_without_name: f32,
 }
 
 /// Tool documents, tokenised and weighted for [`Index::search`].
@@ -79,13 +84,17 @@ impl Index {
                     .into_iter()
                     .map(|(doc, tf)| {
                         let lengths = fields[doc as usize].each_ref().map(|f| f.len() as f32);
-                        let pseudo_tf: f32 = (0..FIELDS)
-                            .map(|f| {
-                                let norm = 1.0 - B + B * lengths[f] / average[f];
-                                FIELD_WEIGHTS[f] * f32::from(tf[f]) / norm
-                            })
-                            .sum();
-                        Posting { doc, weight: idf * pseudo_tf / (K1 + pseudo_tf) }
+                        let field_tf = |f: usize| {
+                            let norm = 1.0 - B + B * lengths[f] / average[f];
+                            FIELD_WEIGHTS[f] * f32::from(tf[f]) / norm
+                        };
+                        let pseudo_tf: f32 = (0..FIELDS).map(field_tf).sum();
+                        let without_name: f32 = (NAME_FIELD + 1..FIELDS).map(field_tf).sum();
+                        Posting {
+                            doc,
+                            weight: idf * pseudo_tf / (K1 + pseudo_tf),
+                            weight_without_name: idf * without_name / (K1 + without_name),
+                        }
                     })
                     .collect()
             })
@@ -127,6 +136,7 @@ impl Index {
         let mut word_touched: Vec<u32> = Vec::new();
 
         for word in &query_words {
+            let digits_only = word.bytes().all(|b| b.is_ascii_digit());
             for (term, share) in self.vocabulary.expand(word) {
                 for posting in &self.postings[term as usize] {
                     let doc = posting.doc as usize;
@@ -136,7 +146,10 @@ impl Index {
                     if admitted[doc] != 1 {
                         continue;
                     }
-                    let weight = share * posting.weight;
+                    let weight = share * if digits_only { posting.weight_without_name } else { posting.weight };
+                    if weight <= 0.0 {
+                        continue;
+                    }
                     if word_best[doc] == 0.0 {
                         word_touched.push(posting.doc);
                     }
@@ -251,6 +264,18 @@ mod tests {
         let mut asked = asked.into_inner();
         asked.sort_unstable();
         assert_eq!(asked, [1, 2]);
+    }
+
+    #[test]
+    fn digit_only_query_words_do_not_score_against_names() {
+        let index = Index::new(vec![
+            doc(1, "get_2024_report", "Fetch a yearly report", &[]),
+            doc(2, "order_status", "Status of order 2024 or any other", &[]),
+            doc(3, "s3_upload", "Upload a file", &[]),
+        ]);
+        assert_eq!(ids(&index, "2024"), [2]);
+        assert_eq!(ids(&index, "report 2024"), [1, 2]);
+        assert_eq!(ids(&index, "s3"), [3]);
     }
 
     #[test]

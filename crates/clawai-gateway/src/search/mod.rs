@@ -29,10 +29,13 @@
 //! frequencies and average field lengths), fixed when the index is built.
 
 mod expand;
+pub mod fusion;
+pub mod hybrid;
 mod index;
 pub mod render;
 pub mod stem;
 pub mod tokens;
+pub mod vectors;
 
 pub use index::Index;
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Session;
 use crate::catalog::{Catalog, ListKind};
 use crate::search::render::{self, Found, MAX_LIMIT};
-use crate::search::{Document, Index};
+use crate::search::{Document, Index, hybrid};
 use crate::skills::Loaded;
 
 /// The tool's name.
@@ -22,11 +22,11 @@ pub(super) const SEARCH_TOOL: &str = "search_tools";
 pub(crate) fn tool_json() -> Value {
     json!({
         "name": SEARCH_TOOL,
-        "description": "Search every tool this gateway can offer (including those of servers not listed now) and the skills that show them; returns the best matches with the skills to activate for the ones not listed now.",
+        "description": "Search every tool this gateway can offer (including those of servers not listed now) and the skills that show them; returns the best matches with the skills to activate for the ones not listed now. Describe the tool you need (what it does, the kind of thing it works on: \"create a calendar event\", \"search memory by meaning\"), not the user's request word for word.",
         "inputSchema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "What the tool should do, in words"},
+                "query": {"type": "string", "description": "What the tool you need does, in a few words"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "How many results (5 by default, at most 20)"}
             },
             "required": ["query"]
@@ -79,6 +79,40 @@ pub(crate) fn index(catalog: &Catalog, skills: &Loaded) -> Index {
     Index::new(docs)
 }
 
+/// The text each document of [`index`] is embedded from, by document id: a tool's server,
+/// name (split into words), description and parameters; a skill's name, description and
+/// body. Longer texts are cut by the model.
+pub(crate) fn embedding_texts(catalog: &Catalog, skills: &Loaded) -> Vec<String> {
+    let mut texts = Vec::with_capacity(catalog.len(ListKind::Tools) + skills.skills.len());
+    for item in catalog.items(ListKind::Tools) {
+        let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);
+        let own_name = item.listed.full_name.split_once("__").map_or(item.listed.full_name.as_str(), |(_, n)| n);
+        let mut text = format!("{} {}: ", item.upstream.name, spaced(own_name));
+        text.push_str(tool.get("description").and_then(Value::as_str).unwrap_or_default());
+        if let Some(properties) = tool.pointer("/inputSchema/properties").and_then(Value::as_object) {
+            text.push_str(" Parameters:");
+            for (name, schema) in properties {
+                text.push(' ');
+                text.push_str(&spaced(name));
+                if let Some(about) = schema.get("description").and_then(Value::as_str) {
+                    text.push_str(&format!(" ({about})"));
+                }
+            }
+        }
+        texts.push(text);
+    }
+    for skill in &skills.skills {
+        texts.push(format!("skill {}: {}\n{}", spaced(skill.name()), skill.description(), skill.body()));
+    }
+    texts
+}
+
+/// A name as words, the way a model reads text (`memory_search`, `getUser` → `memory
+/// search`, `get user`).
+fn spaced(name: &str) -> String {
+    crate::search::tokens::raw_words(name).join(" ")
+}
+
 impl Session {
     /// Answers `search_tools`.
     pub(super) fn search_tools(&self, id: &Value, message: &Value, modern: bool) {
@@ -100,7 +134,7 @@ impl Session {
         let skills = Arc::clone(&view.skills);
         let (_, always_denied) = self.core.always_denied(&catalog);
         let allowed_tools = self.core.allowed_tools();
-        let index = self.core.search_index(&catalog, &skills);
+        let (index, serial) = self.core.search_index(&catalog, &skills);
         let tools = catalog.len(ListKind::Tools);
         // Which skills would show tool `position` (with the agent's scope), if any; for
         // a tool of a server that is not internal, no skill is needed.
@@ -123,7 +157,24 @@ impl Session {
                 .collect();
             (!internal || !by.is_empty()).then_some(by)
         };
-        let hits = index.search(query, limit, |id| id >= tools || showing(id).is_some());
+        // Asked once per document and search, whichever ranking asks first.
+        let admitted = std::cell::RefCell::new(vec![None::<bool>; index.len()]);
+        let admit = |id: usize| {
+            let known = admitted.borrow().get(id).copied().flatten();
+            known.unwrap_or_else(|| {
+                let verdict = id >= tools || showing(id).is_some();
+                if let Some(slot) = admitted.borrow_mut().get_mut(id) {
+                    *slot = Some(verdict);
+                }
+                verdict
+            })
+        };
+        let semantic = self.core.options.search_model.as_ref().and_then(|model| {
+            let vectors = model.vectors(serial)?;
+            Some((vectors, model.query(query)?))
+        });
+        let semantic = semantic.as_ref().map(|(vectors, query_vector)| (vectors.as_ref(), query_vector.as_ref()));
+        let hits = hybrid::rank(&index, semantic, query, limit, admit);
         let allowed = self.core.allowed_tools();
         let visible_now = |name: &str| view.find(ListKind::Tools, name, allowed.as_deref()).is_some();
         let mut found = Vec::with_capacity(hits.len());

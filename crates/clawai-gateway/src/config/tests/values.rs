@@ -204,3 +204,28 @@ fn another_session_value_stops_the_gateway_naming_the_file_the_server_and_the_va
     let error = lenient(r#"{"mcpServers": {"cc": {"command": "claude", "session": "each"}}}"#).unwrap_err();
     assert!(error.to_string().contains("`session` of server `cc` is `each`"), "{error}");
 }
+
+#[test]
+fn search_embeddings_names_a_directory_beside_the_file() {
+    let config = parse(
+        r#"{"mcpServers": {}, "search": {"embeddings": "models/minilm"}}"#,
+        Path::new("/etc/clawai/gw.json"),
+        &no_env,
+        false,
+    )
+    .expect("loads");
+    assert_eq!(config.embeddings.as_deref(), Some(Path::new("/etc/clawai/models/minilm")));
+    let absolute = strict(r#"{"mcpServers": {}, "search": {"embeddings": "/opt/minilm"}}"#).expect("loads");
+    assert_eq!(absolute.embeddings.as_deref(), Some(Path::new("/opt/minilm")));
+    assert_eq!(strict(r#"{"mcpServers": {}}"#).expect("loads").embeddings, None);
+}
+
+#[test]
+fn a_bad_search_section_is_refused() {
+    let (error, _, _) = refused(r#"{"mcpServers": {}, "search": {"embeddings": ""}}"#);
+    assert!(error.to_string().contains("`search.embeddings` is empty"), "{error}");
+    let (error, _, _) = refused(r#"{"mcpServers": {}, "search": {"model": "x"}}"#);
+    assert!(error.to_string().contains("embeddings"), "{error}");
+    let (error, _, _) = refused(r#"{"mcpServers": {}, "search": {"embeddings": 3}}"#);
+    assert!(error.to_string().contains("search.embeddings"), "{error}");
+}
