@@ -24,6 +24,11 @@ use tokenizers::Tokenizer;
 use bert::{Bert, BertConfig};
 pub use model_dir::Pooling;
 
+/// The most tokens of a text the model reads: all-MiniLM-L6-v2 was trained on 128-token
+/// inputs, a tool's name and description come first, and the cost grows with the length
+/// (5,000 tools must embed within a minute on two cores).
+const MAX_TOKENS: usize = 128;
+
 /// Texts embedded in one forward pass: large enough to keep the matrix products busy,
 /// small enough that the padding of a batch sorted by length stays small.
 const BATCH: usize = 32;
@@ -87,8 +92,9 @@ impl Embedder {
     pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
         let files = model_dir::ModelFiles::read(dir)?;
         let device = Device::Cpu;
-        let tensors = candle_core::safetensors::load(&files.weights, &device).map_err(|error| {
-            EmbedError::Invalid { path: files.weights.clone(), what: format!("not a readable safetensors file: {error}") }
+        let tensors = candle_core::safetensors::load(&files.weights, &device).map_err(|error| EmbedError::Invalid {
+            path: files.weights.clone(),
+            what: format!("not a readable safetensors file: {error}"),
         })?;
         let config: BertConfig = files.config;
         let model = Bert::new(&config, tensors, &device).map_err(|error| EmbedError::Invalid {
@@ -101,7 +107,7 @@ impl Embedder {
         })?;
         // Padding is ours (to the longest text of a batch); truncation is set below.
         tokenizer.with_padding(None);
-        let max_tokens = files.max_tokens.min(config.max_position_embeddings);
+        let max_tokens = files.max_tokens.min(config.max_position_embeddings).min(MAX_TOKENS);
         tokenizer
             .with_truncation(Some(tokenizers::TruncationParams { max_length: max_tokens, ..Default::default() }))
             .map_err(|error| EmbedError::Tokenize(error.to_string()))?;

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use clawai_embed::{EmbedError, Embedder, dot};
 
 fn model_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("CLAWAI_TEST_EMBEDDINGS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/models/all-MiniLM-L6-v2")
-    });
+    let dir = std::env::var_os("CLAWAI_TEST_EMBEDDINGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/models/all-MiniLM-L6-v2"));
     if dir.join("model.safetensors").is_file() {
         Some(dir)
     } else {

@@ -189,7 +189,8 @@ fn embed_job(
     publish(by_text);
     if !missing.is_empty() {
         tracing::info!(
-            "search_tools: embedded {} documents in {:.1} s",
+            "search_tools: {} documents embedded ({} new in {:.1} s)",
+            job.texts.len(),
             missing.len(),
             started.elapsed().as_secs_f64()
         );

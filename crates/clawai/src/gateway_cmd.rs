@@ -192,6 +192,9 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         search_model: None,
     };
     if args.check {
+        if let Some(dir) = args.served.embeddings.as_ref().or(config.embeddings.as_ref()) {
+            check_model(dir)?;
+        }
         return crate::gateway_check::check(&args.served, config, &args.config, options);
     }
     let listen = match args.front.listen {
@@ -335,7 +338,7 @@ fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
             self.0.embed(texts).map_err(|error| error.to_string())
         }
     }
-    clawai_embed::check(dir).context("the gateway was not started")?;
+    check_model(dir)?;
     let dir = dir.to_owned();
     Ok(SearchModel::start(Box::new(move || {
         let model = clawai_embed::Embedder::load(&dir).map_err(|error| error.to_string())?;
@@ -343,10 +346,27 @@ fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
     })))
 }
 
-/// Built without the `embeddings` feature: a model cannot be run.
+/// Whether `dir` holds a model the gateway can load (its small files only).
+#[cfg(feature = "embeddings")]
+fn check_model(dir: &Path) -> Result<()> {
+    clawai_embed::check(dir).context("the gateway was not started")
+}
+
+/// Built without the `embeddings` feature: no model can be run.
+#[cfg(not(feature = "embeddings"))]
+fn check_model(dir: &Path) -> Result<()> {
+    Err(no_embeddings(dir))
+}
+
+/// Built without the `embeddings` feature: no model can be run.
 #[cfg(not(feature = "embeddings"))]
 fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
-    bail!(
+    Err(no_embeddings(dir))
+}
+
+#[cfg(not(feature = "embeddings"))]
+fn no_embeddings(dir: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
         "the gateway was not started: --embeddings {} needs a clawai built with the `embeddings` feature",
         dir.display()
     )

@@ -10,9 +10,18 @@
 //! * the first `tools/list` answer when one server takes 30 s to start and another
 //!   starts at once.
 //!
+//! * with `--embeddings` (all-MiniLM-L6-v2 of `scripts/setup-test-peers`, or
+//!   `CLAWAI_BENCH_EMBEDDINGS=DIR`) on the 50 × 100 tools: spawn to `initialize` answer,
+//!   spawn to every tool embedded (in the background), a `search_tools` round trip with a
+//!   query never asked before (p50, p99), and the gateway's resident memory with the model
+//!   and the vectors.
+//!
 //! Each figure is the median of several rounds (`CLAWAI_BENCH_ROUNDS`, default 5).
 //! Build and run: `cargo build --release -p clawai -p clawai-bench`, then
 //! `./target/release/gateway-bench` (or `./scripts/bench`).
+
+#[path = "gateway-bench/embeddings.rs"]
+mod embeddings;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -86,6 +95,14 @@ impl Bench {
     fn echo_server(&self, name: &str, tools: usize) -> (String, String, Vec<String>) {
         (name.to_string(), self.echo.display().to_string(), vec!["--tools".into(), tools.to_string()])
     }
+}
+
+/// The embedding model for the `--embeddings` rows, if there is one.
+fn embedding_model() -> Option<PathBuf> {
+    let dir = std::env::var_os("CLAWAI_BENCH_EMBEDDINGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/models/all-MiniLM-L6-v2"));
+    dir.join("model.safetensors").is_file().then_some(dir)
 }
 
 /// Request ids of one session.
@@ -396,7 +413,13 @@ fn main() -> Result<()> {
     let rounds = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
 
     let (mut listing, mut trips, mut slow) = (Vec::new(), Vec::new(), Vec::new());
+    let model = embedding_model();
+    let mut embedded = Vec::new();
     for round in 0..rounds {
+        if let Some(model) = &model {
+            eprintln!("round {}/{rounds}: {SERVERS} × {TOOLS_EACH} tools with --embeddings…", round + 1);
+            embedded.push(embeddings::round(&bench, model, SERVERS, TOOLS_EACH)?);
+        }
         eprintln!("round {}/{rounds}: {SERVERS} servers × {TOOLS_EACH} tools…", round + 1);
         listing.push(listing_round(&bench)?);
         eprintln!("round {}/{rounds}: tools/call round trips, direct, proxy and gateway taking turns…", round + 1);
@@ -405,6 +428,12 @@ fn main() -> Result<()> {
         slow.push(slow_start_round(&bench, round)?);
     }
     print_table(rounds, &listing, &trips, &slow);
+    match &model {
+        Some(_) => embeddings::print(&embedded, SERVERS * TOOLS_EACH),
+        None => {
+            println!("| `--embeddings`: no model (run scripts/setup-test-peers or set CLAWAI_BENCH_EMBEDDINGS) | | |")
+        }
+    }
     Ok(())
 }
 

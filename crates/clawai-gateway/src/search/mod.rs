@@ -62,3 +62,27 @@ pub struct Hit {
     /// Its BM25F score for the query (higher is better; always above zero).
     pub score: f32,
 }
+
+/// The text a document is embedded from: its server, its own name as words
+/// (`memory_search`, `getUser` → `memory search`, `get user`), its description and its
+/// parameters with theirs. A model reads words, not identifiers. The model reads the
+/// first 128 tokens; on BFCL (`docs/gateway.md`) leaving the parameters' descriptions out
+/// cut the embedding time by a third but lost .036 nDCG@10 alone and .013 fused.
+pub fn embedding_text(doc: &Document) -> String {
+    let own_name =
+        doc.name.strip_prefix(doc.server.as_str()).and_then(|rest| rest.strip_prefix("__")).unwrap_or(&doc.name);
+    let mut text = format!("{} {}: {}", doc.server, tokens::raw_words(own_name).join(" "), doc.description);
+    if !doc.parameters.is_empty() {
+        text.push_str(" Parameters:");
+        for (name, description) in &doc.parameters {
+            text.push(' ');
+            text.push_str(&tokens::raw_words(name).join(" "));
+            if !description.is_empty() {
+                text.push_str(" (");
+                text.push_str(description);
+                text.push(')');
+            }
+        }
+    }
+    text
+}

@@ -38,6 +38,11 @@ pub(crate) fn tool_json() -> Value {
 /// The index of a catalog's tools and the skills: documents `0..tools` are the
 /// catalog's tools by position, then the skills in order.
 pub(crate) fn index(catalog: &Catalog, skills: &Loaded) -> Index {
+    Index::new(documents(catalog, skills))
+}
+
+/// The documents of [`index`].
+fn documents(catalog: &Catalog, skills: &Loaded) -> Vec<Document> {
     let mut docs = Vec::with_capacity(catalog.len(ListKind::Tools) + skills.skills.len());
     for (id, item) in catalog.items(ListKind::Tools).enumerate() {
         let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);
@@ -76,41 +81,24 @@ pub(crate) fn index(catalog: &Catalog, skills: &Loaded) -> Index {
                 .collect(),
         });
     }
-    Index::new(docs)
+    docs
 }
 
-/// The text each document of [`index`] is embedded from, by document id: a tool's server,
-/// name (split into words), description and parameters; a skill's name, description and
-/// body. Longer texts are cut by the model.
+/// The text each document of [`index`] is embedded from, by document id (see
+/// [`crate::search::embedding_text`]); a skill's body is added to its text.
 pub(crate) fn embedding_texts(catalog: &Catalog, skills: &Loaded) -> Vec<String> {
-    let mut texts = Vec::with_capacity(catalog.len(ListKind::Tools) + skills.skills.len());
-    for item in catalog.items(ListKind::Tools) {
-        let tool: Value = serde_json::from_str(item.listed.json.get()).unwrap_or(Value::Null);
-        let own_name = item.listed.full_name.split_once("__").map_or(item.listed.full_name.as_str(), |(_, n)| n);
-        let mut text = format!("{} {}: ", item.upstream.name, spaced(own_name));
-        text.push_str(tool.get("description").and_then(Value::as_str).unwrap_or_default());
-        if let Some(properties) = tool.pointer("/inputSchema/properties").and_then(Value::as_object) {
-            text.push_str(" Parameters:");
-            for (name, schema) in properties {
-                text.push(' ');
-                text.push_str(&spaced(name));
-                if let Some(about) = schema.get("description").and_then(Value::as_str) {
-                    text.push_str(&format!(" ({about})"));
-                }
+    let docs = documents(catalog, skills);
+    let tools = catalog.len(ListKind::Tools);
+    docs.iter()
+        .map(|doc| {
+            let mut text = crate::search::embedding_text(doc);
+            if let Some(skill) = doc.id.checked_sub(tools).and_then(|n| skills.skills.get(n)) {
+                text.push('\n');
+                text.push_str(skill.body());
             }
-        }
-        texts.push(text);
-    }
-    for skill in &skills.skills {
-        texts.push(format!("skill {}: {}\n{}", spaced(skill.name()), skill.description(), skill.body()));
-    }
-    texts
-}
-
-/// A name as words, the way a model reads text (`memory_search`, `getUser` → `memory
-/// search`, `get user`).
-fn spaced(name: &str) -> String {
-    crate::search::tokens::raw_words(name).join(" ")
+            text
+        })
+        .collect()
 }
 
 impl Session {
