@@ -127,10 +127,29 @@ impl Embedder {
             .map_err(|error| EmbedError::Tokenize(error.to_string()))?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let batches: Vec<&[usize]> = order.chunks(BATCH).collect();
+        // One forward pass per core at a time: candle's matrix products on a batch of
+        // short texts keep little more than one core busy.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(batches.len()).max(1);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done: Vec<Result<Vec<(usize, Vec<f32>)>, EmbedError>> = std::thread::scope(|scope| {
+            let work = || {
+                let mut out = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(batch) = batches.get(n) else { return Ok(out) };
+                    let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
+                    out.extend(batch.iter().copied().zip(self.embed_batch(&ids)?));
+                }
+            };
+            let handles: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
+            let mut done = vec![work()];
+            done.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))));
+            done
+        });
         let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(BATCH) {
-            let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
-            for (&i, vector) in batch.iter().zip(self.embed_batch(&ids)?) {
+        for part in done {
+            for (i, vector) in part? {
                 vectors[i] = vector;
             }
         }
