@@ -86,8 +86,8 @@ pub(crate) struct Core {
     skills: RwLock<Arc<Loaded>>,
     /// The search index, for the catalog generation and skills it was built from.
     search: Mutex<Option<SearchIndex>>,
-    /// The serial number of the next search index built.
-    search_serial: AtomicU64,
+    /// The serial number of the search index for a catalog generation and skills.
+    search_serial: Mutex<Option<(u64, Arc<Loaded>, u64)>>,
     /// The unmatched `allowed-tools` patterns already logged.
     pub(crate) patterns_told: crate::check::PatternsTold,
 }
@@ -124,7 +124,7 @@ impl Core {
             always_denied: Mutex::default(),
             skills: RwLock::default(),
             search: Mutex::default(),
-            search_serial: AtomicU64::new(0),
+            search_serial: Mutex::default(),
             patterns_told: Mutex::default(),
         });
         // A reloaded policy may leave tools out of the lists, or put them back.
@@ -195,29 +195,46 @@ impl Core {
     }
 
     /// The search index of `catalog`'s tools and `skills` (built once for both), and its
-    /// serial number. A new index is handed to the embedding model, if there is one.
-    pub(crate) fn search_index(&self, catalog: &Catalog, skills: &Arc<Loaded>) -> Built {
+    /// serial number (the key of its documents' vectors).
+    pub(crate) fn search_index(&self, catalog: &Arc<Catalog>, skills: &Arc<Loaded>) -> Built {
+        let serial = self.search_serial(catalog, skills);
         let mut cached = lock(&self.search);
-        if let Some((generation, seen, (index, serial))) = cached.as_ref()
+        if let Some((generation, seen, (index, built_serial))) = cached.as_ref()
             && *generation == catalog.generation
             && Arc::ptr_eq(seen, skills)
         {
-            return (Arc::clone(index), *serial);
+            return (Arc::clone(index), *built_serial);
         }
-        let serial = self.search_serial.fetch_add(1, Ordering::Relaxed);
         let index = Arc::new(crate::session::search_index(catalog, skills));
-        if let Some(model) = &self.options.search_model {
-            model.index_changed(serial, crate::session::embedding_texts(catalog, skills));
-        }
         *cached = Some((catalog.generation, Arc::clone(skills), (Arc::clone(&index), serial)));
         (index, serial)
     }
 
-    /// With an embedding model, has the current tools and skills embedded now (in the
-    /// background) rather than at the first search.
+    /// The serial number of the search index of `catalog` and `skills`. A new one is
+    /// handed to the embedding model, if there is one, whose thread makes the texts and
+    /// embeds them: whoever saw the change does not wait.
+    fn search_serial(&self, catalog: &Arc<Catalog>, skills: &Arc<Loaded>) -> u64 {
+        let mut current = lock(&self.search_serial);
+        if let Some((generation, seen, serial)) = current.as_ref()
+            && *generation == catalog.generation
+            && Arc::ptr_eq(seen, skills)
+        {
+            return *serial;
+        }
+        let serial = current.as_ref().map_or(0, |(_, _, serial)| serial + 1);
+        *current = Some((catalog.generation, Arc::clone(skills), serial));
+        if let Some(model) = &self.options.search_model {
+            let (catalog, skills) = (Arc::clone(catalog), Arc::clone(skills));
+            model.index_changed(serial, Box::new(move || crate::session::embedding_texts(&catalog, &skills)));
+        }
+        serial
+    }
+
+    /// With an embedding model, has the current tools and skills embedded now rather
+    /// than at the first search.
     fn embed_in_background(&self) {
         if self.options.search_model.is_some() {
-            self.search_index(&self.catalog(), &self.skills());
+            self.search_serial(&self.catalog(), &self.skills());
         }
     }
 

@@ -31,10 +31,13 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(500);
 /// Queries remembered with their vectors (a model asks again with the same words).
 const QUERIES_KEPT: usize = 512;
 
+/// Makes the texts of a search index's documents (on the embedding thread).
+pub(crate) type Texts = Box<dyn FnOnce() -> Vec<String> + Send>;
+
 /// The documents of one search index, to embed.
 struct Job {
     serial: u64,
-    texts: Vec<String>,
+    texts: Texts,
 }
 
 /// State shared by the searching threads and the embedding thread.
@@ -76,8 +79,9 @@ impl SearchModel {
     }
 
     /// Asks for the documents of index `serial` to be embedded (a newer request replaces
-    /// an older one not yet done).
-    pub(crate) fn index_changed(&self, serial: u64, texts: Vec<String>) {
+    /// an older one not yet done). `texts` runs on the embedding thread, so that the
+    /// thread that saw the catalog change does not wait for it.
+    pub(crate) fn index_changed(&self, serial: u64, texts: Texts) {
         // The thread is gone only if it could not start; it was logged then.
         let _ = self.jobs.send(Job { serial, texts });
     }
@@ -118,6 +122,12 @@ impl SearchModel {
     }
 }
 
+/// A job whose texts are made.
+struct Done {
+    serial: u64,
+    texts: Vec<String>,
+}
+
 /// The embedding thread: loads the model, then embeds each newest job.
 fn run(shared: &Shared, load: LoadModel, jobs: &Receiver<Job>) {
     let started = Instant::now();
@@ -152,6 +162,8 @@ fn embed_job(
     jobs: &Receiver<Job>,
 ) -> Option<Job> {
     let started = Instant::now();
+    let job = (job.serial, (job.texts)());
+    let job = Done { serial: job.0, texts: job.1 };
     let dimension = by_text.values().next().map(|v| v.len());
     let missing: Vec<usize> = (0..job.texts.len()).filter(|&i| !by_text.contains_key(&job.texts[i])).collect();
     let publish = |by_text: &HashMap<String, Arc<[f32]>>| {
@@ -236,11 +248,11 @@ mod tests {
     fn a_catalog_is_embedded_in_the_background_and_unchanged_texts_are_not_embedded_again() {
         let counter = Arc::new(AtomicUsize::new(0));
         let model = started(&counter);
-        model.index_changed(1, vec!["a".into(), "bb".into()]);
+        model.index_changed(1, Box::new(|| vec!["a".into(), "bb".into()]));
         let first = wait_for("embedding", || model.vectors(1).filter(|v| v.embedded() == 2));
         assert_eq!(first.documents(), 2);
         assert!(model.vectors(0).is_none());
-        model.index_changed(2, vec!["bb".into(), "ccc".into(), "a".into()]);
+        model.index_changed(2, Box::new(|| vec!["bb".into(), "ccc".into(), "a".into()]));
         let second = wait_for("re-embedding", || model.vectors(2).filter(|v| v.embedded() == 3));
         assert_eq!(second.nearest(&[3.0, 1.0], 1, |_| true)[0].id, 1);
         assert_eq!(counter.load(Ordering::SeqCst), 3, "only `ccc` was new");
@@ -260,7 +272,7 @@ mod tests {
     #[test]
     fn a_model_that_fails_to_load_leaves_search_lexical() {
         let model = SearchModel::start(Box::new(|| Err("no weights".to_owned())));
-        model.index_changed(1, vec!["a".into()]);
+        model.index_changed(1, Box::new(|| vec!["a".into()]));
         std::thread::sleep(Duration::from_millis(50));
         assert!(!model.is_loaded());
         assert!(model.query("anything").is_none());
