@@ -64,6 +64,9 @@ pub enum EmbedError {
     Tokenize(String),
 }
 
+/// Vectors by the position of their text.
+type Embedded = Vec<(usize, Vec<f32>)>;
+
 /// A loaded sentence-embedding model.
 pub struct Embedder {
     model: Bert,
@@ -132,7 +135,7 @@ impl Embedder {
         // short texts keep little more than one core busy.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(batches.len()).max(1);
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let done: Vec<Result<Vec<(usize, Vec<f32>)>, EmbedError>> = std::thread::scope(|scope| {
+        let done: Vec<Result<Embedded, EmbedError>> = std::thread::scope(|scope| {
             let work = || {
                 let mut out = Vec::new();
                 loop {
