@@ -4,6 +4,56 @@ use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
+/// The shortest run [`crate::phrases::BASE64`] matches.
+pub(crate) const BASE64_RUN: usize = 40;
+
+/// The characters of the base64 alphabets (standard and URL-safe), padding aside, by
+/// byte: a table, as a result's run of base64 (an image) is MiB long.
+static BASE64_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-');
+        b += 1;
+    }
+    table
+};
+
+fn is_base64(b: u8) -> bool {
+    BASE64_BYTE[usize::from(b)]
+}
+
+/// The maximal runs of base64 characters at least [`BASE64_RUN`] long: what the base64
+/// detector's pattern matches (its `=` padding aside, which decoding drops). A run
+/// must cover the byte [`BASE64_RUN`] − 1 after the end of the last one looked at, so
+/// text with short words is read one byte in forty.
+pub(crate) fn long_runs(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    // Always 0 or just after a byte that is not base64.
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at + BASE64_RUN <= bytes.len() {
+            let probe = at + BASE64_RUN - 1;
+            if !is_base64(bytes[probe]) {
+                at = probe + 1;
+                continue;
+            }
+            let mut start = probe;
+            while start > at && is_base64(bytes[start - 1]) {
+                start -= 1;
+            }
+            let end =
+                probe + 1 + bytes[probe + 1..].iter().position(|&b| !is_base64(b)).unwrap_or(bytes.len() - probe - 1);
+            at = end + 1;
+            if end - start >= BASE64_RUN {
+                return Some(&text[start..end]);
+            }
+        }
+        None
+    })
+}
+
 /// The most of one base64 run that is decoded (results can carry megabytes of images).
 const MAX_DECODED_INPUT: usize = 64 * 1024;
 
@@ -25,4 +75,20 @@ pub(crate) fn decode_base64(run: &str) -> Option<String> {
     let text = String::from_utf8(bytes).ok()?;
     let printable = text.chars().all(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r' | '\u{1B}'));
     printable.then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The runs are exactly the base64 detector's matches, padding aside.
+        #[test]
+        fn long_runs_are_the_patterns_matches(text in "([A-Za-z0-9+/_=-]{0,50}[ .\n]){0,6}") {
+            let pattern = regex::Regex::new(crate::phrases::BASE64).unwrap();
+            let matched: Vec<&str> = pattern.find_iter(&text).map(|m| m.as_str().trim_end_matches('=')).collect();
+            let runs: Vec<&str> = long_runs(&text).collect();
+            proptest::prop_assert_eq!(runs, matched);
+        }
+    }
 }
