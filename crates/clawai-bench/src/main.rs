@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use clawai_bench::scaled;
 use clawai_bench::stats::{median as mid, percentile};
 use clawai_bench::stdio::Session;
 
@@ -161,8 +162,8 @@ fn audit_lines(trail: &std::path::Path) -> usize {
 /// and its pipelined calls per second.
 fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>> {
     let mut sessions = modes.iter().map(|m| warmed_up(bins, *m)).collect::<Result<Vec<_>>>()?;
-    let mut rtts = vec![Vec::with_capacity(ROUND_TRIPS); modes.len()];
-    for i in 0..ROUND_TRIPS {
+    let mut rtts = vec![Vec::new(); modes.len()];
+    for i in 0..scaled(ROUND_TRIPS, 200) {
         let msg = call(i + 1000);
         for turn in 0..modes.len() {
             let m = (i + turn) % modes.len();
@@ -173,11 +174,12 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
         }
     }
     let mut pipelined = vec![Duration::ZERO; modes.len()];
+    let per_burst = scaled(PIPELINED, 1_000) / BURSTS;
     for burst in 0..BURSTS {
-        let lines: String = (0..PIPELINED / BURSTS).map(|i| call(100_000 + burst * PIPELINED + i) + "\n").collect();
+        let lines: String = (0..per_burst).map(|i| call(100_000 + burst * PIPELINED + i) + "\n").collect();
         for turn in 0..modes.len() {
             let m = (burst + turn) % modes.len();
-            pipelined[m] += sessions[m].burst(lines.as_bytes(), PIPELINED / BURSTS);
+            pipelined[m] += sessions[m].burst(lines.as_bytes(), per_burst);
         }
     }
     for s in sessions {
@@ -188,7 +190,7 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
         .zip(pipelined)
         .map(|(mut times, burst_time)| {
             times.sort();
-            (times, (PIPELINED / BURSTS * BURSTS) as f64 / burst_time.as_secs_f64())
+            (times, (per_burst * BURSTS) as f64 / burst_time.as_secs_f64())
         })
         .collect())
 }
@@ -197,7 +199,7 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
 fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Result<Figures> {
     // Start-up: spawn to the initialize result.
     let mut starts = Vec::new();
-    for _ in 0..STARTS {
+    for _ in 0..scaled(STARTS, 2) {
         let t = Instant::now();
         let mut s = start(bins, mode)?;
         s.initialize();
@@ -235,8 +237,9 @@ fn big_results(s: &mut Session, tool: &str) -> f64 {
     let t = Instant::now();
     let mut bytes = 0usize;
     s.send(&big(2));
-    for i in 0..BIG_RESULTS {
-        if i + 1 < BIG_RESULTS {
+    let count = scaled(BIG_RESULTS, 4);
+    for i in 0..count {
+        if i + 1 < count {
             s.send(&big(3 + i));
         }
         bytes += s.recv();
@@ -304,7 +307,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
-    let rounds_wanted = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
+    let rounds_wanted = clawai_bench::rounds(ROUNDS);
     for round in 0..rounds_wanted {
         eprintln!("round {}/{rounds_wanted}: round trips and pipelined bursts, the modes taking turns…", round + 1);
         let sequential = interleaved(&bins, &modes)?;
