@@ -136,27 +136,36 @@ impl Guard {
 /// The strings of `result` (see [`Read`]); `None` when it is not JSON text a client
 /// reads (a string not closed, an escape JSON has not, bytes that are not UTF-8).
 fn read_strings(result: &[u8]) -> Option<Read> {
-    let mut joined = String::with_capacity(result.len());
+    // Bytes, checked as UTF-8 once at the end rather than string by string.
+    let mut joined = Vec::with_capacity(result.len());
     let mut spans = Vec::new();
     let mut secret_name = false;
     let mut readable = true;
     skim::strings(result, |string| {
-        let Some(text) = string.text() else {
-            readable = false;
-            return;
-        };
-        secret_name = secret_name || (string.is_key && names_secret(&text));
         if !joined.is_empty() {
-            joined.push_str("\n\n");
+            joined.extend_from_slice(b"\n\n");
         }
-        spans.push(joined.len()..joined.len() + text.len());
-        joined.push_str(&text);
+        let start = joined.len();
+        if string.escaped {
+            let Some(text) = string.text() else {
+                readable = false;
+                return;
+            };
+            joined.extend_from_slice(text.as_bytes());
+        } else {
+            joined.extend_from_slice(string.raw());
+        }
+        if string.is_key {
+            secret_name = secret_name || std::str::from_utf8(&joined[start..]).is_ok_and(names_secret);
+        }
+        spans.push(start..joined.len());
     })?;
+    let joined = String::from_utf8(joined).ok().filter(|_| readable)?;
     // The quick test looks for literals, which a string has only if the joined text
     // has them: most results pass it at once, and only theirs are tested one by one.
     let may_hold_secrets = secret_name
         || (may_hold_credential(&joined) && spans.into_iter().any(|span| redact_credentials(&joined[span]).is_some()));
-    readable.then_some(Read { joined, may_hold_secrets })
+    Some(Read { joined, may_hold_secrets })
 }
 
 /// A result holds a secret that only rewriting it could take out, and a parser refuses it.
