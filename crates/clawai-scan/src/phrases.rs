@@ -252,6 +252,18 @@ impl ResultDetector {
     }
 }
 
+/// Every literal the [`RESULT_DETECTORS`] without a quicker test need, in one regex:
+/// most results have none, and one search costs a small result less than one a
+/// detector.
+static RESULT_NEEDS: LazyLock<Regex> = LazyLock::new(|| {
+    let needs: Vec<String> = DETECTORS
+        .iter()
+        .filter(|d| d.class != Class::EncodedPayload && d.lead.is_none() && asked_for(d.class, crate::RESULT))
+        .flat_map(|d| d.needs.iter().map(|literal| regex::escape(literal)))
+        .collect();
+    Regex::new(&needs.join("|")).expect("literals compile")
+});
+
 /// The detectors results are scanned with, base64 payloads aside (see
 /// [`result_may_match`]).
 static RESULT_DETECTORS: LazyLock<Vec<ResultDetector>> = LazyLock::new(|| {
@@ -277,7 +289,11 @@ static RESULT_DETECTORS: LazyLock<Vec<ResultDetector>> = LazyLock::new(|| {
 /// detector finds only what a run decodes to, and only a run of text is decoded).
 pub(crate) fn result_may_match(text: &str) -> bool {
     let lowered = text.to_ascii_lowercase();
-    RESULT_DETECTORS.iter().any(|d| d.may_match(&lowered) && d.regex.is_match(&lowered))
+    let any_needed = RESULT_NEEDS.is_match(&lowered);
+    RESULT_DETECTORS
+        .iter()
+        .filter(|d| d.lead.is_some() || any_needed)
+        .any(|d| d.may_match(&lowered) && d.regex.is_match(&lowered))
         || crate::encoded::long_runs(text).any(|run| crate::encoded::decode_base64(run).is_some())
 }
 

@@ -138,7 +138,6 @@ impl Guard {
 fn read_strings(result: &[u8]) -> Option<Read> {
     // Bytes, checked as UTF-8 once at the end rather than string by string.
     let mut joined = Vec::with_capacity(result.len());
-    let mut spans = Vec::new();
     let mut secret_name = false;
     let mut readable = true;
     skim::strings(result, |string| {
@@ -146,26 +145,34 @@ fn read_strings(result: &[u8]) -> Option<Read> {
             joined.extend_from_slice(b"\n\n");
         }
         let start = joined.len();
-        if string.escaped {
-            let Some(text) = string.text() else {
-                readable = false;
-                return;
-            };
-            joined.extend_from_slice(text.as_bytes());
-        } else {
+        if !string.escaped {
+            // Checked as UTF-8 with the whole.
             joined.extend_from_slice(string.raw());
+        } else {
+            match string.text() {
+                Some(text) => joined.extend_from_slice(text.as_bytes()),
+                None => readable = false,
+            }
         }
         if string.is_key {
             secret_name = secret_name || std::str::from_utf8(&joined[start..]).is_ok_and(names_secret);
         }
-        spans.push(start..joined.len());
     })?;
     let joined = String::from_utf8(joined).ok().filter(|_| readable)?;
     // The quick test looks for literals, which a string has only if the joined text
-    // has them: most results pass it at once, and only theirs are tested one by one.
-    let may_hold_secrets = secret_name
-        || (may_hold_credential(&joined) && spans.into_iter().any(|span| redact_credentials(&joined[span]).is_some()));
+    // has them: most results pass it at once, and only theirs are walked again and
+    // tested one by one.
+    let may_hold_secrets = secret_name || (may_hold_credential(&joined) && any_string_holds_credential(result));
     Some(Read { joined, may_hold_secrets })
+}
+
+/// Whether a string of `result` holds a credential (see [`redact_credentials`]).
+fn any_string_holds_credential(result: &[u8]) -> bool {
+    let mut found = false;
+    let _ = skim::strings(result, |string| {
+        found = found || string.text().is_some_and(|text| redact_credentials(&text).is_some());
+    });
+    found
 }
 
 /// A result holds a secret that only rewriting it could take out, and a parser refuses it.
