@@ -221,13 +221,14 @@ impl<'a> JsonString<'a> {
     }
 
     /// The string's text, escapes read. A lone surrogate (`\ud83d` of an emoji cut in
-    /// half, which JavaScript writes and reads) becomes U+FFFD, as a client shows it,
-    /// where a strict parser refuses the whole text: a guard that reads what the client
-    /// reads cannot be made to skip a result by one such escape. `None` when the string
-    /// is not UTF-8 or has an escape JSON has not.
+    /// half, which JavaScript writes and reads) and bytes that are not UTF-8 become
+    /// U+FFFD, as a client's decoder shows them, where a strict parser refuses the whole
+    /// text: a guard that reads what the client reads cannot be made to skip a result
+    /// by one such escape or byte. `None` when it has an escape JSON has not (which
+    /// every client's parser refuses).
     pub fn text(&self) -> Option<Cow<'a, str>> {
         if !self.escaped {
-            return std::str::from_utf8(self.raw()).ok().map(Cow::Borrowed);
+            return Some(String::from_utf8_lossy(self.raw()));
         }
         unescape(self.raw()).map(Cow::Owned)
     }
@@ -269,7 +270,7 @@ fn unescape(raw: &[u8]) -> Option<String> {
         out.push(simple);
     }
     out.extend_from_slice(rest);
-    String::from_utf8(out).ok()
+    Some(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// The four hex digits `bytes` starts with, as a number.
@@ -498,6 +499,7 @@ mod tests {
                 .map(|t| Some(t.to_owned()))
         );
         assert_eq!(texts(br#"["\x41", "\u12", "\q"]"#), [None, None, None]);
+        assert_eq!(texts(b"[\"a\xffb\", \"\\n\xff\"]"), [Some("a\u{fffd}b".to_owned()), Some("\n\u{fffd}".to_owned())]);
     }
 
     proptest! {
