@@ -1,8 +1,10 @@
 //! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
 //! mode, where replicas behind a balancer keep the state that must outlive one of them
-//! in Redis. The Redis-backed state is not built yet: a command given `--cluster`
-//! checks the URL and then refuses to start, saying so, rather than run with each
-//! replica's state kept to itself while the user believes it is shared.
+//! in Redis. Built: sessions (takeover, taint, grants, the active skill), rate windows
+//! and the keyring. Not built yet: held and standing approvals and pins in Redis, so the
+//! commands that only deal with those (`ui`, `approvals`, `approve`, `deny`, `pins`)
+//! refuse `--cluster`, saying so, rather than act on this machine's files while the
+//! user believes they act on the cluster's.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -11,37 +13,39 @@ use clap::Args;
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ClusterArg {
     /// Cluster mode: the Redis (7.0+) or Valkey server where replicas share their state,
-    /// `redis://HOST:PORT/DB` (see docs/cluster.md). Not built yet: given, the command
-    /// says so and does not start.
+    /// `redis://HOST:PORT/DB` (see docs/cluster.md).
     #[arg(long = "cluster", env = "CLAWAI_CLUSTER", value_name = "URL")]
     pub(crate) url: Option<String>,
 }
 
 /// What to do instead, said whenever `--cluster` is refused.
-const NOT_BUILT: &str = "shared state in Redis is not built yet in this version of clawai, so clawai will not run \
-     as if replicas shared sessions, rate windows, approvals and pins when they do not. Leave --cluster and \
-     CLAWAI_CLUSTER unset: replicas behind a balancer that routes by --replica-id each keep their own state \
-     (docs/cluster.md says what that means)";
+const NOT_BUILT: &str = "held and standing approvals and pins are not shared in Redis yet in this version of \
+     clawai (sessions, rate windows and the keyring are), so this command would act on this machine's files only. \
+     Leave --cluster and CLAWAI_CLUSTER unset for it: it then acts on the replicas of this machine \
+     (docs/cluster.md says what is shared)";
 
 impl ClusterArg {
     /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
-    /// is checked, then the command is refused (shared state is not built yet).
+    /// is checked, then the command is refused (its state is not shared yet).
     pub(crate) fn refuse_until_built(&self) -> Result<()> {
         let Some(url) = &self.url else { return Ok(()) };
         check_redis_url(url)?;
         bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", clawai_audit_ship::redacted(url))
     }
 
-    /// [`ClusterArg::refuse_until_built`] for a replica (`gateway`, `proxy --listen`),
-    /// where `--cluster` also needs `--replica-id`.
-    pub(crate) fn refuse_replica_until_built(&self, replica_id: Option<&str>) -> Result<()> {
-        if self.url.is_some() && replica_id.is_none() {
+    /// For a replica (`gateway --listen`, `proxy --listen`): without `--cluster`, `None`
+    /// (nothing connects anywhere); with it, the URL and `--replica-id` are checked and
+    /// the replica joins the cluster: the stores in Redis.
+    pub(crate) fn join(&self, replica_id: Option<&str>) -> Result<Option<clawai_store::Stores>> {
+        let Some(url) = &self.url else { return Ok(None) };
+        check_redis_url(url)?;
+        let Some(replica_id) = replica_id else {
             bail!(
                 "--cluster needs --replica-id ID as well: the id the balancer's configuration names for this replica \
                  (letters, digits and -), e.g. --replica-id r1"
             );
-        }
-        self.refuse_until_built()
+        };
+        crate::stores::join_cluster(url, replica_id).map(Some)
     }
 }
 
@@ -127,13 +131,14 @@ mod tests {
     }
 
     #[test]
-    fn a_valid_cluster_url_is_refused_until_shared_state_is_built() {
+    fn commands_whose_state_is_not_shared_yet_refuse_a_cluster_and_a_replica_needs_an_id() {
         let arg = ClusterArg { url: Some("redis://127.0.0.1:6379/0".into()) };
         let error = arg.refuse_until_built().expect_err("refused").to_string();
-        assert!(error.contains("not built yet"), "{error}");
+        assert!(error.contains("not shared in Redis yet"), "{error}");
         assert!(ClusterArg { url: None }.refuse_until_built().is_ok());
-        let error = arg.refuse_replica_until_built(None).expect_err("needs an id").to_string();
+        let error = arg.join(None).expect_err("needs an id").to_string();
         assert!(error.contains("--replica-id"), "{error}");
+        assert!(ClusterArg { url: None }.join(Some("r1")).expect("nothing to join").is_none());
     }
 
     #[test]

@@ -145,9 +145,12 @@ pub(crate) fn read_config(path: &Path) -> Result<GatewayConfig, String> {
 
 /// The gateway, in process.
 pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
-    if args.front.listen.is_none() {
-        // With --listen, the front's options check it, with --replica-id.
-        args.front.cluster.refuse_until_built()?;
+    if args.front.listen.is_none() && args.front.cluster.url.is_some() {
+        // With --listen, the front's options join the cluster, with --replica-id.
+        bail!(
+            "--cluster is for replicas behind a balancer: give --listen ADDRESS and --replica-id ID as well (a gateway \
+             over stdio serves one client, whose session lives and ends with it)"
+        );
     }
     for (name, value, zero_ok) in [
         ("--drain", args.drain, true),

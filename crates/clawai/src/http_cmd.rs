@@ -194,7 +194,10 @@ impl ListenArgs {
                 self.endpoint_path
             );
         }
-        self.cluster.refuse_replica_until_built(self.replica_id.as_deref())?;
+        let mut ask = settings.ask;
+        if let Some(shared) = self.cluster.join(self.replica_id.as_deref())? {
+            ask.stores = shared;
+        }
         let addr = listen_addr(listen)?;
         let auth_token = match &self.auth_token_env {
             Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
@@ -233,7 +236,7 @@ impl ListenArgs {
             max_message: settings.max_message,
             server: settings.server,
             public_origin,
-            ask: settings.ask,
+            ask,
             pins: settings.pins,
             replica_id: self.replica_id.clone(),
             drain: Duration::from_secs_f64(self.shutdown_drain),
