@@ -140,6 +140,7 @@ impl Front {
             Some(pins) => sessionless.with_pins(Arc::clone(pins)),
             None => sessionless,
         };
+        let store_state = shared::StoreState::new(options.ask.stores.claims.is_some());
         Arc::new(Front {
             options,
             upstream,
@@ -150,7 +151,7 @@ impl Front {
             sessionless,
             upstream_metadata: Mutex::default(),
             lifecycle: replica::LifecycleCell::new(),
-            store_state: shared::StoreState::default(),
+            store_state,
             takeovers: tokio::sync::Mutex::default(),
         })
     }

@@ -26,10 +26,16 @@ const RESUME_TIMEOUT: Duration = Duration::from_secs(10);
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 /// Whether the shared store answered when last asked: none, connected or unreachable.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct StoreState(AtomicU8);
 
 impl StoreState {
+    /// Connected when the replica has a shared store (it connected at start-up), else
+    /// none.
+    pub(super) fn new(shared: bool) -> StoreState {
+        StoreState(AtomicU8::new(if shared { 1 } else { 0 }))
+    }
+
     /// What `/healthz` reports under `cluster`: null without a shared store.
     pub(super) fn word(&self) -> Option<&'static str> {
         match self.0.load(Ordering::SeqCst) {
