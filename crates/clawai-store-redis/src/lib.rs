@@ -9,12 +9,16 @@
 //!   what it reads; every write reaches Redis first and is refused once another replica
 //!   took the session over.
 //! * [`RedisKeyring`]: one set of sealing keys for every replica.
+//! * [`RedisDocuments`]: the pins, each server's a document with a version that every
+//!   write counts up (and a write that names the version it read, so the first
+//!   writer of a server's pins wins).
 //!
 //! The traits are synchronous (the policy decides without awaiting): each step runs on
 //! this crate's own small runtime, where the connection lives, and the calling thread
 //! waits for it (a runtime worker hands its other tasks on while it waits).
 
 mod bridge;
+mod documents;
 mod keyring;
 mod scripts;
 mod sessions;
@@ -24,6 +28,7 @@ use std::time::Duration;
 
 use clawai_store::{Stores, Unavailable};
 
+pub use documents::RedisDocuments;
 pub use keyring::RedisKeyring;
 pub use sessions::RedisSessions;
 
@@ -87,7 +92,8 @@ impl Redis {
     pub fn stores(&self) -> Result<Stores, ConnectError> {
         let sessions = Arc::new(RedisSessions::new(self.clone()));
         let keyring = RedisKeyring::load(self).map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-        Ok(Stores { sessions: sessions.clone(), keyring: Arc::new(keyring), claims: Some(sessions) })
+        let pins = Arc::new(RedisDocuments::new(self.clone(), "pins"));
+        Ok(Stores { sessions: sessions.clone(), keyring: Arc::new(keyring), claims: Some(sessions), pins: Some(pins) })
     }
 
     /// True when Redis answers a `PING` now.

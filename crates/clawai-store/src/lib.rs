@@ -38,12 +38,14 @@ pub struct Stores {
     /// Who owns each session, when sessions are shared by replicas (`None`: each
     /// session lives in the process that made it).
     pub claims: Option<Arc<dyn SessionClaims>>,
+    /// The pins, when replicas share them (`None`: the pins directory of this machine).
+    pub pins: Option<Arc<dyn Documents>>,
 }
 
 impl Stores {
     /// This process's memory and a fresh keyring: what clawai does on one machine.
     pub fn local() -> Stores {
-        Stores { sessions: Arc::new(LocalSessions), keyring: Arc::new(LocalKeyring::new()), claims: None }
+        Stores { sessions: Arc::new(LocalSessions), keyring: Arc::new(LocalKeyring::new()), claims: None, pins: None }
     }
 }
 

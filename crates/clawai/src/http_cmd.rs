@@ -35,6 +35,10 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     }
     let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
     let grace = Duration::from_secs_f64(args.grace);
+    if args.front.listen.is_some() {
+        // Before the pins are opened: in cluster mode they are the ones in Redis.
+        args.front.cluster.join(args.front.replica_id.as_deref())?;
+    }
     let pins = args.pin_tracker(&handle)?;
     if args.front.listen.is_some() {
         let (addr, mut options) = args.front.options(FrontSettings {

@@ -27,6 +27,9 @@ pub(crate) fn chosen() -> Stores {
 /// [`chosen`] names the stores there. Fails, saying what to do, when Redis does not
 /// answer now.
 pub(crate) fn join_cluster(url: &str, replica: &str) -> anyhow::Result<Stores> {
+    if let Some(joined) = CLUSTER.get() {
+        return Ok(joined.clone());
+    }
     let shown = clawai_audit_ship::redacted(url);
     let redis = clawai_store_redis::Redis::connect(url, replica)
         .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
