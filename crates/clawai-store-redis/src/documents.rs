@@ -137,9 +137,9 @@ impl Documents for RedisDocuments {
         let mut names: Vec<String> = self
             .redis
             .bridge
-            .block(move |mut connection| async move {
-                redis::cmd("HKEYS").arg(bodies).query_async(&mut connection).await
-            })
+            .block(
+                move |mut connection| async move { redis::cmd("HKEYS").arg(bodies).query_async(&mut connection).await },
+            )
             .map_err(|why| self.error("", why))?;
         names.sort();
         Ok(names)

@@ -1,10 +1,10 @@
 //! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
 //! mode, where replicas behind a balancer keep the state that must outlive one of them
-//! in Redis. Built: sessions (takeover, taint, grants, the active skill), rate windows
-//! and the keyring. Not built yet: held and standing approvals and pins in Redis, so the
-//! commands that only deal with those (`ui`, `approvals`, `approve`, `deny`, `pins`)
-//! refuse `--cluster`, saying so, rather than act on this machine's files while the
-//! user believes they act on the cluster's.
+//! in Redis. Built: sessions (takeover, taint, grants, the active skill), rate windows,
+//! pins and the keyring. Not built yet: held and standing approvals in Redis, so the
+//! commands that only deal with those (`ui`, `approvals`, `approve`, `deny`, and `pins
+//! reset`) refuse `--cluster`, saying so, rather than act on this machine's files while
+//! the user believes they act on the cluster's.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -19,10 +19,10 @@ pub(crate) struct ClusterArg {
 }
 
 /// What to do instead, said whenever `--cluster` is refused.
-const NOT_BUILT: &str = "held and standing approvals and pins are not shared in Redis yet in this version of \
-     clawai (sessions, rate windows and the keyring are), so this command would act on this machine's files only. \
-     Leave --cluster and CLAWAI_CLUSTER unset for it: it then acts on the replicas of this machine \
-     (docs/cluster.md says what is shared)";
+const NOT_BUILT: &str = "held and standing approvals (and resetting pins) are not shared in Redis yet in this \
+     version of clawai (sessions, rate windows, pins and the keyring are), so this command would act on this \
+     machine's files only. Leave --cluster and CLAWAI_CLUSTER unset for it: it then acts on the replicas of this \
+     machine (docs/cluster.md says what is shared)";
 
 impl ClusterArg {
     /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
@@ -46,6 +46,16 @@ impl ClusterArg {
             );
         };
         crate::stores::join_cluster(url, replica_id).map(Some)
+    }
+
+    /// The pins replicas share, for a command that reviews them (`clawai pins`):
+    /// `None` without `--cluster`.
+    pub(crate) fn shared_pins(&self) -> Result<Option<std::sync::Arc<dyn clawai_store::Documents>>> {
+        let Some(url) = &self.url else { return Ok(None) };
+        check_redis_url(url)?;
+        // A command that is no replica names itself as the owner of nothing.
+        let stores = crate::stores::join_cluster(url, "clawai-pins")?;
+        Ok(stores.pins)
     }
 }
 

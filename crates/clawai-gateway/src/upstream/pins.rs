@@ -53,7 +53,9 @@ impl Pins {
                     Some(documents) => clawai_proxy::pins::store::PinStore::in_documents(Arc::clone(documents)),
                     None => clawai_proxy::pins::store::PinStore::dir(dir),
                 };
-                Tracker::open_in(store, identity).map(|tracker| Some(Arc::new(tracker))).map_err(|error| error.to_string())
+                Tracker::open_in(store, identity)
+                    .map(|tracker| Some(Arc::new(tracker)))
+                    .map_err(|error| error.to_string())
             }
             _ => Ok(None),
         };

@@ -229,7 +229,8 @@ fn first_sight_is_written_once_and_a_listing_that_differs_from_it_is_held() {
     };
     let store = PinStore::in_documents(Arc::new(raced));
     let loser = Tracker::open_in(store, Identity::command("s", &["server".to_owned()])).unwrap();
-    let seen = loser.filter_list("tools/list", &list(json!([{"name": "a", "description": "evil"}, {"name": "b"}])), SCAN);
+    let seen =
+        loser.filter_list("tools/list", &list(json!([{"name": "a", "description": "evil"}, {"name": "b"}])), SCAN);
     assert_eq!(names(&seen.unwrap().result.expect("something held")), ["b"], "the first writer's pins decide");
     assert_eq!(loser.refusal(Kind::Tool, "a"), Some(Refusal::Held));
     let stored: PinFile = serde_json::from_slice(&std::fs::read(loser.path()).unwrap()).unwrap();
