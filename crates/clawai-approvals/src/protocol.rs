@@ -35,6 +35,11 @@ pub struct Ask {
     pub key: String,
     /// How long the proxy waits before it stops holding the call.
     pub timeout_ms: u64,
+    /// The id to list the call under, when it has one already: a call held in a shared
+    /// store (cluster mode) and relayed to a `clawai ui`, so that a person sees and
+    /// types the same id everywhere. `None`: the broker gives it one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// What a person (or a grant) decided.

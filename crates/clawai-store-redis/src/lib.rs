@@ -9,6 +9,9 @@
 //!   what it reads; every write reaches Redis first and is refused once another replica
 //!   took the session over.
 //! * [`RedisKeyring`]: one set of sealing keys for every replica.
+//! * [`RedisHeld`]: calls held for a person, answered from a `clawai ui --cluster`
+//!   anywhere ([`relay`]) or `clawai approve --cluster`; the answer and the replica's
+//!   time-out race atomically in Redis, and exactly one wins.
 //! * [`RedisDocuments`]: the pins, each server's a document with a version that every
 //!   write counts up (and a write that names the version it read, so the first
 //!   writer of a server's pins wins).
@@ -19,7 +22,9 @@
 
 mod bridge;
 mod documents;
+mod held;
 mod keyring;
+mod relay;
 mod scripts;
 mod sessions;
 
@@ -29,7 +34,9 @@ use std::time::Duration;
 use clawai_store::{Stores, Unavailable};
 
 pub use documents::RedisDocuments;
+pub use held::RedisHeld;
 pub use keyring::RedisKeyring;
+pub use relay::{pending, relay};
 pub use sessions::RedisSessions;
 
 use bridge::Bridge;

@@ -1,62 +1,15 @@
 //! The Redis stores against a real `redis-server` (the Debian package that
 //! `./scripts/setup-test-peers` installs), started on a free loopback port per test.
 
-use std::process::{Child, Command, Stdio};
+mod server;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use server::RedisServer;
+
 use clawai_store::{Count, Found, KeyPurpose, SessionClaims, Stores, Unavailable};
 use clawai_store_redis::{ConnectError, Redis};
-
-/// A `redis-server` of this test's own, without persistence.
-struct RedisServer {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl RedisServer {
-    fn start() -> RedisServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut server = RedisServer { port, child: None };
-        server.restart();
-        server
-    }
-
-    fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (./scripts/setup-test-peers)");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    fn replica(&self, id: &str) -> Stores {
-        Redis::connect(&self.url(), id).expect("connects").stores().expect("the stores open")
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 fn claims(stores: &Stores) -> Arc<dyn SessionClaims> {
     stores.claims.clone().expect("cluster stores have claims")

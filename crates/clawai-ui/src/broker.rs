@@ -96,12 +96,18 @@ impl Broker {
             let grant = inner.grants.remove(at);
             return Asked::Granted(Answer { id: grant.id, outcome: Outcome::AllowOnce, by: By::Grant });
         }
-        let id = loop {
-            let id = crate::secret::approval_id();
-            if !inner.entries.iter().any(|e| e.item.id == id) && !inner.grants.iter().any(|g| g.id == id) {
-                break id;
-            }
+        let taken = |inner: &Inner, id: &str| {
+            inner.entries.iter().any(|e| e.item.id == id) || inner.grants.iter().any(|g| g.id == id)
         };
+        let given = ask.id.clone().filter(|id| !taken(&inner, id));
+        let id = given.unwrap_or_else(|| {
+            loop {
+                let id = clawai_approvals::approval_id();
+                if !taken(&inner, &id) {
+                    break id;
+                }
+            }
+        });
         let (reply, answer) = oneshot::channel();
         let always = AlwaysEntry::for_call(
             ask.server.clone(),
@@ -249,6 +255,7 @@ mod tests {
             reason: "writes need approval".into(),
             key: key.into(),
             timeout_ms: 45_000,
+            id: None,
         }
     }
 
