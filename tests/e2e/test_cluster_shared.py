@@ -4,6 +4,7 @@ taint still denies on the replica that takes it over), a rate window is exact wh
 session's calls go round-robin straight to three replicas, and while Redis is away
 nothing is allowed that one replica would refuse; once it is back, clients go on."""
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -261,3 +262,82 @@ def test_a_pin_approved_once_is_released_on_every_replica(tmp_path, redis):
         assert pins_cli(redis, "reset", "ext").returncode != 0, "reset in a cluster is refused, saying why"
     finally:
         stop_all([proc for proc, _ in replicas.values()])
+
+
+HELD_POLICY = """
+[[rule]]
+id = "ask-touch"
+action = "prompt"
+tool = "touch"
+
+[[rule]]
+id = "allow-all"
+action = "allow"
+method = "**"
+"""
+
+
+def pending_in(env: dict, *cluster: str) -> list[dict]:
+    """`clawai approvals --json` (with `--cluster URL`: what waits in Redis), polled until
+    something waits."""
+    for _ in range(100):
+        listed = subprocess.run([clawai_bin(), "approvals", "--json", *cluster], env=env, capture_output=True,
+                                text=True, timeout=30)
+        assert listed.returncode == 0, listed.stderr
+        items = [item for item in json.loads(listed.stdout) if item["state"] == "waiting"]
+        if items:
+            return items
+        time.sleep(0.1)
+    raise AssertionError("nothing waits for approval")
+
+
+def test_a_call_held_on_one_replica_is_approved_from_anywhere(tmp_path, redis):
+    ui_home = tmp_path / "ui"
+    ui_home.mkdir()
+    ui_env = {**own_state(ui_home, dict(os.environ)), "CLAWAI_BROKER_SOCKET": str(ui_home / "broker.sock")}
+    ui = subprocess.Popen([clawai_bin(), "ui", "--listen", "127.0.0.1:0", "--cluster", redis.url], env=ui_env,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          start_new_session=True)
+    replicas = {}
+    try:
+        assert ui.stdout.readline().decode().startswith("http://127.0.0.1:")
+        servers = {"ext": scripted("ext")}
+        for name in ("r1", "r2"):
+            home = tmp_path / name
+            home.mkdir()
+            port = free_port()
+            proc = subprocess.Popen(
+                [clawai_bin(), *gateway_args(home, write_config(home / "gateway.json", servers), HELD_POLICY),
+                 "--listen", f"127.0.0.1:{port}", "--replica-id", name, "--cluster", redis.url],
+                env=own_state(home, dict(os.environ)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+            wait_listening(port, proc, f"gateway {name}")
+            replicas[name] = (proc, port)
+        port = replicas["r1"][1]
+        session = initialize(port)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            # Approved from another machine: `clawai approve --cluster`, straight in Redis.
+            held = pool.submit(call, port, session, 1, "ext__touch", {"path": "a"})
+            waiting = pending_in(dict(os.environ), "--cluster", redis.url)
+            assert [(item["server"], item["name"]) for item in waiting] == [("ext", "touch")]
+            approved = subprocess.run([clawai_bin(), "approve", waiting[0]["id"], "--cluster", redis.url],
+                                      capture_output=True, text=True, timeout=30)
+            assert approved.returncode == 0, approved.stderr
+            status, reply = held.result(timeout=30)
+            assert status == 200 and denied_by(reply) is None and "touch" in json.dumps(reply), reply
+            again = subprocess.run([clawai_bin(), "deny", waiting[0]["id"], "--cluster", redis.url],
+                                   capture_output=True, text=True, timeout=30)
+            assert again.returncode == 1 and "does not wait" in again.stderr, "one answer per held call"
+
+            # Approved at the ui's machine: its broker lists the same id (relayed).
+            held = pool.submit(call, port, session, 2, "ext__touch", {"path": "b"})
+            shared = pending_in(dict(os.environ), "--cluster", redis.url)
+            local = pending_in(ui_env)
+            assert [item["id"] for item in local] == [item["id"] for item in shared]
+            denied = subprocess.run([clawai_bin(), "deny", local[0]["id"]], env=ui_env, capture_output=True,
+                                    text=True, timeout=30)
+            assert denied.returncode == 0, denied.stderr
+            status, reply = held.result(timeout=30)
+            assert status == 200 and "denied" in json.dumps(reply), reply
+    finally:
+        stop_all([proc for proc, _ in replicas.values()] + [ui])

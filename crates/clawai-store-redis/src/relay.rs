@@ -122,7 +122,15 @@ pub fn relay(redis: Redis, socket: PathBuf, stop: Arc<AtomicBool>) -> std::io::R
 
 /// Asks the local broker about one held call and carries its fate both ways.
 fn relay_one(redis: &Redis, socket: &std::path::Path, id: &str, ask: &Ask) {
-    let asked = Client::connect_to(socket).and_then(|client| client.ask(ask));
+    // The broker's socket may not be up yet when the relay starts with the ui.
+    let mut asked = Client::connect_to(socket).and_then(|client| client.ask(ask));
+    for _ in 0..20 {
+        if !matches!(asked, Err(clawai_approvals::Error::NoBroker(_))) {
+            break;
+        }
+        std::thread::sleep(LOOK_EVERY / 2);
+        asked = Client::connect_to(socket).and_then(|client| client.ask(ask));
+    }
     let mut pending = match asked {
         Ok(pending) => pending,
         Err(why) => return tracing::warn!("cannot list held call {id} here: {why}"),

@@ -47,16 +47,6 @@ impl ClusterArg {
         };
         crate::stores::join_cluster(url, replica_id).map(Some)
     }
-
-    /// The pins replicas share, for a command that reviews them (`clawai pins`):
-    /// `None` without `--cluster`.
-    pub(crate) fn shared_pins(&self) -> Result<Option<std::sync::Arc<dyn clawai_store::Documents>>> {
-        let Some(url) = &self.url else { return Ok(None) };
-        check_redis_url(url)?;
-        // A command that is no replica names itself as the owner of nothing.
-        let stores = crate::stores::join_cluster(url, "clawai-pins")?;
-        Ok(stores.pins)
-    }
 }
 
 /// `--replica-id`: letters, digits and `-` (the balancer's configuration names it, and
@@ -75,7 +65,7 @@ pub(crate) fn parse_replica_id(text: &str) -> Result<String, String> {
 /// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (or `rediss://`, Redis over
 /// TLS), without a URL parser (the small binary has none): the scheme, a host, a port
 /// that is a number, a database that is a number.
-fn check_redis_url(url: &str) -> Result<()> {
+pub(crate) fn check_redis_url(url: &str) -> Result<()> {
     let shown = clawai_audit_ship::redacted(url);
     let example = "expected redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0";
     let Some(rest) = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://")) else {

@@ -241,7 +241,8 @@ fn serve(
     };
     // Flushed when dropped, after the runtime below has stopped.
     let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
-    options.ask = served.ask_options();
+    // A replica's front joined the cluster: its guards ask as the front does.
+    options.ask = listen.as_ref().map_or_else(|| served.ask_options(), |(_, front)| front.ask.clone());
     options.max_message = served.max_message_size;
     let grace = options.grace;
     crate::proxy_cmd::adopt_orphans();

@@ -201,6 +201,9 @@ impl ListenArgs {
         let mut ask = settings.ask;
         if let Some(shared) = self.cluster.join(self.replica_id.as_deref())? {
             ask.stores = shared;
+            if let Some(held) = crate::stores::cluster_held() {
+                ask.held = held;
+            }
         }
         let addr = listen_addr(listen)?;
         let auth_token = match &self.auth_token_env {

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::ExitCode;
 use crate::paths;
+use crate::proxy_cmd::HttpTransport;
 use crate::scan_cmd::one_line;
 
 /// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
@@ -29,14 +30,6 @@ impl PinsDirArg {
     /// The directory to use.
     pub(crate) fn resolve(&self) -> PathBuf {
         paths::pins_dir(self.dir.as_ref())
-    }
-
-    /// The pin store: the cluster's in Redis with `--cluster`, else the directory.
-    fn store(&self) -> Result<PinStore> {
-        Ok(match self.cluster.shared_pins()? {
-            Some(shared) => PinStore::in_documents(shared),
-            None => PinStore::dir(&self.resolve()),
-        })
     }
 }
 
@@ -86,20 +79,34 @@ pub(crate) enum PinsCommand {
     },
 }
 
-/// Runs a `clawai pins` command.
-pub(crate) fn run(cmd: PinsCommand) -> Result<ExitCode> {
+/// Runs a `clawai pins` command: on the pins in Redis with `--cluster` (in the
+/// `clawai-http` binary, which has the Redis client), else on the pins directory.
+pub(crate) fn run(cmd: PinsCommand, http: HttpTransport) -> Result<ExitCode> {
     let (PinsCommand::List { pins, .. }
     | PinsCommand::Diff { pins, .. }
     | PinsCommand::Approve { pins, .. }
     | PinsCommand::Reset { pins, .. }) = &cmd;
-    if let PinsCommand::Reset { pins, .. } = &cmd {
-        pins.cluster.refuse_until_built()?;
+    if pins.cluster.url.is_some() {
+        if let PinsCommand::Reset { pins, .. } = &cmd {
+            pins.cluster.refuse_until_built()?;
+        }
+        return match http {
+            HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+            HttpTransport::InProcess(runners) => {
+                (runners.shared)(crate::cluster_cmd::SharedCommand::new(crate::cluster_cmd::Shared::Pins(cmd)))
+            }
+        };
     }
-    let store = pins.store()?;
+    let store = PinStore::dir(&pins.resolve());
+    run_in(&store, cmd)
+}
+
+/// Runs a `clawai pins` command on `store`.
+pub(crate) fn run_in(store: &PinStore, cmd: PinsCommand) -> Result<ExitCode> {
     match cmd {
-        PinsCommand::List { json, .. } => list(&store, json),
-        PinsCommand::Diff { server, name, .. } => show_diff(&store, &server, name.as_deref()),
-        PinsCommand::Approve { server, name, hash, .. } => approve(&store, &server, &name, &hash),
+        PinsCommand::List { json, .. } => list(store, json),
+        PinsCommand::Diff { server, name, .. } => show_diff(store, &server, name.as_deref()),
+        PinsCommand::Approve { server, name, hash, .. } => approve(store, &server, &name, &hash),
         PinsCommand::Reset { server, pins } => reset(&pins.resolve(), server.as_deref()),
     }
 }

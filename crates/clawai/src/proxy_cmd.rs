@@ -97,6 +97,8 @@ pub struct HttpRunners {
     pub audit_ship: fn(crate::audit_postgres::ShipArgs) -> Result<ExitCode>,
     /// `clawai audit verify --postgres URL`.
     pub audit_verify_postgres: fn(String) -> Result<ExitCode>,
+    /// `clawai pins|approvals|approve|deny --cluster URL` (the Redis client lives here).
+    pub shared: fn(crate::cluster_cmd::SharedCommand) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {

@@ -12,6 +12,9 @@ use clawai_store::Stores;
 /// The stores in Redis, once this process joined a cluster.
 static CLUSTER: OnceLock<Stores> = OnceLock::new();
 
+/// Where calls are held for a person once this process joined a cluster.
+static CLUSTER_HELD: OnceLock<Arc<dyn clawai_approvals::HeldApprovals>> = OnceLock::new();
+
 /// The stores of this process: every guard and gateway it starts shares them (one
 /// keyring: locally, a token sealed for one session's guard opens in the same process
 /// only; in a cluster, in every replica).
@@ -34,7 +37,14 @@ pub(crate) fn join_cluster(url: &str, replica: &str) -> anyhow::Result<Stores> {
     let redis = clawai_store_redis::Redis::connect(url, replica)
         .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
     let stores = redis.stores().map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+    CLUSTER_HELD.get_or_init(|| Arc::new(clawai_store_redis::RedisHeld::new(redis)));
     Ok(CLUSTER.get_or_init(|| stores).clone())
+}
+
+/// Where the guards of a replica that joined a cluster hold calls for a person (in
+/// Redis, relayed to any `clawai ui --cluster`); `None` before it joined.
+pub(crate) fn cluster_held() -> Option<Arc<dyn clawai_approvals::HeldApprovals>> {
+    CLUSTER_HELD.get().cloned()
 }
 
 /// How the guards of this process ask a person: within `timeout`, with the standing
