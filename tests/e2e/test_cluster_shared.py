@@ -308,7 +308,7 @@ def test_a_call_held_on_one_replica_is_approved_from_anywhere(tmp_path, redis):
             port = free_port()
             proc = subprocess.Popen(
                 [clawai_bin(), *gateway_args(home, write_config(home / "gateway.json", servers), HELD_POLICY),
-                 "--listen", f"127.0.0.1:{port}", "--replica-id", name, "--cluster", redis.url],
+                 "--listen", f"127.0.0.1:{port}", "--replica-id", name, "--cluster", redis.url, "--ask-timeout", "10"],
                 env=own_state(home, dict(os.environ)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True)
             wait_listening(port, proc, f"gateway {name}")
@@ -339,5 +339,18 @@ def test_a_call_held_on_one_replica_is_approved_from_anywhere(tmp_path, redis):
             assert denied.returncode == 0, denied.stderr
             status, reply = held.result(timeout=30)
             assert status == 200 and "denied" in json.dumps(reply), reply
+
+            # "Always", from anywhere: the entry goes to the approvals every replica reads.
+            held = pool.submit(call, port, session, 3, "ext__touch", {"path": "c"})
+            waiting = pending_in(dict(os.environ), "--cluster", redis.url)
+            always = subprocess.run([clawai_bin(), "approve", waiting[0]["id"], "--always", "--cluster", redis.url],
+                                    capture_output=True, text=True, timeout=30)
+            assert always.returncode == 0, always.stderr
+            status, reply = held.result(timeout=30)
+            assert status == 200 and denied_by(reply) is None, reply
+        other = replicas["r2"][1]
+        status, reply = call(other, initialize(other), 1, "ext__touch", {"path": "c"})
+        assert status == 200 and denied_by(reply) is None and "pending" not in json.dumps(reply), \
+            "the standing approval written from r1's call lets r2's identical call through"
     finally:
         stop_all([proc for proc, _ in replicas.values()] + [ui])

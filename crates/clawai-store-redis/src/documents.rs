@@ -149,3 +149,40 @@ impl Documents for RedisDocuments {
         PathBuf::from(format!("redis:{}/{name}", self.kind))
     }
 }
+
+/// "Always" answers appended to the approvals replicas share (a document in Redis),
+/// written over the version read, and appended again when another writer came first.
+#[derive(Debug)]
+pub struct RedisAlways {
+    documents: std::sync::Arc<RedisDocuments>,
+    name: String,
+}
+
+impl RedisAlways {
+    /// Appends to document `name` of `documents`.
+    pub fn new(documents: std::sync::Arc<RedisDocuments>, name: &str) -> RedisAlways {
+        RedisAlways { documents, name: name.to_owned() }
+    }
+}
+
+impl clawai_approvals::AlwaysWriter for RedisAlways {
+    fn append(&self, entry: &clawai_approvals::AlwaysEntry) -> Result<String, clawai_approvals::AlwaysError> {
+        let location = self.documents.location(&self.name);
+        let failed =
+            |error: DocumentError| clawai_approvals::AlwaysError::Io { path: location.clone(), error: error.source };
+        for _ in 0..5 {
+            let read = self.documents.version(&self.name);
+            let existing = self.documents.load(&self.name).map_err(failed)?;
+            let existing = existing.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            let today = jiff::Zoned::now().date();
+            let (text, id) = clawai_approvals::with_always(existing.as_deref(), entry, today, &location)?;
+            if self.documents.save_if(&self.name, text.as_bytes(), read).map_err(failed)? {
+                return Ok(id);
+            }
+        }
+        Err(clawai_approvals::AlwaysError::Io {
+            path: location,
+            error: std::io::Error::other("the approvals kept changing while this answer was written; answer again"),
+        })
+    }
+}

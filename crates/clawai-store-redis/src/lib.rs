@@ -33,13 +33,17 @@ use std::time::Duration;
 
 use clawai_store::{Stores, Unavailable};
 
-pub use documents::RedisDocuments;
+pub use documents::{RedisAlways, RedisDocuments};
 pub use held::RedisHeld;
 pub use keyring::RedisKeyring;
 pub use relay::{pending, relay};
 pub use sessions::RedisSessions;
 
 use bridge::Bridge;
+
+/// The name of the standing approvals' document (what `approvals.toml` holds on one
+/// machine).
+pub const APPROVALS: &str = "approvals.toml";
 
 /// Every key clawai writes starts with this.
 const PREFIX: &str = "clawai:";
@@ -100,7 +104,19 @@ impl Redis {
         let sessions = Arc::new(RedisSessions::new(self.clone()));
         let keyring = RedisKeyring::load(self).map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let pins = Arc::new(RedisDocuments::new(self.clone(), "pins"));
-        Ok(Stores { sessions: sessions.clone(), keyring: Arc::new(keyring), claims: Some(sessions), pins: Some(pins) })
+        Ok(Stores {
+            sessions: sessions.clone(),
+            keyring: Arc::new(keyring),
+            claims: Some(sessions),
+            pins: Some(pins),
+            approvals: Some(self.approvals()),
+        })
+    }
+
+    /// The standing approvals replicas share: one document, [`APPROVALS`], read by every
+    /// replica's guards and appended to by "always" answers.
+    pub fn approvals(&self) -> Arc<RedisDocuments> {
+        Arc::new(RedisDocuments::new(self.clone(), "approvals"))
     }
 
     /// True when Redis answers a `PING` now.

@@ -40,12 +40,21 @@ pub struct Stores {
     pub claims: Option<Arc<dyn SessionClaims>>,
     /// The pins, when replicas share them (`None`: the pins directory of this machine).
     pub pins: Option<Arc<dyn Documents>>,
+    /// The standing approvals, when replicas share them (`None`: this machine's
+    /// approvals.toml).
+    pub approvals: Option<Arc<dyn Documents>>,
 }
 
 impl Stores {
     /// This process's memory and a fresh keyring: what clawai does on one machine.
     pub fn local() -> Stores {
-        Stores { sessions: Arc::new(LocalSessions), keyring: Arc::new(LocalKeyring::new()), claims: None, pins: None }
+        Stores {
+            sessions: Arc::new(LocalSessions),
+            keyring: Arc::new(LocalKeyring::new()),
+            claims: None,
+            pins: None,
+            approvals: None,
+        }
     }
 }
 

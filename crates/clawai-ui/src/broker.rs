@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{
-    AlwaysEntry, Answer, Ask, AskedVia, By, Covered, Outcome, PendingItem, Scope, State, append_always_to,
-};
+use clawai_approvals::{AlwaysEntry, Answer, Ask, AskedVia, By, Covered, Outcome, PendingItem, Scope, State};
 use tokio::sync::{oneshot, watch};
 
 /// The default window: how long after a timeout an approval still grants the retry,
@@ -63,13 +61,20 @@ pub(crate) struct Broker {
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
     window: Duration,
-    approvals: PathBuf,
+    /// Where "always" answers are written.
+    always: std::sync::Arc<dyn clawai_approvals::AlwaysWriter>,
 }
 
 impl Broker {
     /// A broker whose "always" answers go to `approvals`, with grants lasting `window`.
     pub(crate) fn new(approvals: PathBuf, window: Duration) -> Broker {
-        Broker { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0, window, approvals }
+        Broker::writing_to(std::sync::Arc::new(clawai_approvals::AlwaysFile(approvals)), window)
+    }
+
+    /// A broker whose "always" answers `always` writes (the approvals replicas share, in
+    /// cluster mode).
+    pub(crate) fn writing_to(always: std::sync::Arc<dyn clawai_approvals::AlwaysWriter>, window: Duration) -> Broker {
+        Broker { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0, window, always }
     }
 
     /// Ticks whenever the pending list changes.
@@ -213,7 +218,7 @@ impl Broker {
                 covered,
             )
             .map_err(|e| e.to_string())?;
-            append_always_to(&self.approvals, &entry, jiff::Zoned::now().date()).map_err(|e| e.to_string())?;
+            self.always.append(&entry).map_err(|e| e.to_string())?;
         }
         let entry = inner.entries.remove(at);
         let outcome = match decision {

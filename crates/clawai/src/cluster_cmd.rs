@@ -3,7 +3,7 @@
 //! that the Redis client stays out of the small one.
 
 use anyhow::{Result, bail};
-use clawai_approvals::{Answer, By, Outcome, Scope};
+use clawai_approvals::{AlwaysEntry, AlwaysWriter as _, Answer, AskedVia, By, Covered, Outcome, Scope};
 use clawai_proxy::pins::store::PinStore;
 
 use crate::ExitCode;
@@ -55,19 +55,33 @@ pub fn run_shared(command: SharedCommand) -> Result<ExitCode> {
             crate::approvals_cmd::print_pending(&clawai_store_redis::pending(&redis), args.json)
         }
         Shared::Approve(args) => {
+            let redis = connect(&args.cluster)?;
+            let id = args.id();
             let outcome = match args.scope() {
                 Scope::Once => Outcome::AllowOnce,
                 Scope::Session => Outcome::AllowSession,
-                Scope::Always | Scope::AlwaysAnyArguments => bail!(
-                    "--always with --cluster: standing approvals are not shared in Redis yet, so the entry would be \
-                     written on this machine only. Approve once or --session here, or with --always from the \
-                     `clawai ui --cluster` page on the machine whose approvals.toml the replicas read"
-                ),
+                scope @ (Scope::Always | Scope::AlwaysAnyArguments) => {
+                    write_always(&redis, &id, scope)?;
+                    Outcome::AllowAlways
+                }
             };
-            answer(connect(&args.cluster)?, &args.id(), outcome)
+            answer(redis, &id, outcome)
         }
         Shared::Deny(args) => answer(connect(&args.cluster)?, &args.id(), Outcome::Deny),
     }
+}
+
+/// Appends the "always" entry for held call `id` to the approvals every replica reads,
+/// before it is answered (as the broker does: no answer when the entry cannot be written).
+fn write_always(redis: &clawai_store_redis::Redis, id: &str, scope: Scope) -> Result<()> {
+    let Some(item) = clawai_store_redis::pending(redis).into_iter().find(|item| item.id == id) else {
+        bail!("{id} does not wait for an answer in the cluster; `clawai approvals --cluster URL` lists what waits");
+    };
+    let covered = if scope == Scope::Always { Covered::Shown } else { Covered::Any };
+    let entry = AlwaysEntry::for_call(item.server, item.method, item.name, &item.arguments, AskedVia::Cli, covered)?;
+    let always = clawai_store_redis::RedisAlways::new(redis.approvals(), clawai_store_redis::APPROVALS);
+    always.append(&entry)?;
+    Ok(())
 }
 
 /// Answers held call `id` in Redis: it wins only while its replica still waits.

@@ -200,10 +200,15 @@ impl ListenArgs {
         }
         let mut ask = settings.ask;
         if let Some(shared) = self.cluster.join(self.replica_id.as_deref())? {
-            ask.stores = shared;
             if let Some(held) = crate::stores::cluster_held() {
                 ask.held = held;
             }
+            if let Some(approvals) = &shared.approvals {
+                let document =
+                    clawai_policy::ApprovalsDocument::new(Arc::clone(approvals), clawai_store_redis::APPROVALS);
+                ask.standing = Some(Arc::new(document));
+            }
+            ask.stores = shared;
         }
         let addr = listen_addr(listen)?;
         let auth_token = match &self.auth_token_env {

@@ -48,6 +48,9 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
             let shown = clawai_audit_ship::redacted(url);
             let redis = clawai_store_redis::Redis::connect(url, "clawai-ui")
                 .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+            // "Always" answers go to the approvals every replica reads.
+            let always = clawai_store_redis::RedisAlways::new(redis.approvals(), clawai_store_redis::APPROVALS);
+            options.always = Some(std::sync::Arc::new(always));
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let relay = clawai_store_redis::relay(redis, clawai_approvals::socket_path(), stop.clone())
                 .context("cannot start relaying the cluster's held calls")?;
