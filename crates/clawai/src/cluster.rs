@@ -1,10 +1,9 @@
 //! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
 //! mode, where replicas behind a balancer keep the state that must outlive one of them
-//! in Redis. Built: sessions (takeover, taint, grants, the active skill), rate windows,
-//! pins and the keyring. Not built yet: held and standing approvals in Redis, so the
-//! commands that only deal with those (`ui`, `approvals`, `approve`, `deny`, and `pins
-//! reset`) refuse `--cluster`, saying so, rather than act on this machine's files while
-//! the user believes they act on the cluster's.
+//! in Redis: sessions (takeover, taint, grants, the active skill), rate windows, pins,
+//! held and standing approvals, and the keyring. `clawai pins reset` cannot remove shared
+//! pins yet: it refuses `--cluster`, saying so, rather than act on this machine's files
+//! while the user believes it acts on the cluster's.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -19,10 +18,9 @@ pub(crate) struct ClusterArg {
 }
 
 /// What to do instead, said whenever `--cluster` is refused.
-const NOT_BUILT: &str = "held and standing approvals (and resetting pins) are not shared in Redis yet in this \
-     version of clawai (sessions, rate windows, pins and the keyring are), so this command would act on this \
-     machine's files only. Leave --cluster and CLAWAI_CLUSTER unset for it: it then acts on the replicas of this \
-     machine (docs/cluster.md says what is shared)";
+const NOT_BUILT: &str = "`clawai pins reset` cannot remove the pins replicas share in Redis yet (every other pins \
+     verb, and sessions, rate windows, approvals and the keyring, are shared). Approve what a server changed with \
+     `clawai pins diff|approve --cluster URL` instead, or reset this machine's pins without --cluster";
 
 impl ClusterArg {
     /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
@@ -62,13 +60,19 @@ pub(crate) fn parse_replica_id(text: &str) -> Result<String, String> {
     }
 }
 
-/// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (or `rediss://`, Redis over
-/// TLS), without a URL parser (the small binary has none): the scheme, a host, a port
+/// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (`rediss://`, Redis over TLS, is
+/// refused: the client is built without TLS), without a URL parser (the small binary has none): the scheme, a host, a port
 /// that is a number, a database that is a number.
 pub(crate) fn check_redis_url(url: &str) -> Result<()> {
     let shown = clawai_audit_ship::redacted(url);
     let example = "expected redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0";
-    let Some(rest) = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://")) else {
+    if url.starts_with("rediss://") {
+        bail!(
+            "--cluster (CLAWAI_CLUSTER) {shown}: this version speaks to Redis without TLS; use redis:// on loopback or \
+             a private network (or a TLS tunnel such as stunnel)"
+        );
+    }
+    let Some(rest) = url.strip_prefix("redis://") else {
         bail!("--cluster (CLAWAI_CLUSTER) {shown}: not a Redis URL; {example}");
     };
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -106,7 +110,7 @@ mod tests {
         for good in [
             "redis://127.0.0.1:6379/0",
             "redis://localhost",
-            "rediss://user:secret@redis.example:6380/2",
+            "redis://user:secret@redis.example:6380/2",
             "redis://[::1]:6379/1",
         ] {
             check_redis_url(good).unwrap_or_else(|error| panic!("{good}: {error}"));
@@ -118,6 +122,7 @@ mod tests {
             ("redis://host:port/0", "is not a port"),
             ("redis://host:0", "is not a port"),
             ("redis://host:6379/zero", "not a database number"),
+            ("rediss://host:6380/0", "without TLS"),
         ] {
             let error = check_redis_url(bad).expect_err(bad).to_string();
             assert!(error.contains(says), "{bad}: {error}");
@@ -126,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_password_never_appears_in_a_message() {
-        let error = check_redis_url("rediss://me:hunter2@host:x/0").expect_err("bad port").to_string();
+        let error = check_redis_url("redis://me:hunter2@host:x/0").expect_err("bad port").to_string();
         assert!(!error.contains("hunter2") && error.contains("me:***@host"), "{error}");
     }
 
@@ -134,7 +139,7 @@ mod tests {
     fn commands_whose_state_is_not_shared_yet_refuse_a_cluster_and_a_replica_needs_an_id() {
         let arg = ClusterArg { url: Some("redis://127.0.0.1:6379/0".into()) };
         let error = arg.refuse_until_built().expect_err("refused").to_string();
-        assert!(error.contains("not shared in Redis yet"), "{error}");
+        assert!(error.contains("cannot remove the pins replicas share"), "{error}");
         assert!(ClusterArg { url: None }.refuse_until_built().is_ok());
         let error = arg.join(None).expect_err("needs an id").to_string();
         assert!(error.contains("--replica-id"), "{error}");
