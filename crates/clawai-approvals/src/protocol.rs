@@ -147,6 +147,36 @@ pub struct PendingItem {
     pub always: String,
 }
 
+impl PendingItem {
+    /// `ask`, listed under `id` since `asked_at`, in `state`: what a person is shown,
+    /// with the `[[allow]]` entry "always" would write.
+    pub fn of(ask: Ask, id: String, asked_at: String, state: State) -> PendingItem {
+        let always = crate::AlwaysEntry::for_call(
+            ask.server.clone(),
+            ask.method.clone(),
+            ask.name.clone(),
+            &ask.arguments,
+            crate::AskedVia::Ui,
+            crate::Covered::Shown,
+        )
+        .map_or_else(|why| why.to_string(), |entry| entry.preview());
+        PendingItem {
+            always,
+            id,
+            session: ask.session,
+            server: ask.server,
+            method: ask.method,
+            name: ask.name,
+            arguments: ask.arguments,
+            rule: ask.rule,
+            description: ask.description,
+            reason: ask.reason,
+            asked_at,
+            state,
+        }
+    }
+}
+
 /// A line sent to the broker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -80,6 +80,18 @@ impl Bridge {
         ping.await.is_ok()
     }
 
+    /// Starts one step on the connection's runtime, with its time limit (the timer is
+    /// made there: the caller may be on no runtime).
+    fn start<T, F, Fut>(&self, step: F) -> tokio::task::JoinHandle<Stepped<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
+    {
+        let step = step(self.connection.clone());
+        self.runtime().spawn(async move { tokio::time::timeout(STEP_TIMEOUT, step).await })
+    }
+
     /// Runs one step on the connection's runtime and awaits it (from any runtime).
     pub(crate) async fn run<T, F, Fut>(&self, step: F) -> Result<T, Unavailable>
     where
@@ -87,14 +99,7 @@ impl Bridge {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
-        let step = step(self.connection.clone());
-        // The timer is made on the connection's runtime: the caller may be on none.
-        let handle = self.runtime().spawn(async move { tokio::time::timeout(STEP_TIMEOUT, step).await });
-        match handle.await {
-            Ok(Ok(result)) => result.map_err(unreachable),
-            Ok(Err(_)) => Err(unreachable(format!("no answer within {STEP_TIMEOUT:?}"))),
-            Err(error) => Err(unreachable(error)),
-        }
+        settle(self.start(step).await.map_err(|error| error.to_string()))
     }
 
     /// Runs one step on the connection's runtime and waits for it, blocking this thread
@@ -105,14 +110,19 @@ impl Bridge {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
-        let step = step(self.connection.clone());
-        // The timer is made on the connection's runtime: the caller may be on none.
-        let handle = self.runtime().spawn(async move { tokio::time::timeout(STEP_TIMEOUT, step).await });
-        match wait(self.runtime(), handle) {
-            Ok(Ok(result)) => result.map_err(unreachable),
-            Ok(Err(_)) => Err(unreachable(format!("no answer within {STEP_TIMEOUT:?}"))),
-            Err(error) => Err(unreachable(error)),
-        }
+        settle(wait(self.runtime(), self.start(step)))
+    }
+}
+
+/// A step's result, or that its time ran out.
+type Stepped<T> = Result<redis::RedisResult<T>, tokio::time::error::Elapsed>;
+
+/// What a step came to, for the caller: its value, or why Redis did not give it.
+fn settle<T>(joined: Result<Stepped<T>, String>) -> Result<T, Unavailable> {
+    match joined {
+        Ok(Ok(result)) => result.map_err(unreachable),
+        Ok(Err(_)) => Err(unreachable(format!("no answer within {STEP_TIMEOUT:?}"))),
+        Err(error) => Err(unreachable(error)),
     }
 }
 

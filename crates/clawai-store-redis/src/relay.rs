@@ -39,19 +39,21 @@ fn held(redis: &Redis, id: &str) -> Option<Held> {
     Some(Held { ask: ask.and_then(|ask| serde_json::from_str(&ask).ok()), state, outcome })
 }
 
-/// The ids of the calls held in Redis, oldest first (forgetting the ones that expired).
-fn held_ids(redis: &Redis) -> Vec<String> {
+/// The ids of the calls held in Redis, oldest first, with when each was held (ms).
+fn held_ids(redis: &Redis) -> Vec<(String, i64)> {
     let index = index_key();
     redis
         .bridge
-        .block(move |mut c| async move { redis::cmd("ZRANGE").arg(index).arg(0).arg(-1).query_async(&mut c).await })
+        .block(move |mut c| async move {
+            redis::cmd("ZRANGE").arg(index).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut c).await
+        })
         .unwrap_or_default()
 }
 
 /// Every call held in Redis, as `clawai approvals` lists them.
 pub fn pending(redis: &Redis) -> Vec<PendingItem> {
     let mut items = Vec::new();
-    for id in held_ids(redis) {
+    for (id, score) in held_ids(redis) {
         let Some(Held { ask: Some(ask), state: Some(state), .. }) = held(redis, &id) else {
             let (index, gone) = (index_key(), id.clone());
             let _ = redis.bridge.block(move |mut c| async move {
@@ -64,20 +66,10 @@ pub fn pending(redis: &Redis) -> Vec<PendingItem> {
             "expired" => State::Expired,
             _ => continue,
         };
-        items.push(PendingItem {
-            always: String::new(),
-            id,
-            session: ask.session,
-            server: ask.server,
-            method: ask.method,
-            name: ask.name,
-            arguments: ask.arguments,
-            rule: ask.rule,
-            description: ask.description,
-            reason: ask.reason,
-            asked_at: String::new(),
-            state,
-        });
+        let asked_at = jiff::Timestamp::from_millisecond(score)
+            .map(|at| at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default();
+        items.push(PendingItem::of(ask, id, asked_at, state));
     }
     items
 }
@@ -92,7 +84,7 @@ pub fn relay(redis: Redis, socket: PathBuf, stop: Arc<AtomicBool>) -> std::io::R
             let _ = redis.bridge.block(move |mut c| async move {
                 redis::cmd("SET").arg(presence).arg(1).arg("PX").arg(PRESENCE_MS).query_async::<()>(&mut c).await
             });
-            let ids = held_ids(&redis);
+            let ids: Vec<String> = held_ids(&redis).into_iter().map(|(id, _)| id).collect();
             relayed.retain(|id| ids.contains(id));
             for id in ids {
                 if relayed.contains(&id) {

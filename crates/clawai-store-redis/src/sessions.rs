@@ -74,6 +74,13 @@ impl Keys {
     fn window(&self, key: &str) -> String {
         format!("{}:w:{key}", self.hash)
     }
+
+    /// `script` on the session's hash, labels and grants (its KEYS 1 to 3).
+    fn on<'s>(&self, script: &'s redis::Script) -> redis::ScriptInvocation<'s> {
+        let mut invocation = script.key(&self.hash);
+        invocation.key(&self.labels).key(&self.grants);
+        invocation
+    }
 }
 
 impl RedisSessions {
@@ -110,10 +117,7 @@ impl SessionClaims for RedisSessions {
             .bridge
             .run(move |mut connection| async move {
                 let resumable = if initialize.is_some() { "1" } else { "0" };
-                scripts::CREATE
-                    .key(&keys.hash)
-                    .key(&keys.labels)
-                    .key(&keys.grants)
+                keys.on(&scripts::CREATE)
                     .arg(owner)
                     .arg(initialize.unwrap_or_default())
                     .arg(resumable)
@@ -133,13 +137,7 @@ impl SessionClaims for RedisSessions {
             .redis
             .bridge
             .run(move |mut connection| async move {
-                scripts::EPOCH
-                    .key(&keys.hash)
-                    .key(&keys.labels)
-                    .key(&keys.grants)
-                    .arg(SESSION_TTL_SECS)
-                    .invoke_async(&mut connection)
-                    .await
+                keys.on(&scripts::EPOCH).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
             })
             .await?;
         Ok(epoch == claim.epoch())
@@ -152,14 +150,7 @@ impl SessionClaims for RedisSessions {
             .redis
             .bridge
             .run(move |mut connection| async move {
-                scripts::TAKE_OVER
-                    .key(&keys.hash)
-                    .key(&keys.labels)
-                    .key(&keys.grants)
-                    .arg(owner)
-                    .arg(SESSION_TTL_SECS)
-                    .invoke_async(&mut connection)
-                    .await
+                keys.on(&scripts::TAKE_OVER).arg(owner).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
             })
             .await?;
         let taken = parse_takeover(answer).map_err(Unavailable::Unreachable)?;
@@ -178,13 +169,7 @@ impl SessionClaims for RedisSessions {
             .redis
             .bridge
             .run(move |mut connection| async move {
-                scripts::END
-                    .key(&keys.hash)
-                    .key(&keys.labels)
-                    .key(&keys.grants)
-                    .arg(epoch)
-                    .invoke_async::<i64>(&mut connection)
-                    .await
+                keys.on(&scripts::END).arg(epoch).invoke_async::<i64>(&mut connection).await
             })
             .await;
         if let Err(why) = ended {

@@ -114,30 +114,10 @@ impl Broker {
             }
         });
         let (reply, answer) = oneshot::channel();
-        let always = AlwaysEntry::for_call(
-            ask.server.clone(),
-            ask.method.clone(),
-            ask.name.clone(),
-            &ask.arguments,
-            AskedVia::Ui,
-            Covered::Shown,
-        )
-        .map_or_else(|why| why.to_string(), |entry| entry.preview());
-        let item = PendingItem {
-            always,
-            id: id.clone(),
-            session: ask.session,
-            server: ask.server,
-            method: ask.method,
-            name: ask.name,
-            arguments: ask.arguments,
-            rule: ask.rule,
-            description: ask.description,
-            reason: ask.reason,
-            asked_at: jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            state: State::Waiting,
-        };
-        inner.entries.push(Entry { item, key: ask.key, reply: Some(reply), expired_at: None });
+        let key = ask.key.clone();
+        let asked_at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let item = PendingItem::of(ask, id.clone(), asked_at, State::Waiting);
+        inner.entries.push(Entry { item, key, reply: Some(reply), expired_at: None });
         drop(inner);
         self.tell();
         Asked::Queued { id, answer }
