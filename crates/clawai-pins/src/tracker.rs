@@ -183,6 +183,15 @@ impl Tracker {
         }
         let fresh = match self.store.load(&self.name) {
             Ok(Some(file)) => file,
+            // A shared store (versions it counts) that lost the pins (Redis back without
+            // its data) gets them back from here: nothing held is released by a loss.
+            // Locally, a file removed is a reset (`clawai pins reset`).
+            Ok(None) if inner.stamp.is_some_and(|stamp| stamp.count().is_some()) => {
+                tracing::warn!("{}: the shared pins were gone; written again from this replica's copy", self.name);
+                inner.stamp = None;
+                self.save(&mut inner);
+                return Vec::new();
+            }
             Ok(None) => PinFile::new(&self.identity),
             Err(e) => {
                 tracing::warn!("{e}; the pins in use stay as they were");

@@ -34,6 +34,33 @@ return tonumber(epoch)
     )
 });
 
+/// Writes a record Redis lost again, from its owner's copy, unless one exists: 1, or 0.
+/// KEYS: hash, labels, grants. ARGV: epoch, owner, initialize, resumable, ttl, the count
+/// of labels, the labels, the count of grants, the grants, then facts as name, value.
+pub(crate) static RESTORE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'owner', ARGV[2], 'init', ARGV[3], 'resumable', ARGV[4])
+local i = 6
+for _, set in ipairs({KEYS[2], KEYS[3]}) do
+  local count = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, count do
+    redis.call('SADD', set, ARGV[i])
+    i = i + 1
+  end
+end
+while i < #ARGV do
+  redis.call('HSET', KEYS[1], 'f:' .. ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+for k = 1, 3 do redis.call('EXPIRE', KEYS[k], ARGV[5]) end
+return 1
+",
+    )
+});
+
 /// Takes a session over: its epoch bumped, the owner set, and everything a replica
 /// needs to serve it returned: `{epoch, initialize, {facts…}, {labels…}, {grants…}}`,
 /// or `{0}` (no such session), or `{-1}` (it cannot be resumed elsewhere).

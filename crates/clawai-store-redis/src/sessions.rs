@@ -33,6 +33,9 @@ impl std::fmt::Debug for RedisSessions {
 struct Claim {
     epoch: AtomicU64,
     copy: Mutex<Copy>,
+    /// The client's `initialize` (`None`: the session cannot be resumed elsewhere), to
+    /// write the record again should Redis lose it.
+    initialize: Option<Vec<u8>>,
 }
 
 /// What the owner read or wrote of the session: every write went to Redis first.
@@ -44,8 +47,8 @@ struct Copy {
 }
 
 impl Claim {
-    fn new(epoch: u64, copy: Copy) -> Arc<Claim> {
-        Arc::new(Claim { epoch: AtomicU64::new(epoch), copy: Mutex::new(copy) })
+    fn new(epoch: u64, copy: Copy, initialize: Option<Vec<u8>>) -> Arc<Claim> {
+        Arc::new(Claim { epoch: AtomicU64::new(epoch), copy: Mutex::new(copy), initialize })
     }
 
     fn copy(&self) -> MutexGuard<'_, Copy> {
@@ -98,6 +101,49 @@ impl RedisSessions {
     }
 }
 
+impl RedisSessions {
+    /// Writes the record of session `id` again from `claim`, unless one exists by now:
+    /// true when this replica still owns it.
+    async fn restore(&self, id: &str, claim: &Claim) -> Result<bool, Unavailable> {
+        let keys = Keys::of(id);
+        let (labels, grants, facts) = {
+            let copy = claim.copy();
+            let facts: Vec<String> =
+                copy.facts.iter().flat_map(|(name, value)| [name.clone(), value.clone()]).collect();
+            (copy.labels.iter().cloned().collect::<Vec<_>>(), copy.grants.iter().cloned().collect::<Vec<_>>(), facts)
+        };
+        let (epoch, owner) = (claim.epoch(), self.redis.replica.to_string());
+        let (initialize, resumable) = match &claim.initialize {
+            Some(initialize) => (initialize.clone(), "1"),
+            None => (Vec::new(), "0"),
+        };
+        let restored: i64 = self
+            .redis
+            .bridge
+            .run(move |mut connection| async move {
+                let mut invocation = keys.on(&scripts::RESTORE);
+                invocation.arg(epoch).arg(owner).arg(initialize).arg(resumable).arg(SESSION_TTL_SECS);
+                invocation.arg(labels.len()).arg(labels).arg(grants.len()).arg(grants).arg(facts);
+                invocation.invoke_async(&mut connection).await
+            })
+            .await?;
+        if restored == 1 {
+            tracing::info!("the record of session {id} was gone from Redis; written again from this replica's copy");
+            return Ok(true);
+        }
+        // Another replica wrote it first (it took the session over meanwhile).
+        let keys = Keys::of(id);
+        let now: u64 = self
+            .redis
+            .bridge
+            .run(move |mut connection| async move {
+                keys.on(&scripts::EPOCH).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
+            })
+            .await?;
+        Ok(now == claim.epoch())
+    }
+}
+
 impl SessionStore for RedisSessions {
     fn open(&self, id: &str) -> Arc<dyn SessionMemory> {
         match self.claim(id) {
@@ -113,6 +159,7 @@ impl SessionClaims for RedisSessions {
         let keys = Keys::of(id);
         let owner = self.redis.replica.to_string();
         let initialize = initialize.map(<[u8]>::to_vec);
+        let kept = initialize.clone();
         self.redis
             .bridge
             .run(move |mut connection| async move {
@@ -126,7 +173,7 @@ impl SessionClaims for RedisSessions {
                     .await
             })
             .await?;
-        self.claims().insert(id.to_owned(), Claim::new(1, Copy::default()));
+        self.claims().insert(id.to_owned(), Claim::new(1, Copy::default(), kept));
         Ok(())
     }
 
@@ -140,6 +187,11 @@ impl SessionClaims for RedisSessions {
                 keys.on(&scripts::EPOCH).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
             })
             .await?;
+        if epoch == 0 {
+            // Redis lost the record (it came back without its data): written again from
+            // what this replica holds, so that the session keeps its taint and grants.
+            return self.restore(id, &claim).await;
+        }
         Ok(epoch == claim.epoch())
     }
 
@@ -157,7 +209,7 @@ impl SessionClaims for RedisSessions {
         let Taken::Resumable { epoch, initialize, copy } = taken else {
             return Ok(if matches!(taken, Taken::Unknown) { Found::Unknown } else { Found::NotResumable });
         };
-        self.claims().insert(id.to_owned(), Claim::new(epoch, copy));
+        self.claims().insert(id.to_owned(), Claim::new(epoch, copy, Some(initialize.clone())));
         Ok(Found::Resumable { initialize })
     }
 

@@ -125,8 +125,9 @@ async fn while_redis_is_away_writes_fail_and_they_work_again_once_it_is_back() {
     assert!(!claims(&r1).reachable().await);
     assert_eq!(memory.labels().len(), 1, "the owner still reads what it holds");
 
-    // Back without its data (no persistence): the owner's writes are refused, since
-    // the record that names it is gone.
+    // Back without its data (no persistence): the owner's writes are refused until it
+    // asks whether the session is still its own, which writes the record again from
+    // what it holds (its taint, grants and facts; not its rate windows).
     redis.restart();
     let deadline = Instant::now() + Duration::from_secs(20);
     let back = loop {
@@ -137,9 +138,14 @@ async fn while_redis_is_away_writes_fail_and_they_work_again_once_it_is_back() {
             other => break other,
         }
     };
-    assert_eq!(back, Err(Unavailable::TakenOver));
-    claims(&r1).create("r1.new", Some(INITIALIZE)).await.unwrap();
-    assert_eq!(r1.sessions.open("r1.new").add_labels(&["private".into()]), Ok(()));
+    assert_eq!(back, Err(Unavailable::TakenOver), "no write to a record Redis lost");
+    assert!(claims(&r1).still_owned("r1.away").await.unwrap(), "written again from the owner's copy");
+    memory.add_labels(&["secret".into()]).unwrap();
+    let r2 = redis.replica("r2");
+    assert_eq!(claims(&r2).take_over("r1.away").await.unwrap(), Found::Resumable { initialize: INITIALIZE.to_vec() });
+    let taken = r2.sessions.open("r1.away");
+    assert_eq!(taken.labels().into_iter().collect::<Vec<_>>(), ["private", "secret"], "the taint survived");
+    assert_eq!(taken.count("flood", MINUTE, 5, Duration::ZERO, Count::Look), Ok(1), "rate windows start over");
 }
 
 #[test]

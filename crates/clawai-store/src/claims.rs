@@ -30,7 +30,9 @@ pub trait SessionClaims: Send + Sync {
     /// cannot be resumed.
     async fn create(&self, id: &str, initialize: Option<&[u8]>) -> Result<(), Unavailable>;
 
-    /// True while no other replica has taken `id` over since this one claimed it.
+    /// True while no other replica has taken `id` over since this one claimed it. A
+    /// record the shared store lost (it came back without its data) is written again
+    /// from what this replica holds.
     async fn still_owned(&self, id: &str) -> Result<bool, Unavailable>;
 
     /// Takes session `id` over (its epoch bumped atomically): what it takes to resume it.
