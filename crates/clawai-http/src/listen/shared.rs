@@ -113,7 +113,12 @@ impl Front {
     fn held(&self, id: &str) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
         if sessions.get(id).is_some_and(|session| session.is_gone()) {
+            // Its server is gone here: the claim goes too (the record stays, for a
+            // replica that can resume it).
             sessions.remove(id);
+            if let Some(claims) = self.claims() {
+                claims.release(id);
+            }
         }
         sessions.get(id).cloned()
     }
