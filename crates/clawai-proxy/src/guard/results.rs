@@ -35,8 +35,8 @@ struct Read {
     /// Member names and values in the order written, a blank line between two: the
     /// scanner reads them at once, so that a phrase split over two strings is found.
     joined: String,
-    /// A string holds a credential shape or a secret assigned to a name, or a member's
-    /// name says its value is a secret (whether it reads as one is decided on the tree).
+    /// A string holds a credential shape or a secret assigned to a name, or a secret
+    /// literal follows a member name that says it is one (the tree decides exactly).
     may_hold_secrets: bool,
 }
 
@@ -138,7 +138,9 @@ impl Guard {
 fn read_strings(result: &[u8]) -> Option<Read> {
     // Bytes, checked as UTF-8 once at the end rather than string by string.
     let mut joined = Vec::with_capacity(result.len());
-    let mut secret_name = false;
+    // A string right after a member name that says it holds a secret (its value, or
+    // the first string inside it), and whether one read as a secret literal.
+    let (mut after_secret_name, mut secret_member) = (false, false);
     let mut readable = true;
     skim::strings(result, |string| {
         if !joined.is_empty() {
@@ -154,8 +156,12 @@ fn read_strings(result: &[u8]) -> Option<Read> {
                 None => readable = false,
             }
         }
+        let text = || std::str::from_utf8(&joined[start..]).unwrap_or_default();
         if string.is_key {
-            secret_name = secret_name || std::str::from_utf8(&joined[start..]).is_ok_and(names_secret);
+            after_secret_name = names_secret(text());
+        } else {
+            secret_member = secret_member || (after_secret_name && is_literal_secret(text()));
+            after_secret_name = false;
         }
     })?;
     if !readable {
@@ -167,7 +173,7 @@ fn read_strings(result: &[u8]) -> Option<Read> {
     // The quick test looks for literals, which a string has only if the joined text
     // has them: most results pass it at once, and only theirs are walked again and
     // tested one by one.
-    let may_hold_secrets = secret_name || (may_hold_credential(&joined) && any_string_holds_credential(result));
+    let may_hold_secrets = secret_member || (may_hold_credential(&joined) && any_string_holds_credential(result));
     Some(Read { joined, may_hold_secrets })
 }
 
@@ -309,6 +315,11 @@ mod tests {
         assert!(super::inspect(text.as_bytes(), ResultsGuard::Redact).unwrap().is_err());
         let plain = r#"{"content":[{"type":"text","text":"\ud800 nothing here"}]}"#;
         assert!(super::inspect(plain.as_bytes(), ResultsGuard::Redact).unwrap().is_ok());
+        // A secret's name alone is no secret: nothing to take out, nothing refused.
+        let named = r#"{"structuredContent":{"token":"response","note":"\ud800"}}"#;
+        assert!(super::inspect(named.as_bytes(), ResultsGuard::Redact).unwrap().is_ok());
+        let literal = r#"{"structuredContent":{"api_key":"abc123def456","note":"\ud800"}}"#;
+        assert!(super::inspect(literal.as_bytes(), ResultsGuard::Redact).unwrap().is_err());
     }
 
     #[test]
