@@ -1,8 +1,9 @@
-"""Three clawai replicas behind a real HAProxy and a real nginx (Debian's), configured
-with the files users paste (deploy/haproxy.cfg, deploy/nginx.conf): sessions are
-balanced, every follow-up reaches the replica that issued its session (by the prefix
-of its Mcp-Session-Id) on a new TCP connection each, and a replica that is shutting
-down gets no new session while the others take them without an error."""
+"""Three clawai replicas in cluster mode (a real redis-server) behind a real HAProxy and
+a real nginx (Debian's), configured with the files users paste (deploy/haproxy.cfg,
+deploy/nginx.conf): sessions are balanced, every follow-up reaches the replica that
+issued its session (by the prefix of its Mcp-Session-Id) on a new TCP connection each,
+and a replica that is shutting down gets no new session while the others take them
+without an error. test_cluster_shared.py: what the replicas share in Redis."""
 
 import collections
 import concurrent.futures
@@ -41,13 +42,50 @@ def wait_listening(port: int, proc: subprocess.Popen, what: str):
     raise RuntimeError(f"{what}: nothing listening on {port}")
 
 
-def start_replicas(tmp_path: pathlib.Path) -> dict:
+class RedisServer:
+    """A redis-server of the test's own on a free loopback port, without persistence."""
+
+    def __init__(self, tmp_path: pathlib.Path):
+        self.port = free_port()
+        self.dir = tmp_path
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_listening(self.port, self.proc, "redis-server")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def cli(self, *args: str) -> str:
+        return subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+
+@pytest.fixture
+def redis(tmp_path):
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
+
+
+def start_replicas(tmp_path: pathlib.Path, redis: RedisServer) -> dict:
     policy = write_policy(tmp_path, ALLOW_ALL)
     replicas = {}
     for name in REPLICAS:
         port = free_port()
         proc = subprocess.Popen(
-            [clawai_bin(), "proxy", "--listen", f"127.0.0.1:{port}", "--replica-id", name,
+            [clawai_bin(), "proxy", "--listen", f"127.0.0.1:{port}", "--replica-id", name, "--cluster", redis.url,
              "--shutdown-drain", "4", "--policy", str(policy), "--audit", str(tmp_path / f"audit-{name}.jsonl"),
              "--server", "everything", "--", "node", str(EVERYTHING), "stdio"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -129,8 +167,8 @@ def stop_all(procs: list[subprocess.Popen]):
 
 
 @pytest.fixture(params=["haproxy", "nginx"])
-def cluster(request, tmp_path):
-    replicas = start_replicas(tmp_path)
+def cluster(request, tmp_path, redis):
+    replicas = start_replicas(tmp_path, redis)
     starter = start_haproxy if request.param == "haproxy" else start_nginx
     balancer, front = starter(tmp_path, replicas)
     yield replicas, front
@@ -249,7 +287,7 @@ def health(port: int) -> tuple[int, dict] | None:
 def test_a_draining_replica_gets_no_new_sessions(cluster):
     replicas, front = cluster
     proc, port = replicas["r3"]
-    assert health(port) == (200, {"status": "serving", "replica": "r3", "sessions": 0, "cluster": None})
+    assert health(port) == (200, {"status": "serving", "replica": "r3", "sessions": 0, "cluster": "connected"})
     _, errors = run_sessions(front, 12, workers=4)
     assert errors == []
 

@@ -91,22 +91,35 @@ pub fn append_always(entry: &AlwaysEntry) -> Result<String, AlwaysError> {
 /// Appends `entry` to the approvals file at `path`, dated `today`; returns its id
 /// (`always-2026-11-25-3`: the date and the next free number for it).
 pub fn append_always_to(path: &Path, entry: &AlwaysEntry, today: jiff::civil::Date) -> Result<String, AlwaysError> {
-    for name in entry.server.iter().chain(entry.name.iter()) {
-        if name.contains(['*', '?']) {
-            return Err(AlwaysError::GlobInName { name: name.clone(), path: path.to_path_buf() });
-        }
-    }
     let io = |error| AlwaysError::Io { path: path.to_path_buf(), error };
     let existing = match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(io(e)),
     };
-    let text = existing.as_deref().unwrap_or(HEADER);
-    let document: DocumentMut = text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
-    let id = next_id(&document, today, path)?;
+    let (appended, id) = with_always(existing.as_deref(), entry, today, path)?;
+    write_private(path, appended.as_bytes()).map_err(io)?;
+    Ok(id)
+}
+
+/// The approvals `existing` (`None`: none yet) with `entry` appended, dated `today`, and
+/// the entry's id; `location` names them in messages. For a store other than a file (the
+/// approvals replicas share).
+pub fn with_always(
+    existing: Option<&str>,
+    entry: &AlwaysEntry,
+    today: jiff::civil::Date,
+    location: &Path,
+) -> Result<(String, String), AlwaysError> {
+    for name in entry.server.iter().chain(entry.name.iter()) {
+        if name.contains(['*', '?']) {
+            return Err(AlwaysError::GlobInName { name: name.clone(), path: location.to_path_buf() });
+        }
+    }
+    let text = existing.unwrap_or(HEADER);
+    let invalid = |problem: String| AlwaysError::Invalid { path: location.to_path_buf(), problem };
+    let document: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| invalid(e.to_string()))?;
+    let id = next_id(&document, today, location)?;
     let mut appended = String::with_capacity(text.len() + 256);
     appended.push_str(text);
     if !appended.is_empty() && !appended.ends_with('\n') {
@@ -118,11 +131,25 @@ pub fn append_always_to(path: &Path, entry: &AlwaysEntry, today: jiff::civil::Da
     appended.push_str(&entry_text(entry, &id, today));
     // The whole file must still read as approvals: a top-level `allow = ...` that is not
     // a list of tables would have been refused above, so this only guards surprises.
-    appended
-        .parse::<DocumentMut>()
-        .map_err(|e| AlwaysError::Invalid { path: path.to_path_buf(), problem: e.to_string() })?;
-    write_private(path, appended.as_bytes()).map_err(io)?;
-    Ok(id)
+    appended.parse::<DocumentMut>().map_err(|e| invalid(e.to_string()))?;
+    Ok((appended, id))
+}
+
+/// Where "always" answers are written: the approvals file ([`AlwaysFile`]), or the
+/// approvals replicas share (cluster mode).
+pub trait AlwaysWriter: Send + Sync + std::fmt::Debug {
+    /// Appends `entry`; returns its id.
+    fn append(&self, entry: &AlwaysEntry) -> Result<String, AlwaysError>;
+}
+
+/// "Always" answers written to the approvals file at a path.
+#[derive(Debug, Clone)]
+pub struct AlwaysFile(pub PathBuf);
+
+impl AlwaysWriter for AlwaysFile {
+    fn append(&self, entry: &AlwaysEntry) -> Result<String, AlwaysError> {
+        append_always_to(&self.0, entry, jiff::Zoned::now().date())
+    }
 }
 
 impl AlwaysEntry {

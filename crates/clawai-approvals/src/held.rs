@@ -70,3 +70,39 @@ impl Withdraw for Canceller {
         self.cancel()
     }
 }
+
+/// Letters and digits a person cannot confuse when typing `clawai approve ID`: no
+/// I/1/L, O/0.
+const ID_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+/// A new approval id: six characters from [`ID_ALPHABET`] (`K7P2QD`), each equally
+/// likely (rejection sampling), from the operating system's random source.
+pub fn approval_id() -> String {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let limit = 256 - 256 % ID_ALPHABET.len();
+    let mut id = String::with_capacity(6);
+    while id.len() < 6 {
+        let mut bytes = [0u8; 16];
+        // Without the system's random source no id could be trusted to be unguessable.
+        SystemRandom::new().fill(&mut bytes).expect("the operating system's random source failed");
+        for b in bytes {
+            if (b as usize) < limit && id.len() < 6 {
+                id.push(ID_ALPHABET[b as usize % ID_ALPHABET.len()] as char);
+            }
+        }
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_ids_are_six_unambiguous_characters_and_differ() {
+        let (a, b) = (approval_id(), approval_id());
+        assert_eq!(a.len(), 6);
+        assert!(a.bytes().all(|c| ID_ALPHABET.contains(&c)), "{a}");
+        assert_ne!(a, b);
+    }
+}

@@ -16,9 +16,11 @@ mod held;
 mod paths;
 mod protocol;
 
-pub use always::{AlwaysEntry, AlwaysError, AskedVia, append_always, append_always_to};
+pub use always::{
+    AlwaysEntry, AlwaysError, AlwaysFile, AlwaysWriter, AskedVia, append_always, append_always_to, with_always,
+};
 pub use always_scope::Covered;
 pub use client::{Canceller, Client, Error, Pending};
-pub use held::{HeldApprovals, HeldCall, LocalBroker, Withdraw};
+pub use held::{HeldApprovals, HeldCall, LocalBroker, Withdraw, approval_id};
 pub use paths::{approvals_file, audit_file, socket_path, state_dir, url_file};
 pub use protocol::{Answer, Ask, By, Outcome, PendingItem, Reply, Request, Scope, State};

@@ -35,6 +35,11 @@ pub struct Ask {
     pub key: String,
     /// How long the proxy waits before it stops holding the call.
     pub timeout_ms: u64,
+    /// The id to list the call under, when it has one already: a call held in a shared
+    /// store (cluster mode) and relayed to a `clawai ui`, so that a person sees and
+    /// types the same id everywhere. `None`: the broker gives it one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// What a person (or a grant) decided.
@@ -140,6 +145,36 @@ pub struct PendingItem {
     /// cannot cover them exactly: shown before anyone chooses it.
     #[serde(default)]
     pub always: String,
+}
+
+impl PendingItem {
+    /// `ask`, listed under `id` since `asked_at`, in `state`: what a person is shown,
+    /// with the `[[allow]]` entry "always" would write.
+    pub fn of(ask: Ask, id: String, asked_at: String, state: State) -> PendingItem {
+        let always = crate::AlwaysEntry::for_call(
+            ask.server.clone(),
+            ask.method.clone(),
+            ask.name.clone(),
+            &ask.arguments,
+            crate::AskedVia::Ui,
+            crate::Covered::Shown,
+        )
+        .map_or_else(|why| why.to_string(), |entry| entry.preview());
+        PendingItem {
+            always,
+            id,
+            session: ask.session,
+            server: ask.server,
+            method: ask.method,
+            name: ask.name,
+            arguments: ask.arguments,
+            rule: ask.rule,
+            description: ask.description,
+            reason: ask.reason,
+            asked_at,
+            state,
+        }
+    }
 }
 
 /// A line sent to the broker.

@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use clawai_bench::scaled;
 use clawai_bench::stats::{median as mid, percentile};
 use clawai_bench::stdio::Session;
 
@@ -115,11 +116,16 @@ fn call(id: usize) -> String {
     CALL.replace("ID", &id.to_string())
 }
 
+/// The large results measured, as `mcp-echo` names their tools, and as the table does.
+const BIG_SHAPES: [(&str, &str); 3] =
+    [("big_text", "text"), ("big_image", "base64 PNG image"), ("big_json", "JSON structuredContent")];
+
 struct Figures {
     p50: Duration,
     p99: Duration,
     calls_per_s: f64,
-    mib_per_s: f64,
+    /// MiB/s of 1 MiB `tools/call` results, one figure per [`BIG_SHAPES`].
+    mib_per_s: [f64; 3],
     start: Duration,
     rss_kib: Option<u64>,
 }
@@ -130,7 +136,7 @@ fn median(rounds: &[Figures]) -> Figures {
         p50: mid(rounds.iter().map(|f| f.p50).collect()),
         p99: mid(rounds.iter().map(|f| f.p99).collect()),
         calls_per_s: mid(rounds.iter().map(|f| f.calls_per_s).collect()),
-        mib_per_s: mid(rounds.iter().map(|f| f.mib_per_s).collect()),
+        mib_per_s: [0, 1, 2].map(|shape| mid(rounds.iter().map(|f| f.mib_per_s[shape]).collect())),
         start: mid(rounds.iter().map(|f| f.start).collect()),
         rss_kib: rounds.iter().filter_map(|f| f.rss_kib).max(),
     }
@@ -156,8 +162,8 @@ fn audit_lines(trail: &std::path::Path) -> usize {
 /// and its pipelined calls per second.
 fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>> {
     let mut sessions = modes.iter().map(|m| warmed_up(bins, *m)).collect::<Result<Vec<_>>>()?;
-    let mut rtts = vec![Vec::with_capacity(ROUND_TRIPS); modes.len()];
-    for i in 0..ROUND_TRIPS {
+    let mut rtts = vec![Vec::new(); modes.len()];
+    for i in 0..scaled(ROUND_TRIPS, 200) {
         let msg = call(i + 1000);
         for turn in 0..modes.len() {
             let m = (i + turn) % modes.len();
@@ -168,11 +174,12 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
         }
     }
     let mut pipelined = vec![Duration::ZERO; modes.len()];
+    let per_burst = scaled(PIPELINED, 1_000) / BURSTS;
     for burst in 0..BURSTS {
-        let lines: String = (0..PIPELINED / BURSTS).map(|i| call(100_000 + burst * PIPELINED + i) + "\n").collect();
+        let lines: String = (0..per_burst).map(|i| call(100_000 + burst * PIPELINED + i) + "\n").collect();
         for turn in 0..modes.len() {
             let m = (burst + turn) % modes.len();
-            pipelined[m] += sessions[m].burst(lines.as_bytes(), PIPELINED / BURSTS);
+            pipelined[m] += sessions[m].burst(lines.as_bytes(), per_burst);
         }
     }
     for s in sessions {
@@ -183,7 +190,7 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
         .zip(pipelined)
         .map(|(mut times, burst_time)| {
             times.sort();
-            (times, (PIPELINED / BURSTS * BURSTS) as f64 / burst_time.as_secs_f64())
+            (times, (per_burst * BURSTS) as f64 / burst_time.as_secs_f64())
         })
         .collect())
 }
@@ -192,7 +199,7 @@ fn interleaved(bins: &Bins, modes: &[Mode]) -> Result<Vec<(Vec<Duration>, f64)>>
 fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Result<Figures> {
     // Start-up: spawn to the initialize result.
     let mut starts = Vec::new();
-    for _ in 0..STARTS {
+    for _ in 0..scaled(STARTS, 2) {
         let t = Instant::now();
         let mut s = start(bins, mode)?;
         s.initialize();
@@ -203,21 +210,7 @@ fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Resu
 
     let mut s = warmed_up(bins, mode)?;
 
-    // Large results, two in flight.
-    let big =
-        |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"bench/big","params":{{"bytes":{BIG_BYTES}}}}}"#);
-    s.send(&big(1));
-    s.recv();
-    let t = Instant::now();
-    let mut bytes = 0usize;
-    s.send(&big(2));
-    for i in 0..BIG_RESULTS {
-        if i + 1 < BIG_RESULTS {
-            s.send(&big(3 + i));
-        }
-        bytes += s.recv();
-    }
-    let mib_per_s = bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    let mib_per_s = BIG_SHAPES.map(|(tool, _)| big_results(&mut s, tool));
     let rss_kib = peak_rss_kib(&s, mode);
     s.finish();
     Ok(Figures {
@@ -228,6 +221,30 @@ fn measure(bins: &Bins, mode: Mode, rtts: &[Duration], calls_per_s: f64) -> Resu
         start: percentile(&starts, 0.5),
         rss_kib,
     })
+}
+
+/// MiB/s of [`BIG_RESULTS`] calls to `tool` (a 1 MiB result each), two in flight, as a
+/// client that pipelines does. The results guard reads each: they answer `tools/call`.
+fn big_results(s: &mut Session, tool: &str) -> f64 {
+    let big = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"bytes":{BIG_BYTES}}}}}}}"#
+        )
+    };
+    s.send(&big(1));
+    let first = s.recv();
+    assert!(first > BIG_BYTES / 2, "{tool} was not answered in full: {}", String::from_utf8_lossy(&s.line));
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    s.send(&big(2));
+    let count = scaled(BIG_RESULTS, 4);
+    for i in 0..count {
+        if i + 1 < count {
+            s.send(&big(3 + i));
+        }
+        bytes += s.recv();
+    }
+    bytes as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64()
 }
 
 /// 100 rules in the shape of a real policy; the benchmark call is decided by the last.
@@ -244,6 +261,8 @@ fn policy_text() -> String {
     text.push_str(
         "[[rule]]\nid = \"project\"\naction = \"allow\"\ntool = \"read_*\"\nargs.path = \"/home/u/projects/**\"\n",
     );
+    // The large results' calls: no rule above matches `big_*`.
+    text.push_str("[[rule]]\nid = \"results\"\naction = \"allow\"\ntool = \"big_*\"\n");
     text
 }
 
@@ -288,7 +307,7 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
-    let rounds_wanted = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
+    let rounds_wanted = clawai_bench::rounds(ROUNDS);
     for round in 0..rounds_wanted {
         eprintln!("round {}/{rounds_wanted}: round trips and pipelined bursts, the modes taking turns…", round + 1);
         let sequential = interleaved(&bins, &modes)?;
@@ -339,13 +358,15 @@ fn main() -> Result<()> {
         clawai.calls_per_s,
         clawai.calls_per_s / relay.calls_per_s
     );
-    println!(
-        "| 1 MiB results, MiB/s | {:.0} | {:.0} | {:.0} | ×{:.2} | ≥ ×0.9 |",
-        direct.mib_per_s,
-        relay.mib_per_s,
-        clawai.mib_per_s,
-        clawai.mib_per_s / relay.mib_per_s
-    );
+    for (shape, (_, label)) in BIG_SHAPES.iter().enumerate() {
+        println!(
+            "| 1 MiB `tools/call` results, {label}, MiB/s | {:.0} | {:.0} | {:.0} | ×{:.2} | ≥ ×0.9 |",
+            direct.mib_per_s[shape],
+            relay.mib_per_s[shape],
+            clawai.mib_per_s[shape],
+            clawai.mib_per_s[shape] / relay.mib_per_s[shape]
+        );
+    }
     println!(
         "| spawn to initialize result (ms) | {:.2} | {:.2} | {:.2} | +{:.2} ms | ≤ relay + 2 ms |",
         direct.start.as_secs_f64() * 1e3,

@@ -141,15 +141,17 @@ impl Gateway {
         });
     }
 
-    /// A new client session behind a link (for the HTTP front).
-    pub fn open_session(&self) -> Link {
-        session::Session::open(&self.core)
+    /// A new client session behind a link (for the HTTP front). `shared`: the id its
+    /// memory is kept under in the session store (the front's session id, so that a
+    /// replica taking the session over finds its taint, grants and active skill).
+    pub fn open_session(&self, shared: Option<&str>) -> Link {
+        session::Session::open(&self.core, shared)
     }
 
     /// A new client session that the caller drives: it hands each message from the
     /// client to [`ClientSession::receive`] and writes what comes out of the receiver.
     pub fn connect(&self) -> (ClientSession, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
-        let (session, outbox) = session::Session::new(&self.core);
+        let (session, outbox) = session::Session::new(&self.core, None);
         (ClientSession(session), outbox)
     }
 
@@ -239,7 +241,7 @@ impl ClientSession {
 }
 
 impl OpenLink for Gateway {
-    fn open_link(&self) -> std::io::Result<Link> {
-        Ok(self.open_session())
+    fn open_link(&self, shared: Option<&str>) -> std::io::Result<Link> {
+        Ok(self.open_session(shared))
     }
 }

@@ -31,6 +31,10 @@ use tokio::sync::mpsc;
 use crate::catalog::ListKind;
 use crate::core::Core;
 use crate::lock;
+
+/// The fact the active skill is kept under in the session store (cluster mode: a
+/// replica taking the session over finds it active).
+const SKILL_FACT: &str = "skill";
 use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
 use crate::upstream::{CallFrom, Upstream};
@@ -111,9 +115,9 @@ enum Asked {
 impl Session {
     /// Opens a session: the front sends the client's messages into the link and reads
     /// the gateway's from it.
-    pub(crate) fn open(core: &Arc<Core>) -> Link {
+    pub(crate) fn open(core: &Arc<Core>, shared: Option<&str>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
-        let (session, mut queued) = Session::new(core);
+        let (session, mut queued) = Session::new(core, shared);
         session.behind_http.store(true, std::sync::atomic::Ordering::Relaxed);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
@@ -135,15 +139,18 @@ impl Session {
     /// A session driven by its caller, which hands it each client message
     /// ([`Session::from_client`]) and sends the client what comes out of the receiver:
     /// messages for the client queue there, so that servers never wait for a slow client.
-    pub(crate) fn new(core: &Arc<Core>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
+    /// `shared`: the id the session's memory is kept under (the HTTP front's session id),
+    /// else its own; an active skill kept there is active again.
+    pub(crate) fn new(core: &Arc<Core>, shared: Option<&str>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
         let id = uuid::Uuid::new_v4().to_string();
-        let memory = core.options.ask.stores.sessions.open(&id);
+        let memory = core.options.ask.stores.sessions.open(shared.unwrap_or(&id));
+        let state = State { skill: memory.fact(SKILL_FACT), ..State::default() };
         let session = Arc::new(Session {
             core: Arc::clone(core),
             id,
             outbox,
-            state: Mutex::default(),
+            state: Mutex::new(state),
             pairs: Mutex::default(),
             calls: Mutex::default(),
             asked: Mutex::default(),

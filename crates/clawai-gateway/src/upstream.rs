@@ -167,7 +167,12 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 impl Upstream {
     /// Starts server `name` and returns at once: it comes up in the background.
     pub(crate) fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
-        let pins = Arc::new(pins::Pins::open(core.options.pins_dir.as_deref(), &name, &entry.transport));
+        let pins = Arc::new(pins::Pins::open(
+            core.options.pins_dir.as_deref(),
+            core.options.ask.stores.pins.as_ref(),
+            &name,
+            &entry.transport,
+        ));
         let per_client = entry.session == SessionMode::PerClient && !core.options.one_client;
         let role = if per_client { Role::Lister(Default::default()) } else { Role::Shared };
         let upstream = Upstream::new(core, name, entry, pins, role);

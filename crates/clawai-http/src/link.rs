@@ -44,6 +44,7 @@ impl Link {
 /// Opens a link to a server that lives in this process (the gateway): one per session of
 /// a front.
 pub trait OpenLink: Send + Sync + std::fmt::Debug {
-    /// A new session with the server.
-    fn open_link(&self) -> std::io::Result<Link>;
+    /// A new session with the server. `shared`: the id the session's memory is kept
+    /// under in the session store (the front's session id), when it has one.
+    fn open_link(&self, shared: Option<&str>) -> std::io::Result<Link>;
 }

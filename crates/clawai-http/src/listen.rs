@@ -10,7 +10,9 @@
 use clawai_protocol::methods;
 mod front_door;
 mod oauth;
+mod open;
 mod replica;
+mod shared;
 
 pub use replica::{HEALTH_PATH, Lifecycle, valid_replica_id};
 
@@ -35,8 +37,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::child;
-use crate::remote::{self, RemoteOptions};
+use crate::remote::RemoteOptions;
 use crate::route::{Route, contains};
 use crate::session::{Originals, Session};
 
@@ -104,6 +105,11 @@ pub struct Front {
     upstream_metadata: Mutex<Option<String>>,
     /// Starting, serving or draining, as `/healthz` reports it.
     lifecycle: replica::LifecycleCell,
+    /// Whether the shared store answered when last asked (cluster mode).
+    store_state: shared::StoreState,
+    /// One takeover at a time: two requests of a session this replica does not hold
+    /// take it over once.
+    takeovers: tokio::sync::Mutex<()>,
 }
 
 /// One message as a server-sent event: its line without the newline (a trailing newline
@@ -134,6 +140,7 @@ impl Front {
             Some(pins) => sessionless.with_pins(Arc::clone(pins)),
             None => sessionless,
         };
+        let store_state = shared::StoreState::new(options.ask.stores.claims.is_some());
         Arc::new(Front {
             options,
             upstream,
@@ -144,6 +151,8 @@ impl Front {
             sessionless,
             upstream_metadata: Mutex::default(),
             lifecycle: replica::LifecycleCell::new(),
+            store_state,
+            takeovers: tokio::sync::Mutex::default(),
         })
     }
 
@@ -168,6 +177,7 @@ impl Front {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let sweeper = tokio::spawn(Arc::clone(&self).sweep_idle_sessions());
+        let watcher = tokio::spawn(Arc::clone(&self).watch_shared_store());
         let (stop, stopping) = tokio::sync::watch::channel(false);
         self.lifecycle.set(Lifecycle::Serving);
         tokio::spawn(Arc::clone(&self).drain_then_stop(shutdown, stop));
@@ -187,6 +197,7 @@ impl Front {
             () = deadline => Ok(()),
         };
         sweeper.abort();
+        watcher.abort();
         self.close_all().await;
         served
     }
@@ -207,16 +218,17 @@ impl Front {
         let every = (self.options.session_idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         loop {
             tokio::time::sleep(every).await;
-            let idle: Vec<Arc<Session>> = {
+            let idle: Vec<(String, Arc<Session>)> = {
                 let mut sessions = lock(&self.sessions);
                 let expired: Vec<String> = sessions
                     .iter()
                     .filter(|(_, session)| session.idle_for(self.options.session_idle))
                     .map(|(id, _)| id.clone())
                     .collect();
-                expired.iter().filter_map(|id| sessions.remove(id)).collect()
+                expired.into_iter().filter_map(|id| sessions.remove(&id).map(|session| (id, session))).collect()
             };
-            for session in idle {
+            for (id, session) in idle {
+                self.end_shared(&id).await;
                 tracing::info!(
                     "session {} expired after {:?} idle",
                     session.guard.session(),
@@ -228,75 +240,9 @@ impl Front {
         }
     }
 
-    async fn open_session(&self, remaps_ids: bool) -> Result<Arc<Session>, Box<Response>> {
-        let guard = Guard::new(self.policy.clone(), self.audit.clone(), self.options.server.clone())
-            .with_ask_options(self.options.ask.clone());
-        let guard = match &self.upstream {
-            Upstream::Command(_) | Upstream::InProcess(_) => guard,
-            Upstream::Remote(_) => guard.for_remote_server(),
-        };
-        let guard = match &self.options.pins {
-            Some(pins) => guard.with_pins(Arc::clone(pins)),
-            None => guard,
-        };
-        // Requests of the shared stateless session travel under ids of clawai's; the
-        // trail shows the ones the clients sent.
-        let guard = if remaps_ids { guard.showing_client_ids() } else { guard };
-        let mut client_authorization = None;
-        let (link, child) = match &self.upstream {
-            Upstream::Command(command) => {
-                let unavailable = |error: &dyn std::fmt::Display| {
-                    Box::new(json_error(
-                        StatusCode::BAD_GATEWAY,
-                        reply::SERVER_UNAVAILABLE,
-                        &format!("clawai: {error}"),
-                    ))
-                };
-                let sandbox = match self.options.sandbox.is_on() {
-                    true => {
-                        let context = clawai_proxy::sandbox::ServerContext::here(command, None);
-                        // On a runtime worker, which lives as long as the runtime: the
-                        // sandbox may die with it (see the gateway's upstreams).
-                        Some(
-                            clawai_proxy::sandbox::prepare(&self.options.sandbox, &context, true)
-                                .map_err(|e| unavailable(&e))?,
-                        )
-                    }
-                    false => None,
-                };
-                let (link, child, report) =
-                    child::spawn_sandboxed(command, sandbox, self.options.max_message).map_err(|e| unavailable(&e))?;
-                if let Some(report) = report {
-                    clawai_proxy::sandboxed::announce(&guard, &report);
-                }
-                (link, Some(child))
-            }
-            Upstream::Remote(options) => {
-                let mut options = options.clone();
-                // The client's token goes to this upstream, for which it was issued;
-                // not when it is clawai's own token (--auth-token-env).
-                if self.options.auth_token.is_none() {
-                    let slot = Arc::new(Mutex::new(None));
-                    options.client_authorization = Some(Arc::clone(&slot));
-                    client_authorization = Some(slot);
-                }
-                (remote::connect(options, self.options.max_message), None)
-            }
-            Upstream::InProcess(server) => {
-                let link = server.open_link().map_err(|error| {
-                    Box::new(json_error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        reply::SERVER_UNAVAILABLE,
-                        &format!("clawai: {error}"),
-                    ))
-                })?;
-                (link, None)
-            }
-        };
-        Ok(Session::start(guard, link, child, remaps_ids, self.options.max_message, client_authorization))
-    }
-
-    async fn new_session(&self) -> Result<(String, Arc<Session>), Box<Response>> {
+    /// A new session for `initialize` (recorded in the shared store first, in cluster
+    /// mode, so that another replica can resume it).
+    async fn new_session(&self, initialize: &[u8]) -> Result<(String, Arc<Session>), Box<Response>> {
         if let Some(refused) = self.refuse_while_draining() {
             return Err(Box::new(refused));
         }
@@ -307,8 +253,15 @@ impl Front {
                 &format!("clawai: the limit of {} sessions is reached; try again later", self.options.max_sessions),
             )));
         }
-        let session = self.open_session(false).await?;
         let id = replica::mint_session_id(self.options.replica_id.as_deref());
+        self.record_shared(&id, initialize).await?;
+        let session = match self.open_session(false, Some(&id)).await {
+            Ok(session) => session,
+            Err(refused) => {
+                self.end_shared(&id).await;
+                return Err(refused);
+            }
+        };
         lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
         Ok((id, session))
     }
@@ -333,12 +286,12 @@ impl Front {
                 ),
             )));
         }
-        let session = self.open_session(true).await?;
+        let session = self.open_session(true, None).await?;
         sessions.insert(principal, Arc::clone(&session));
         Ok(session)
     }
 
-    fn existing_session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Box<Response>> {
+    async fn existing_session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Box<Response>> {
         let Some(id) = header_str(headers, SESSION_HEADER) else {
             return Err(Box::new(json_error(
                 StatusCode::BAD_REQUEST,
@@ -346,6 +299,9 @@ impl Front {
                 "missing Mcp-Session-Id header: send initialize first, then the session id it returns",
             )));
         };
+        if self.options.ask.stores.claims.is_some() {
+            return self.shared_session(id).await.map(|session| (id.to_owned(), session));
+        }
         let mut sessions = lock(&self.sessions);
         if sessions.get(id).is_some_and(|session| session.is_gone()) {
             // Its server exited: 404 makes the client initialise again, with a new one.
@@ -373,7 +329,7 @@ impl Front {
         }
         let first = body.iter().find(|byte| !byte.is_ascii_whitespace());
         if first == Some(&b'[')
-            && let Ok((_, session)) = self.existing_session(headers)
+            && let Ok((_, session)) = self.existing_session(headers).await
             && session.guard.takes_batches()
         {
             session.touch();
@@ -416,12 +372,12 @@ impl Front {
                 Err(response) => return *response,
             }
         } else if route.method.as_deref() == Some(methods::INITIALIZE) {
-            match self.new_session().await {
+            match self.new_session(&body).await {
                 Ok((id, session)) => (Some(id), session),
                 Err(response) => return *response,
             }
         } else {
-            match self.existing_session(headers) {
+            match self.existing_session(headers).await {
                 Ok((_, session)) => (None, session),
                 Err(response) => return *response,
             }
@@ -485,6 +441,7 @@ impl Front {
                     // Unauthorised: the session that initialize opened is not kept.
                     if let Some(id) = &new_session {
                         self.drop_session(id);
+                        self.end_shared(id).await;
                     }
                     return challenge;
                 }
@@ -502,7 +459,7 @@ impl Front {
         }
     }
 
-    fn get(&self, headers: &HeaderMap) -> Response {
+    async fn get(&self, headers: &HeaderMap) -> Response {
         if header_str(headers, PROTOCOL_VERSION_HEADER).is_some_and(|v| mirror::STATELESS_VERSIONS.contains(&v)) {
             return method_not_allowed();
         }
@@ -515,7 +472,7 @@ impl Front {
                 "GET opens an event stream: Accept text/event-stream",
             );
         }
-        let (_, session) = match self.existing_session(headers) {
+        let (_, session) = match self.existing_session(headers).await {
             Ok(found) => found,
             Err(response) => return *response,
         };
@@ -526,11 +483,12 @@ impl Front {
     }
 
     async fn delete(&self, headers: &HeaderMap) -> Response {
-        let (id, _) = match self.existing_session(headers) {
+        let (id, _) = match self.existing_session(headers).await {
             Ok(found) => found,
             Err(response) => return *response,
         };
         self.drop_session(&id);
+        self.end_shared(&id).await;
         StatusCode::OK.into_response()
     }
 
@@ -558,7 +516,7 @@ async fn handle(State(front): State<Arc<Front>>, method: Method, headers: Header
     }
     match method {
         Method::POST => front.post(&headers, body).await,
-        Method::GET => front.get(&headers),
+        Method::GET => front.get(&headers).await,
         Method::DELETE => front.delete(&headers).await,
         _ => method_not_allowed(),
     }

@@ -64,4 +64,8 @@ pub enum PinError {
         /// What is wrong with it.
         why: String,
     },
+    /// Someone else (a replica) kept writing the same pins while they were being
+    /// approved: nothing was approved.
+    #[error("the pins kept changing while they were being approved, so nothing was approved; try again")]
+    Raced,
 }

@@ -15,7 +15,7 @@ use crate::PinError;
 use crate::canonical::Kind;
 use crate::diff::escape_invisible;
 use crate::screen::Flag;
-use crate::store::{self, Entry, PinFile, State};
+use crate::store::{Entry, PinFile, PinStore, State};
 
 /// One row of what is pinned for a server: the instructions, then tools, prompts and
 /// resource templates, each by name.
@@ -127,14 +127,26 @@ pub enum ReviewError {
 /// The store files of the server named `server` (a name can be configured with more
 /// than one command: one file each), or [`ReviewError::NoServer`].
 pub fn files_of(dir: &Path, server: &str) -> Result<Vec<(PathBuf, PinFile)>, ReviewError> {
-    let files = store::load_all(dir)?;
+    let store = PinStore::dir(dir);
+    let files = files_in(&store, server)?;
+    Ok(files.into_iter().map(|(name, file)| (store.location(&name), file)).collect())
+}
+
+/// [`files_of`] in any pin store (the one in Redis, in cluster mode): each with its
+/// name in the store.
+pub fn files_in(store: &PinStore, server: &str) -> Result<Vec<(String, PinFile)>, ReviewError> {
+    let files = store.load_all()?;
     let known: Vec<String> = files.iter().map(|(_, f)| f.server.clone()).collect();
     let mine: Vec<_> = files.into_iter().filter(|(_, f)| f.server == server).collect();
     if mine.is_empty() {
-        return Err(ReviewError::NoServer { server: server.to_owned(), dir: dir.to_owned(), known });
+        return Err(ReviewError::NoServer { server: server.to_owned(), dir: store.location(""), known });
     }
     Ok(mine)
 }
+
+/// How many times an approval is tried again when a replica wrote the same pins between
+/// its reading and its writing them.
+const APPROVE_ATTEMPTS: usize = 3;
 
 /// What [`approve`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,9 +172,41 @@ fn has(file: &PinFile, kind: &str, name: &str) -> bool {
 /// written, which running proxies and gateways pick up (see the module's docs). A hash
 /// that is not the live one is refused ([`ReviewError::Stale`]) and nothing changes.
 pub fn approve(dir: &Path, server: &str, kind: Option<&str>, name: &str, hash: &str) -> Result<Approved, ReviewError> {
+    approve_in(&PinStore::dir(dir), server, kind, name, hash)
+}
+
+/// [`approve`] in any pin store (the one in Redis, in cluster mode): written only over
+/// the version it read, so that a tracker's write in between is not lost (the approval
+/// is tried again on it).
+pub fn approve_in(
+    store: &PinStore,
+    server: &str,
+    kind: Option<&str>,
+    name: &str,
+    hash: &str,
+) -> Result<Approved, ReviewError> {
+    for _ in 1..APPROVE_ATTEMPTS {
+        match approve_once(store, server, kind, name, hash) {
+            Err(ReviewError::Store(PinError::Raced)) => continue,
+            done => return done,
+        }
+    }
+    approve_once(store, server, kind, name, hash)
+}
+
+fn approve_once(
+    store: &PinStore,
+    server: &str,
+    kind: Option<&str>,
+    name: &str,
+    hash: &str,
+) -> Result<Approved, ReviewError> {
     let mut stale = None;
     let mut nothing_waits = false;
-    for (path, mut file) in files_of(dir, server)? {
+    let names = store.names()?;
+    let versions: std::collections::HashMap<String, _> =
+        names.iter().map(|document| (document.clone(), store.version(document))).collect();
+    for (document, mut file) in files_in(store, server)? {
         if kind.is_some_and(|kind| !has(&file, kind, name)) {
             continue;
         }
@@ -174,8 +218,11 @@ pub fn approve(dir: &Path, server: &str, kind: Option<&str>, name: &str, hash: &
                 if kind.is_some_and(|kind| kind != word) {
                     continue;
                 }
-                store::save(&path, &file)?;
-                return Ok(Approved { kind: approved, path });
+                let read = versions.get(&document).copied().flatten();
+                if !store.save_if(&document, &file, read)? {
+                    return Err(ReviewError::Store(PinError::Raced));
+                }
+                return Ok(Approved { kind: approved, path: store.location(&document) });
             }
             crate::Approval::Stale { current } => stale = Some(current),
             crate::Approval::NothingWaits => nothing_waits = true,
@@ -205,7 +252,7 @@ mod tests {
         file.finish_listing(Kind::Tool, None);
         let (compared, _) =
             file.observe_items(Kind::Tool, &[json!({"name": "a", "description": "A2"})], &Screen::off());
-        store::save(&store::path_of(dir, &identity), &file).unwrap();
+        crate::store::save(&crate::store::path_of(dir, &identity), &file).unwrap();
         compared[0].hash.clone()
     }
 

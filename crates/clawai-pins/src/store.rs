@@ -283,6 +283,14 @@ impl PinStore {
         self.documents.save(name, &bytes).map_err(io_error)
     }
 
+    /// Writes the pins `name` unless their version is no longer `expected` (someone
+    /// else wrote them since they were read): false then, nothing written.
+    pub fn save_if(&self, name: &str, file: &PinFile, expected: Option<DocumentVersion>) -> Result<bool, PinError> {
+        let mut bytes = serde_json::to_vec_pretty(file).expect("pins encode");
+        bytes.push(b'\n');
+        self.documents.save_if(name, &bytes, expected).map_err(io_error)
+    }
+
     /// The version of the pins `name` now: it moves whenever anyone writes them.
     pub fn version(&self, name: &str) -> Option<DocumentVersion> {
         self.documents.version(name)

@@ -86,6 +86,10 @@ pub type Listener = dyn Fn(&[Kind]) + Send + Sync;
 /// How often the store file is looked at for a person's approval.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
+/// How many times a listing is compared again when someone else wrote the pins between
+/// this tracker's reading and writing them.
+const SAVE_ATTEMPTS: usize = 3;
+
 impl std::fmt::Debug for Tracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tracker").field("name", &self.name).field("identity", &self.identity).finish_non_exhaustive()
@@ -179,6 +183,15 @@ impl Tracker {
         }
         let fresh = match self.store.load(&self.name) {
             Ok(Some(file)) => file,
+            // A shared store (versions it counts) that lost the pins (Redis back without
+            // its data) gets them back from here: nothing held is released by a loss.
+            // Locally, a file removed is a reset (`clawai pins reset`).
+            Ok(None) if inner.stamp.is_some_and(|stamp| stamp.count().is_some()) => {
+                tracing::warn!("{}: the shared pins were gone; written again from this replica's copy", self.name);
+                inner.stamp = None;
+                self.save(&mut inner);
+                return Vec::new();
+            }
             Ok(None) => PinFile::new(&self.identity),
             Err(e) => {
                 tracing::warn!("{e}; the pins in use stay as they were");
@@ -199,10 +212,41 @@ impl Tracker {
         released
     }
 
-    fn save(&self, inner: &mut Inner) {
-        match self.store.save(&self.name, &inner.file) {
-            Ok(()) => inner.stamp = self.store.version(&self.name),
-            Err(e) => tracing::warn!("{e}; the pins are kept in memory for this session"),
+    /// Writes the pins unless someone else (another replica, a person approving) wrote
+    /// them since they were read here: false then, and nothing is written.
+    fn save(&self, inner: &mut Inner) -> bool {
+        match self.store.save_if(&self.name, &inner.file, inner.stamp) {
+            Ok(true) => {
+                inner.stamp = self.store.version(&self.name);
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::warn!("{e}; the pins are kept in memory for this session");
+                true
+            }
+        }
+    }
+
+    /// Runs `observe` on the pins as they are in the store and writes them when it
+    /// changed them. When someone else wrote them in between (another replica's first
+    /// sight of the same server, a person's approval), theirs are read and `observe`
+    /// runs again on them: the first writer wins, and a listing that differs from what
+    /// it wrote is held.
+    fn observing<T>(&self, mut observe: impl FnMut(&mut Inner) -> (T, bool)) -> T {
+        let mut attempts = 0;
+        loop {
+            self.refresh();
+            let mut inner = self.inner();
+            let (observed, changed) = observe(&mut inner);
+            attempts += 1;
+            if !changed || self.save(&mut inner) {
+                return observed;
+            }
+            if attempts == SAVE_ATTEMPTS {
+                tracing::warn!("{}: the pins kept changing while they were written; kept in memory", self.name);
+                return observed;
+            }
         }
     }
 
@@ -216,29 +260,25 @@ impl Tracker {
         let mut members: serde_json::Map<String, Value> = serde_json::from_slice(result).ok()?;
         let Value::Array(items) = members.remove(member)? else { return None };
         let last_page = members.get("nextCursor").is_none_or(Value::is_null);
-        self.refresh();
-        let mut inner = self.inner();
-        let (compared, mut changed) = {
-            let names = self.other_servers_tools();
-            inner.file.observe_items(kind, &items, &Screen::new(scan, names))
-        };
-        let walk = inner.walks.entry(kind).or_default();
-        walk.extend(compared.iter().map(|c| c.name.clone()));
-        let mut removed = Vec::new();
-        let mut first_complete = false;
-        if last_page {
-            first_complete = !inner.file.was_listed(kind);
-            let listed = inner.walks.remove(&kind);
-            let (gone, more) = inner.file.finish_listing(kind, listed.as_ref());
-            removed = gone;
-            changed |= more;
-        }
-        changed |= self.after_observing(&mut inner, kind, &compared, first_complete, scan);
-        let blocked = inner.file.blocked();
-        if changed {
-            self.save(&mut inner);
-        }
-        drop(inner);
+        let (compared, removed, blocked) = self.observing(|inner| {
+            let (compared, mut changed) = {
+                let names = self.other_servers_tools();
+                inner.file.observe_items(kind, &items, &Screen::new(scan, names))
+            };
+            let walk = inner.walks.entry(kind).or_default();
+            walk.extend(compared.iter().map(|c| c.name.clone()));
+            let mut removed = Vec::new();
+            let mut first_complete = false;
+            if last_page {
+                first_complete = !inner.file.was_listed(kind);
+                let listed = inner.walks.remove(&kind);
+                let (gone, more) = inner.file.finish_listing(kind, listed.as_ref());
+                removed = gone;
+                changed |= more;
+            }
+            changed |= self.after_observing(inner, kind, &compared, first_complete, scan);
+            ((compared, removed, inner.file.blocked()), changed)
+        });
         self.screen_others(kind, &compared, scan);
         let held = compared.iter().any(|c| c.seen.is_held());
         let result = if blocked {
@@ -262,22 +302,18 @@ impl Tracker {
     /// held taken out of `items`. With the server's instructions changed, `items` is
     /// emptied. Returns every item compared, in the order given.
     pub fn retain_approved(&self, kind: Kind, items: &mut Vec<Value>, scan: ScanSettings) -> Vec<Compared> {
-        self.refresh();
-        let mut inner = self.inner();
-        let (compared, mut changed) = {
-            let names = self.other_servers_tools();
-            inner.file.observe_items(kind, items, &Screen::new(scan, names))
-        };
-        let listed: BTreeSet<String> = compared.iter().map(|c| c.name.clone()).collect();
-        inner.walks.remove(&kind);
-        let first_complete = !inner.file.was_listed(kind);
-        changed |= inner.file.finish_listing(kind, Some(&listed)).1;
-        changed |= self.after_observing(&mut inner, kind, &compared, first_complete, scan);
-        let blocked = inner.file.blocked();
-        if changed {
-            self.save(&mut inner);
-        }
-        drop(inner);
+        let (compared, blocked) = self.observing(|inner| {
+            let (compared, mut changed) = {
+                let names = self.other_servers_tools();
+                inner.file.observe_items(kind, items, &Screen::new(scan, names))
+            };
+            let listed: BTreeSet<String> = compared.iter().map(|c| c.name.clone()).collect();
+            inner.walks.remove(&kind);
+            let first_complete = !inner.file.was_listed(kind);
+            changed |= inner.file.finish_listing(kind, Some(&listed)).1;
+            changed |= self.after_observing(inner, kind, &compared, first_complete, scan);
+            ((compared, inner.file.blocked()), changed)
+        });
         self.screen_others(kind, &compared, scan);
         if blocked {
             items.clear();
@@ -296,24 +332,21 @@ impl Tracker {
     pub fn filter_instructions(&self, result: &[u8], scan: ScanSettings) -> Option<Vec<u8>> {
         let mut members: serde_json::Map<String, Value> = serde_json::from_slice(result).ok()?;
         let instructions = members.get("instructions").and_then(Value::as_str);
-        self.refresh();
-        let mut inner = self.inner();
-        let (seen, changed) = if inner.file.was_listed(Kind::Tool) {
-            let names = self.other_servers_tools();
-            inner.file.observe_instructions(instructions, &Screen::new(scan, names))
-        } else {
-            // They name the server's own tools, not known yet: the cross-server check
-            // waits for its first complete tool list (`shadowing::judge_instructions`).
-            inner.file.observe_instructions(instructions, &Screen::alone(scan))
-        };
-        if changed {
-            self.save(&mut inner);
-        }
-        if seen.is_held() && changed {
-            let finding = inner.file.instructions.as_ref().and_then(Entry::quarantined_by).cloned();
-            self.log_held("instructions", "instructions", finding.as_ref());
-        }
-        drop(inner);
+        let seen = self.observing(|inner| {
+            let (seen, changed) = if inner.file.was_listed(Kind::Tool) {
+                let names = self.other_servers_tools();
+                inner.file.observe_instructions(instructions, &Screen::new(scan, names))
+            } else {
+                // They name the server's own tools, not known yet: the cross-server check
+                // waits for its first complete tool list (`shadowing::judge_instructions`).
+                inner.file.observe_instructions(instructions, &Screen::alone(scan))
+            };
+            if seen.is_held() && changed {
+                let finding = inner.file.instructions.as_ref().and_then(Entry::quarantined_by).cloned();
+                self.log_held("instructions", "instructions", finding.as_ref());
+            }
+            (seen, changed)
+        });
         if seen.is_held() && members.remove("instructions").is_some() {
             return Some(serde_json::to_vec(&members).expect("a JSON value encodes"));
         }

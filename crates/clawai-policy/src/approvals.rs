@@ -141,3 +141,39 @@ impl StandingApprovals for ApprovalsFile {
         self.path.display().to_string()
     }
 }
+
+/// The standing approvals in a document of a store (cluster mode: the approvals every
+/// replica reads, in Redis), read again at every ask.
+#[derive(Debug, Clone)]
+pub struct ApprovalsDocument {
+    documents: std::sync::Arc<dyn clawai_store::Documents>,
+    name: String,
+}
+
+impl ApprovalsDocument {
+    /// The approvals in document `name` of `documents` (it need not exist yet).
+    pub fn new(documents: std::sync::Arc<dyn clawai_store::Documents>, name: &str) -> ApprovalsDocument {
+        ApprovalsDocument { documents, name: name.to_owned() }
+    }
+}
+
+impl StandingApprovals for ApprovalsDocument {
+    fn current(&self) -> Result<Approvals, PolicyError> {
+        match self.documents.load(&self.name) {
+            Ok(None) => Ok(Approvals::none()),
+            Ok(Some(bytes)) => Approvals::parse(&String::from_utf8_lossy(&bytes), &self.location()),
+            Err(error) => Err(PolicyError {
+                path: self.location(),
+                diagnostics: vec![crate::load::Diagnostic {
+                    line: None,
+                    column: None,
+                    message: format!("cannot read the approvals: {}", error.source),
+                }],
+            }),
+        }
+    }
+
+    fn location(&self) -> String {
+        self.documents.location(&self.name).display().to_string()
+    }
+}

@@ -51,7 +51,7 @@ mod urls;
 mod value;
 pub mod wire;
 
-pub use approvals::{Approvals, ApprovalsFile, StandingApprovals};
+pub use approvals::{Approvals, ApprovalsDocument, ApprovalsFile, StandingApprovals};
 pub use call::{Call, FollowLinks, ToolAnnotations};
 pub use engine::{Decision, Explanation, Guards, Policy, ResultsGuard, ScanSeverity, Step};
 pub use formats::Converted;

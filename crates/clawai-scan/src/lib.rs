@@ -68,7 +68,7 @@ const LISTING: Checks =
 /// instruction-like text are looked for.
 /// A credential path is looked for only where the result asks for it back in a call
 /// (result-side poisoning).
-const RESULT: Checks =
+pub(crate) const RESULT: Checks =
     Checks { credential_paths: false, credential_requests: true, whitespace: false, html_comments: false };
 
 impl Scanner {
@@ -143,6 +143,20 @@ impl Scanner {
                 detail: found.detail,
             })
             .collect()
+    }
+
+    /// What [`Scanner::scan_text`] finds in `text`, skipping by construction a text in
+    /// which nothing can be found: plain ASCII (nothing hidden) where no detector that
+    /// results are scanned with matches, and no base64 run decodes to text (a run of
+    /// binary, as an image, yields nothing). Every result of every call goes through
+    /// it, many of them MiB long: the skip costs a lower-cased copy and one regex pass
+    /// whose literal prefixes (`<`, `[`, `ignore`, `user`, `.ssh`, …) let it jump
+    /// through text, where the whole scan reads every byte for base64 and whitespace.
+    pub fn scan_result(&self, text: &str) -> Vec<Finding> {
+        if self.others.is_empty() && hidden::plain_ascii(text) && !phrases::result_may_match(text) {
+            return Vec::new();
+        }
+        self.scan_text(text)
     }
 
     fn scope(&self, checks: Checks) -> Scope<'_> {

@@ -5,12 +5,30 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// What a document's version is compared by: it changes whenever anyone writes the
-/// document (locally: the file's inode, size and modification time).
+/// document (locally: the file's inode, size and modification time; in a shared store,
+/// a number counted up by each write).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Version {
-    modified: Option<std::time::SystemTime>,
-    len: u64,
-    inode: u64,
+pub struct Version(Stamp);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    File { modified: Option<std::time::SystemTime>, len: u64, inode: u64 },
+    Counted(u64),
+}
+
+impl Version {
+    /// The `count`-th write of a document in a store that counts them.
+    pub fn counted(count: u64) -> Version {
+        Version(Stamp::Counted(count))
+    }
+
+    /// The number of a counted version (`None` for a file's).
+    pub fn count(&self) -> Option<u64> {
+        match self.0 {
+            Stamp::Counted(count) => Some(count),
+            Stamp::File { .. } => None,
+        }
+    }
 }
 
 /// A document store failed.
@@ -31,6 +49,16 @@ pub trait Documents: Send + Sync + std::fmt::Debug {
 
     /// Writes document `name` whole, readable only by this user.
     fn save(&self, name: &str, bytes: &[u8]) -> Result<(), DocumentError>;
+
+    /// Writes document `name` whole if its version is still `expected` (`None`: there is
+    /// none yet): false, writing nothing, when someone else wrote it since. A shared
+    /// store checks and writes in one step; the local one checks, then writes.
+    fn save_if(&self, name: &str, bytes: &[u8], expected: Option<Version>) -> Result<bool, DocumentError> {
+        if self.version(name) != expected {
+            return Ok(false);
+        }
+        self.save(name, bytes).map(|()| true)
+    }
 
     /// The current version of `name` (`None`: there is none). Cheap: callers ask before
     /// they read again.
@@ -91,7 +119,7 @@ impl Documents for DirDocuments {
 
     fn version(&self, name: &str) -> Option<Version> {
         let meta = std::fs::metadata(self.location(name)).ok()?;
-        Some(Version { modified: meta.modified().ok(), len: meta.len(), inode: meta.ino() })
+        Some(Version(Stamp::File { modified: meta.modified().ok(), len: meta.len(), inode: meta.ino() }))
     }
 
     fn names(&self) -> Result<Vec<String>, DocumentError> {
@@ -131,11 +159,17 @@ mod tests {
         documents.save("a.json", b"two!").unwrap();
         assert_ne!(documents.version("a.json"), Some(first));
         assert_eq!(documents.load("a.json").unwrap().as_deref(), Some(&b"two!"[..]));
+        assert!(!documents.save_if("a.json", b"stale", Some(first)).unwrap(), "written since: not saved");
+        assert_eq!(documents.load("a.json").unwrap().as_deref(), Some(&b"two!"[..]));
+        let now = documents.version("a.json");
+        assert!(documents.save_if("a.json", b"three", now).unwrap());
+        assert!(!documents.save_if("b.json", b"x", now).unwrap(), "b.json does not exist");
+        assert!(documents.save_if("b.json", b"x", None).unwrap());
         let mode = std::fs::metadata(documents.location("a.json")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let dir_mode = std::fs::metadata(documents.dir()).unwrap().permissions().mode();
         assert_eq!(dir_mode & 0o777, 0o700);
         std::fs::write(documents.dir().join(".hidden"), b"x").unwrap();
-        assert_eq!(documents.names().unwrap(), ["a.json"]);
+        assert_eq!(documents.names().unwrap(), ["a.json", "b.json"]);
     }
 }

@@ -16,15 +16,17 @@
 //! process chooses at start-up; a shared implementation (cluster mode) is another set of
 //! the same interfaces.
 
+mod claims;
 mod documents;
 mod keyring;
 mod session;
 
 use std::sync::Arc;
 
+pub use claims::{Found, SessionClaims};
 pub use documents::{DirDocuments, DocumentError, Documents, Version};
 pub use keyring::{KeyPurpose, Keyring, LocalKeyring};
-pub use session::{Count, LocalSessionMemory, LocalSessions, SessionMemory, SessionStore};
+pub use session::{Count, LocalSessionMemory, LocalSessions, SessionMemory, SessionStore, Unavailable};
 
 /// The stores a process uses, chosen once at start-up.
 #[derive(Clone)]
@@ -33,12 +35,26 @@ pub struct Stores {
     pub sessions: Arc<dyn SessionStore>,
     /// The sealing keys.
     pub keyring: Arc<dyn Keyring>,
+    /// Who owns each session, when sessions are shared by replicas (`None`: each
+    /// session lives in the process that made it).
+    pub claims: Option<Arc<dyn SessionClaims>>,
+    /// The pins, when replicas share them (`None`: the pins directory of this machine).
+    pub pins: Option<Arc<dyn Documents>>,
+    /// The standing approvals, when replicas share them (`None`: this machine's
+    /// approvals.toml).
+    pub approvals: Option<Arc<dyn Documents>>,
 }
 
 impl Stores {
     /// This process's memory and a fresh keyring: what clawai does on one machine.
     pub fn local() -> Stores {
-        Stores { sessions: Arc::new(LocalSessions), keyring: Arc::new(LocalKeyring::new()) }
+        Stores {
+            sessions: Arc::new(LocalSessions),
+            keyring: Arc::new(LocalKeyring::new()),
+            claims: None,
+            pins: None,
+            approvals: None,
+        }
     }
 }
 

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use clawai_approvals::{
-    AlwaysEntry, Answer, Ask, AskedVia, By, Covered, Outcome, PendingItem, Scope, State, append_always_to,
-};
+use clawai_approvals::{AlwaysEntry, Answer, Ask, AskedVia, By, Covered, Outcome, PendingItem, Scope, State};
 use tokio::sync::{oneshot, watch};
 
 /// The default window: how long after a timeout an approval still grants the retry,
@@ -63,13 +61,20 @@ pub(crate) struct Broker {
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
     window: Duration,
-    approvals: PathBuf,
+    /// Where "always" answers are written.
+    always: std::sync::Arc<dyn clawai_approvals::AlwaysWriter>,
 }
 
 impl Broker {
     /// A broker whose "always" answers go to `approvals`, with grants lasting `window`.
     pub(crate) fn new(approvals: PathBuf, window: Duration) -> Broker {
-        Broker { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0, window, approvals }
+        Broker::writing_to(std::sync::Arc::new(clawai_approvals::AlwaysFile(approvals)), window)
+    }
+
+    /// A broker whose "always" answers `always` writes (the approvals replicas share, in
+    /// cluster mode).
+    pub(crate) fn writing_to(always: std::sync::Arc<dyn clawai_approvals::AlwaysWriter>, window: Duration) -> Broker {
+        Broker { inner: Mutex::new(Inner::default()), changed: watch::channel(0).0, window, always }
     }
 
     /// Ticks whenever the pending list changes.
@@ -96,37 +101,23 @@ impl Broker {
             let grant = inner.grants.remove(at);
             return Asked::Granted(Answer { id: grant.id, outcome: Outcome::AllowOnce, by: By::Grant });
         }
-        let id = loop {
-            let id = crate::secret::approval_id();
-            if !inner.entries.iter().any(|e| e.item.id == id) && !inner.grants.iter().any(|g| g.id == id) {
-                break id;
+        let taken = |inner: &Inner, id: &str| {
+            inner.entries.iter().any(|e| e.item.id == id) || inner.grants.iter().any(|g| g.id == id)
+        };
+        let given = ask.id.clone().filter(|id| !taken(&inner, id));
+        let id = given.unwrap_or_else(|| {
+            loop {
+                let id = clawai_approvals::approval_id();
+                if !taken(&inner, &id) {
+                    break id;
+                }
             }
-        };
+        });
         let (reply, answer) = oneshot::channel();
-        let always = AlwaysEntry::for_call(
-            ask.server.clone(),
-            ask.method.clone(),
-            ask.name.clone(),
-            &ask.arguments,
-            AskedVia::Ui,
-            Covered::Shown,
-        )
-        .map_or_else(|why| why.to_string(), |entry| entry.preview());
-        let item = PendingItem {
-            always,
-            id: id.clone(),
-            session: ask.session,
-            server: ask.server,
-            method: ask.method,
-            name: ask.name,
-            arguments: ask.arguments,
-            rule: ask.rule,
-            description: ask.description,
-            reason: ask.reason,
-            asked_at: jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            state: State::Waiting,
-        };
-        inner.entries.push(Entry { item, key: ask.key, reply: Some(reply), expired_at: None });
+        let key = ask.key.clone();
+        let asked_at = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let item = PendingItem::of(ask, id.clone(), asked_at, State::Waiting);
+        inner.entries.push(Entry { item, key, reply: Some(reply), expired_at: None });
         drop(inner);
         self.tell();
         Asked::Queued { id, answer }
@@ -207,7 +198,7 @@ impl Broker {
                 covered,
             )
             .map_err(|e| e.to_string())?;
-            append_always_to(&self.approvals, &entry, jiff::Zoned::now().date()).map_err(|e| e.to_string())?;
+            self.always.append(&entry).map_err(|e| e.to_string())?;
         }
         let entry = inner.entries.remove(at);
         let outcome = match decision {
@@ -249,6 +240,7 @@ mod tests {
             reason: "writes need approval".into(),
             key: key.into(),
             timeout_ms: 45_000,
+            id: None,
         }
     }
 

@@ -41,6 +41,9 @@ pub struct UiOptions {
     pub url_file: PathBuf,
     /// Where "always" answers go.
     pub approvals: PathBuf,
+    /// What writes "always" answers instead of the approvals file (cluster mode: the
+    /// approvals replicas share); `None`: the file.
+    pub always: Option<Arc<dyn clawai_approvals::AlwaysWriter>>,
     /// How long after a timeout an approval still grants the retry, and how long the
     /// grant lasts.
     pub grant_window: Duration,
@@ -66,6 +69,7 @@ impl UiOptions {
             socket: clawai_approvals::socket_path(),
             url_file: clawai_approvals::url_file(),
             approvals: clawai_approvals::approvals_file(),
+            always: None,
             pins: clawai_pins::store::default_dir(),
             grant_window,
             chain: Arc::new(ChainFields),
@@ -142,7 +146,10 @@ pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Resu
         .map_err(|error| UiError::Io { what: format!("cannot write {}", options.url_file.display()), error })?;
     cleanup.0.push(options.url_file.clone());
 
-    let broker = Arc::new(broker::Broker::new(options.approvals.clone(), options.grant_window));
+    let broker = Arc::new(match &options.always {
+        Some(always) => broker::Broker::writing_to(Arc::clone(always), options.grant_window),
+        None => broker::Broker::new(options.approvals.clone(), options.grant_window),
+    });
     let feed = audit::AuditFeed::new();
     feed.follow(options.audit.clone());
     let hosts = (!options.public).then(|| {

@@ -1,10 +1,7 @@
-//! Randomness from the operating system: the page's token and approval ids.
+//! Randomness from the operating system: the page's token (approval ids:
+//! [`clawai_approvals::approval_id`]).
 
 use ring::rand::{SecureRandom, SystemRandom};
-
-/// Letters and digits a person cannot confuse when typing `clawai approve ID`: no
-/// I/1/L, O/0.
-const ID_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 
 fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
@@ -17,21 +14,6 @@ fn random_bytes<const N: usize>() -> [u8; N] {
 /// 32 random bytes as 64 hex digits: the web page's token.
 pub(crate) fn token() -> String {
     random_bytes::<32>().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Six characters from [`ID_ALPHABET`] (`K7P2QD`). Rejection sampling keeps every
-/// character equally likely.
-pub(crate) fn approval_id() -> String {
-    let limit = 256 - 256 % ID_ALPHABET.len();
-    let mut id = String::with_capacity(6);
-    while id.len() < 6 {
-        for b in random_bytes::<16>() {
-            if (b as usize) < limit && id.len() < 6 {
-                id.push(ID_ALPHABET[b as usize % ID_ALPHABET.len()] as char);
-            }
-        }
-    }
-    id
 }
 
 /// Compares two secrets in time that does not depend on where they differ.
@@ -49,9 +31,6 @@ mod tests {
         assert_eq!(a.len(), 64);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
-        let id = approval_id();
-        assert_eq!(id.len(), 6);
-        assert!(id.bytes().all(|c| ID_ALPHABET.contains(&c)), "{id}");
         assert!(same_secret(a.as_bytes(), a.as_bytes()));
         assert!(!same_secret(a.as_bytes(), b.as_bytes()));
         assert!(!same_secret(b"ab", b"abc"));

@@ -7,15 +7,17 @@ use clap::Args;
 use clawai_approvals::{Client, Error, PendingItem, Scope, State};
 
 use crate::ExitCode;
+use crate::cluster_cmd::{Shared, SharedCommand};
+use crate::proxy_cmd::HttpTransport;
 
 /// Options of `clawai approvals`.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
     /// Print the pending approvals as a JSON list.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    cluster: crate::cluster::ClusterArg,
+    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 /// Options of `clawai approve`.
@@ -35,7 +37,7 @@ pub(crate) struct ApproveArgs {
     #[arg(long, requires = "always")]
     any_arguments: bool,
     #[command(flatten)]
-    cluster: crate::cluster::ClusterArg,
+    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 /// Options of `clawai deny`.
@@ -44,7 +46,7 @@ pub(crate) struct DenyArgs {
     /// The approval's id, as `clawai approvals` lists it.
     id: String,
     #[command(flatten)]
-    cluster: crate::cluster::ClusterArg,
+    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 /// Runs `request` against the broker; a missing broker or a refusal is a message and
@@ -65,19 +67,34 @@ fn with_broker<T>(request: impl FnOnce(Client) -> Result<T, Error>) -> Result<Re
     }
 }
 
+/// Runs `shared` in the `clawai-http` binary (which has the Redis client).
+fn in_cluster(http: HttpTransport, shared: SharedCommand) -> Result<ExitCode> {
+    match http {
+        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+        HttpTransport::InProcess(runners) => (runners.shared)(shared),
+    }
+}
+
 /// `clawai approvals [--json]`.
-pub(crate) fn list(args: ListArgs) -> Result<ExitCode> {
-    args.cluster.refuse_until_built()?;
+pub(crate) fn list(args: ListArgs, http: HttpTransport) -> Result<ExitCode> {
+    if args.cluster.url.is_some() {
+        return in_cluster(http, SharedCommand::new(Shared::Approvals(args)));
+    }
     let items = match with_broker(Client::list)? {
         Ok(items) => items,
         Err(code) => return Ok(code),
     };
-    if args.json {
+    print_pending(&items, args.json)
+}
+
+/// Prints the pending approvals (`--json`: as a JSON list).
+pub(crate) fn print_pending(items: &[PendingItem], json: bool) -> Result<ExitCode> {
+    if json {
         println!("{}", serde_json::to_string_pretty(&items)?);
     } else if items.is_empty() {
         println!("no approvals pending");
     } else {
-        for item in &items {
+        for item in items {
             println!("{}", line(item));
             // What "always" would write, shown before anyone chooses it.
             for rule_line in item.always.lines() {
@@ -126,16 +143,37 @@ pub(crate) fn visible(text: &str) -> String {
     clawai_proxy::ask::form::render_text(text)
 }
 
+impl ApproveArgs {
+    /// How far the approval reaches.
+    pub(crate) fn scope(&self) -> Scope {
+        match (self.session, self.always, self.any_arguments) {
+            (_, true, true) => Scope::AlwaysAnyArguments,
+            (_, true, false) => Scope::Always,
+            (true, _, _) => Scope::Session,
+            _ => Scope::Once,
+        }
+    }
+
+    /// The approval's id as typed, made canonical.
+    pub(crate) fn id(&self) -> String {
+        self.id.trim().to_ascii_uppercase()
+    }
+}
+
+impl DenyArgs {
+    /// The approval's id as typed, made canonical.
+    pub(crate) fn id(&self) -> String {
+        self.id.trim().to_ascii_uppercase()
+    }
+}
+
 /// `clawai approve ID [--session | --always]`.
-pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode> {
-    args.cluster.refuse_until_built()?;
-    let scope = match (args.session, args.always, args.any_arguments) {
-        (_, true, true) => Scope::AlwaysAnyArguments,
-        (_, true, false) => Scope::Always,
-        (true, _, _) => Scope::Session,
-        _ => Scope::Once,
-    };
-    let id = args.id.trim().to_ascii_uppercase();
+pub(crate) fn approve(args: ApproveArgs, http: HttpTransport) -> Result<ExitCode> {
+    if args.cluster.url.is_some() {
+        return in_cluster(http, SharedCommand::new(Shared::Approve(args)));
+    }
+    let scope = args.scope();
+    let id = args.id();
     Ok(match with_broker(|client| client.approve(&id, scope))? {
         Ok(()) => {
             let how = match scope {
@@ -152,9 +190,11 @@ pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode> {
 }
 
 /// `clawai deny ID`.
-pub(crate) fn deny(args: DenyArgs) -> Result<ExitCode> {
-    args.cluster.refuse_until_built()?;
-    let id = args.id.trim().to_ascii_uppercase();
+pub(crate) fn deny(args: DenyArgs, http: HttpTransport) -> Result<ExitCode> {
+    if args.cluster.url.is_some() {
+        return in_cluster(http, SharedCommand::new(Shared::Deny(args)));
+    }
+    let id = args.id();
     Ok(match with_broker(|client| client.deny(&id))? {
         Ok(()) => {
             println!("{id}: denied");

@@ -1,8 +1,9 @@
 //! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
 //! mode, where replicas behind a balancer keep the state that must outlive one of them
-//! in Redis. The Redis-backed state is not built yet: a command given `--cluster`
-//! checks the URL and then refuses to start, saying so, rather than run with each
-//! replica's state kept to itself while the user believes it is shared.
+//! in Redis: sessions (takeover, taint, grants, the active skill), rate windows, pins,
+//! held and standing approvals, and the keyring. `clawai pins reset` cannot remove shared
+//! pins yet: it refuses `--cluster`, saying so, rather than act on this machine's files
+//! while the user believes it acts on the cluster's.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -11,37 +12,38 @@ use clap::Args;
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ClusterArg {
     /// Cluster mode: the Redis (7.0+) or Valkey server where replicas share their state,
-    /// `redis://HOST:PORT/DB` (see docs/cluster.md). Not built yet: given, the command
-    /// says so and does not start.
+    /// `redis://HOST:PORT/DB` (see docs/cluster.md).
     #[arg(long = "cluster", env = "CLAWAI_CLUSTER", value_name = "URL")]
     pub(crate) url: Option<String>,
 }
 
 /// What to do instead, said whenever `--cluster` is refused.
-const NOT_BUILT: &str = "shared state in Redis is not built yet in this version of clawai, so clawai will not run \
-     as if replicas shared sessions, rate windows, approvals and pins when they do not. Leave --cluster and \
-     CLAWAI_CLUSTER unset: replicas behind a balancer that routes by --replica-id each keep their own state \
-     (docs/cluster.md says what that means)";
+const NOT_BUILT: &str = "`clawai pins reset` cannot remove the pins replicas share in Redis yet (every other pins \
+     verb, and sessions, rate windows, approvals and the keyring, are shared). Approve what a server changed with \
+     `clawai pins diff|approve --cluster URL` instead, or reset this machine's pins without --cluster";
 
 impl ClusterArg {
     /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
-    /// is checked, then the command is refused (shared state is not built yet).
+    /// is checked, then the command is refused (its state is not shared yet).
     pub(crate) fn refuse_until_built(&self) -> Result<()> {
         let Some(url) = &self.url else { return Ok(()) };
         check_redis_url(url)?;
         bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", clawai_audit_ship::redacted(url))
     }
 
-    /// [`ClusterArg::refuse_until_built`] for a replica (`gateway`, `proxy --listen`),
-    /// where `--cluster` also needs `--replica-id`.
-    pub(crate) fn refuse_replica_until_built(&self, replica_id: Option<&str>) -> Result<()> {
-        if self.url.is_some() && replica_id.is_none() {
+    /// For a replica (`gateway --listen`, `proxy --listen`): without `--cluster`, `None`
+    /// (nothing connects anywhere); with it, the URL and `--replica-id` are checked and
+    /// the replica joins the cluster: the stores in Redis.
+    pub(crate) fn join(&self, replica_id: Option<&str>) -> Result<Option<clawai_store::Stores>> {
+        let Some(url) = &self.url else { return Ok(None) };
+        check_redis_url(url)?;
+        let Some(replica_id) = replica_id else {
             bail!(
                 "--cluster needs --replica-id ID as well: the id the balancer's configuration names for this replica \
                  (letters, digits and -), e.g. --replica-id r1"
             );
-        }
-        self.refuse_until_built()
+        };
+        crate::stores::join_cluster(url, replica_id).map(Some)
     }
 }
 
@@ -58,13 +60,19 @@ pub(crate) fn parse_replica_id(text: &str) -> Result<String, String> {
     }
 }
 
-/// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (or `rediss://`, Redis over
-/// TLS), without a URL parser (the small binary has none): the scheme, a host, a port
+/// Checks `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (`rediss://`, Redis over TLS, is
+/// refused: the client is built without TLS), without a URL parser (the small binary has none): the scheme, a host, a port
 /// that is a number, a database that is a number.
-fn check_redis_url(url: &str) -> Result<()> {
+pub(crate) fn check_redis_url(url: &str) -> Result<()> {
     let shown = clawai_audit_ship::redacted(url);
     let example = "expected redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0";
-    let Some(rest) = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://")) else {
+    if url.starts_with("rediss://") {
+        bail!(
+            "--cluster (CLAWAI_CLUSTER) {shown}: this version speaks to Redis without TLS; use redis:// on loopback or \
+             a private network (or a TLS tunnel such as stunnel)"
+        );
+    }
+    let Some(rest) = url.strip_prefix("redis://") else {
         bail!("--cluster (CLAWAI_CLUSTER) {shown}: not a Redis URL; {example}");
     };
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -102,7 +110,7 @@ mod tests {
         for good in [
             "redis://127.0.0.1:6379/0",
             "redis://localhost",
-            "rediss://user:secret@redis.example:6380/2",
+            "redis://user:secret@redis.example:6380/2",
             "redis://[::1]:6379/1",
         ] {
             check_redis_url(good).unwrap_or_else(|error| panic!("{good}: {error}"));
@@ -114,6 +122,7 @@ mod tests {
             ("redis://host:port/0", "is not a port"),
             ("redis://host:0", "is not a port"),
             ("redis://host:6379/zero", "not a database number"),
+            ("rediss://host:6380/0", "without TLS"),
         ] {
             let error = check_redis_url(bad).expect_err(bad).to_string();
             assert!(error.contains(says), "{bad}: {error}");
@@ -122,18 +131,19 @@ mod tests {
 
     #[test]
     fn a_password_never_appears_in_a_message() {
-        let error = check_redis_url("rediss://me:hunter2@host:x/0").expect_err("bad port").to_string();
+        let error = check_redis_url("redis://me:hunter2@host:x/0").expect_err("bad port").to_string();
         assert!(!error.contains("hunter2") && error.contains("me:***@host"), "{error}");
     }
 
     #[test]
-    fn a_valid_cluster_url_is_refused_until_shared_state_is_built() {
+    fn commands_whose_state_is_not_shared_yet_refuse_a_cluster_and_a_replica_needs_an_id() {
         let arg = ClusterArg { url: Some("redis://127.0.0.1:6379/0".into()) };
         let error = arg.refuse_until_built().expect_err("refused").to_string();
-        assert!(error.contains("not built yet"), "{error}");
+        assert!(error.contains("cannot remove the pins replicas share"), "{error}");
         assert!(ClusterArg { url: None }.refuse_until_built().is_ok());
-        let error = arg.refuse_replica_until_built(None).expect_err("needs an id").to_string();
+        let error = arg.join(None).expect_err("needs an id").to_string();
         assert!(error.contains("--replica-id"), "{error}");
+        assert!(ClusterArg { url: None }.join(Some("r1")).expect("nothing to join").is_none());
     }
 
     #[test]

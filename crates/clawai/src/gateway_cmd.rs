@@ -150,9 +150,12 @@ pub(crate) fn read_config(path: &Path) -> Result<GatewayConfig, String> {
 
 /// The gateway, in process.
 pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
-    if args.front.listen.is_none() {
-        // With --listen, the front's options check it, with --replica-id.
-        args.front.cluster.refuse_until_built()?;
+    if args.front.listen.is_none() && args.front.cluster.url.is_some() {
+        // With --listen, the front's options join the cluster, with --replica-id.
+        bail!(
+            "--cluster is for replicas behind a balancer: give --listen ADDRESS and --replica-id ID as well (a gateway \
+             over stdio serves one client, whose session lives and ends with it)"
+        );
     }
     for (name, value, zero_ok) in [
         ("--drain", args.drain, true),
@@ -254,7 +257,8 @@ fn serve(
     };
     // Flushed when dropped, after the runtime below has stopped.
     let _telemetry = crate::telemetry_cmd::start(&served.otlp, command, &mut guarded)?;
-    options.ask = served.ask_options();
+    // A replica's front joined the cluster: its guards ask as the front does.
+    options.ask = listen.as_ref().map_or_else(|| served.ask_options(), |(_, front)| front.ask.clone());
     options.max_message = served.max_message_size;
     let grace = options.grace;
     crate::proxy_cmd::adopt_orphans();

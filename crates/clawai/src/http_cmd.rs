@@ -35,6 +35,10 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
     }
     let (handle, audit) = (guarded.policy.clone(), guarded.audit.clone());
     let grace = Duration::from_secs_f64(args.grace);
+    if args.front.listen.is_some() {
+        // Before the pins are opened: in cluster mode they are the ones in Redis.
+        args.front.cluster.join(args.front.replica_id.as_deref())?;
+    }
     let pins = args.pin_tracker(&handle)?;
     if args.front.listen.is_some() {
         let (addr, mut options) = args.front.options(FrontSettings {
@@ -194,7 +198,18 @@ impl ListenArgs {
                 self.endpoint_path
             );
         }
-        self.cluster.refuse_replica_until_built(self.replica_id.as_deref())?;
+        let mut ask = settings.ask;
+        if let Some(shared) = self.cluster.join(self.replica_id.as_deref())? {
+            if let Some(held) = crate::stores::cluster_held() {
+                ask.held = held;
+            }
+            if let Some(approvals) = &shared.approvals {
+                let document =
+                    clawai_policy::ApprovalsDocument::new(Arc::clone(approvals), clawai_store_redis::APPROVALS);
+                ask.standing = Some(Arc::new(document));
+            }
+            ask.stores = shared;
+        }
         let addr = listen_addr(listen)?;
         let auth_token = match &self.auth_token_env {
             Some(var) => Some(std::env::var(var).ok().filter(|t| !t.is_empty()).with_context(|| {
@@ -233,7 +248,7 @@ impl ListenArgs {
             max_message: settings.max_message,
             server: settings.server,
             public_origin,
-            ask: settings.ask,
+            ask,
             pins: settings.pins,
             replica_id: self.replica_id.clone(),
             drain: Duration::from_secs_f64(self.shutdown_drain),

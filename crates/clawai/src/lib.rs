@@ -10,6 +10,7 @@ pub mod audit_postgres;
 mod audit_verify;
 mod clients_cmd;
 mod cluster;
+pub mod cluster_cmd;
 mod gateway_check;
 pub mod gateway_cmd;
 mod gateway_state;
@@ -172,10 +173,10 @@ pub fn main(http: HttpTransport) -> ! {
         Command::Watch(args) => clients_cmd::watch(args),
         Command::Run(args) => clients_cmd::run(args),
         Command::Ui(args) => ui_cmd::run(args, http),
-        Command::Approvals(args) => approvals_cmd::list(args),
-        Command::Approve(args) => approvals_cmd::approve(args),
-        Command::Deny(args) => approvals_cmd::deny(args),
-        Command::Pins(cmd) => pins_cmd::run(cmd),
+        Command::Approvals(args) => approvals_cmd::list(args, http),
+        Command::Approve(args) => approvals_cmd::approve(args, http),
+        Command::Deny(args) => approvals_cmd::deny(args, http),
+        Command::Pins(cmd) => pins_cmd::run(cmd, http),
         Command::Scan(args) => scan_cmd::run(args, http),
         Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
     };

@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use clawai_proxy::pins::review::{self, ReviewError, Row, state_word};
+use clawai_proxy::pins::store::PinStore;
 use clawai_proxy::pins::{Entry, Kind, PinFile, diff, store};
 use serde_json::json;
 
 use crate::ExitCode;
 use crate::paths;
+use crate::proxy_cmd::HttpTransport;
 use crate::scan_cmd::one_line;
 
 /// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
@@ -19,8 +21,7 @@ pub(crate) struct PinsDirArg {
     /// The pin store [default: $XDG_STATE_HOME/clawai/pins].
     #[arg(long = "pins", env = "CLAWAI_PINS", value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
-    /// Where shared pins would live in cluster mode (every pins verb, and `clawai ui`,
-    /// which shows and approves pins, take it).
+    /// Where the pins replicas share live in cluster mode (instead of the directory).
     #[command(flatten)]
     pub(crate) cluster: crate::cluster::ClusterArg,
 }
@@ -78,27 +79,44 @@ pub(crate) enum PinsCommand {
     },
 }
 
-/// Runs a `clawai pins` command.
-pub(crate) fn run(cmd: PinsCommand) -> Result<ExitCode> {
+/// Runs a `clawai pins` command: on the pins in Redis with `--cluster` (in the
+/// `clawai-http` binary, which has the Redis client), else on the pins directory.
+pub(crate) fn run(cmd: PinsCommand, http: HttpTransport) -> Result<ExitCode> {
     let (PinsCommand::List { pins, .. }
     | PinsCommand::Diff { pins, .. }
     | PinsCommand::Approve { pins, .. }
     | PinsCommand::Reset { pins, .. }) = &cmd;
-    pins.cluster.refuse_until_built()?;
+    if pins.cluster.url.is_some() {
+        if let PinsCommand::Reset { pins, .. } = &cmd {
+            pins.cluster.refuse_until_built()?;
+        }
+        return match http {
+            HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
+            HttpTransport::InProcess(runners) => {
+                (runners.shared)(crate::cluster_cmd::SharedCommand::new(crate::cluster_cmd::Shared::Pins(cmd)))
+            }
+        };
+    }
+    let store = PinStore::dir(&pins.resolve());
+    run_in(&store, cmd)
+}
+
+/// Runs a `clawai pins` command on `store`.
+pub(crate) fn run_in(store: &PinStore, cmd: PinsCommand) -> Result<ExitCode> {
     match cmd {
-        PinsCommand::List { json, pins } => list(&pins.resolve(), json),
-        PinsCommand::Diff { server, name, pins } => show_diff(&pins.resolve(), &server, name.as_deref()),
-        PinsCommand::Approve { server, name, hash, pins } => approve(&pins.resolve(), &server, &name, &hash),
+        PinsCommand::List { json, .. } => list(store, json),
+        PinsCommand::Diff { server, name, .. } => show_diff(store, &server, name.as_deref()),
+        PinsCommand::Approve { server, name, hash, .. } => approve(store, &server, &name, &hash),
         PinsCommand::Reset { server, pins } => reset(&pins.resolve(), server.as_deref()),
     }
 }
 
-fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>> {
-    Ok(store::load_all(dir)?)
+fn load_all(store: &PinStore) -> Result<Vec<(PathBuf, PinFile)>> {
+    Ok(store.load_all()?.into_iter().map(|(name, file)| (store.location(&name), file)).collect())
 }
 
-fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
-    let files = load_all(dir)?;
+fn list(store: &PinStore, as_json: bool) -> Result<ExitCode> {
+    let files = load_all(store)?;
     if as_json {
         let mut out = Vec::new();
         for (_, file) in &files {
@@ -118,7 +136,10 @@ fn list(dir: &Path, as_json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
     if files.is_empty() {
-        println!("nothing pinned yet in {} (servers are pinned the first time a proxy lists them)", dir.display());
+        println!(
+            "nothing pinned yet in {} (servers are pinned the first time a proxy lists them)",
+            store.location("").display()
+        );
         return Ok(ExitCode::Ok);
     }
     println!("{:<20} {:<18} {:<28} {:<22} HASH", "SERVER", "KIND", "NAME", "STATE");
@@ -142,16 +163,16 @@ fn findings_json(entry: &Entry) -> serde_json::Value {
 }
 
 /// The files of the server named `server`, or the message saying which servers exist.
-fn files_of(dir: &Path, server: &str) -> Result<std::result::Result<Vec<(PathBuf, PinFile)>, String>> {
-    match review::files_of(dir, server) {
-        Ok(files) => Ok(Ok(files)),
+fn files_of(store: &PinStore, server: &str) -> Result<std::result::Result<Vec<(PathBuf, PinFile)>, String>> {
+    match review::files_in(store, server) {
+        Ok(files) => Ok(Ok(files.into_iter().map(|(name, file)| (store.location(&name), file)).collect())),
         Err(ReviewError::Store(e)) => Err(e.into()),
         Err(other) => Ok(Err(other.to_string())),
     }
 }
 
-fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
-    let files = match files_of(dir, server)? {
+fn show_diff(store: &PinStore, server: &str, name: Option<&str>) -> Result<ExitCode> {
+    let files = match files_of(store, server)? {
         Ok(files) => files,
         Err(message) => {
             eprintln!("clawai: {message}");
@@ -210,9 +231,10 @@ fn show_diff(dir: &Path, server: &str, name: Option<&str>) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn approve(dir: &Path, server: &str, name: &str, hash: &str) -> Result<ExitCode> {
-    // The same approval as the `clawai ui` page's: running proxies pick up the file.
-    match review::approve(dir, server, None, name, hash) {
+fn approve(store: &PinStore, server: &str, name: &str, hash: &str) -> Result<ExitCode> {
+    // The same approval as the `clawai ui` page's: running proxies pick up the file
+    // (in cluster mode: every replica, within a second).
+    match review::approve_in(store, server, None, name, hash) {
         Ok(approved) => {
             let what = approved.kind.map_or("the instructions", Kind::as_str);
             println!(

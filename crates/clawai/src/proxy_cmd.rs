@@ -97,6 +97,8 @@ pub struct HttpRunners {
     pub audit_ship: fn(crate::audit_postgres::ShipArgs) -> Result<ExitCode>,
     /// `clawai audit verify --postgres URL`.
     pub audit_verify_postgres: fn(String) -> Result<ExitCode>,
+    /// `clawai pins|approvals|approve|deny --cluster URL` (the Redis client lives here).
+    pub shared: fn(crate::cluster_cmd::SharedCommand) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {
@@ -115,8 +117,12 @@ impl ProxyArgs {
                 Identity::command(self.server.clone().or(name).unwrap_or_else(|| "server".into()), &self.command)
             }
         };
-        let dir = paths::pins_dir(self.pins.as_ref());
-        match Tracker::open(&dir, identity) {
+        // In cluster mode (joined by now) the pins every replica reads.
+        let store = match crate::stores::chosen().pins {
+            Some(shared) => clawai_proxy::pins::store::PinStore::in_documents(shared),
+            None => clawai_proxy::pins::store::PinStore::dir(&paths::pins_dir(self.pins.as_ref())),
+        };
+        match Tracker::open_in(store, identity) {
             Ok(tracker) => Ok(Some(Arc::new(tracker))),
             Err(e) if policy.current().guards().pinning => {
                 Err(anyhow::Error::new(e).context("pinning is on, so the server was not started"))

@@ -1,6 +1,6 @@
 //! The stores this process keeps its state in, chosen once at start-up and handed to
-//! everything that keeps state: this process's memory and files (the only kind built so
-//! far; cluster mode adds a shared one behind the same interfaces).
+//! everything that keeps state: this process's memory and files, or, in cluster mode
+//! (`--cluster URL`), Redis for sessions and the keyring.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -9,11 +9,42 @@ use std::time::Duration;
 use clawai_proxy::guard::AskOptions;
 use clawai_store::Stores;
 
+/// The stores in Redis, once this process joined a cluster.
+static CLUSTER: OnceLock<Stores> = OnceLock::new();
+
+/// Where calls are held for a person once this process joined a cluster.
+static CLUSTER_HELD: OnceLock<Arc<dyn clawai_approvals::HeldApprovals>> = OnceLock::new();
+
 /// The stores of this process: every guard and gateway it starts shares them (one
-/// keyring, so a token sealed for one session's guard opens in the same process only).
+/// keyring: locally, a token sealed for one session's guard opens in the same process
+/// only; in a cluster, in every replica).
 pub(crate) fn chosen() -> Stores {
-    static STORES: OnceLock<Stores> = OnceLock::new();
-    STORES.get_or_init(Stores::local).clone()
+    static LOCAL: OnceLock<Stores> = OnceLock::new();
+    match CLUSTER.get() {
+        Some(shared) => shared.clone(),
+        None => LOCAL.get_or_init(Stores::local).clone(),
+    }
+}
+
+/// Joins the cluster whose Redis is at `url` as replica `replica`: from now on
+/// [`chosen`] names the stores there. Fails, saying what to do, when Redis does not
+/// answer now.
+pub(crate) fn join_cluster(url: &str, replica: &str) -> anyhow::Result<Stores> {
+    if let Some(joined) = CLUSTER.get() {
+        return Ok(joined.clone());
+    }
+    let shown = clawai_audit_ship::redacted(url);
+    let redis = clawai_store_redis::Redis::connect(url, replica)
+        .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+    let stores = redis.stores().map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+    CLUSTER_HELD.get_or_init(|| Arc::new(clawai_store_redis::RedisHeld::new(redis)));
+    Ok(CLUSTER.get_or_init(|| stores).clone())
+}
+
+/// Where the guards of a replica that joined a cluster hold calls for a person (in
+/// Redis, relayed to any `clawai ui --cluster`); `None` before it joined.
+pub(crate) fn cluster_held() -> Option<Arc<dyn clawai_approvals::HeldApprovals>> {
+    CLUSTER_HELD.get().cloned()
 }
 
 /// How the guards of this process ask a person: within `timeout`, with the standing

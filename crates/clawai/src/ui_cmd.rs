@@ -29,7 +29,6 @@ pub struct UiArgs {
 
 /// Runs `clawai ui`, in the `clawai-http` binary.
 pub fn run(args: UiArgs, http: HttpTransport) -> Result<ExitCode> {
-    args.pins.cluster.refuse_until_built()?;
     match http {
         HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
         HttpTransport::InProcess(runners) => (runners.ui)(args),
@@ -42,6 +41,23 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
     let mut options = clawai_ui::UiOptions::new(listen, args.public, args.audit);
     options.chain = std::sync::Arc::new(AuditVerify);
     options.pins = args.pins.resolve();
+    // Cluster mode: calls held in Redis by any replica are relayed to this broker.
+    let relaying = match &args.pins.cluster.url {
+        Some(url) => {
+            crate::cluster::check_redis_url(url)?;
+            let shown = clawai_audit_ship::redacted(url);
+            let redis = clawai_store_redis::Redis::connect(url, "clawai-ui")
+                .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+            // "Always" answers go to the approvals every replica reads.
+            let always = clawai_store_redis::RedisAlways::new(redis.approvals(), clawai_store_redis::APPROVALS);
+            options.always = Some(std::sync::Arc::new(always));
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let relay = clawai_store_redis::relay(redis, clawai_approvals::socket_path(), stop.clone())
+                .context("cannot start relaying the cluster's held calls")?;
+            Some((stop, relay))
+        }
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,6 +79,11 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
     })?;
     // The audit follower is a plain thread; nothing else needs waiting for.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if let Some((stop, relay)) = relaying {
+        // Its last step takes the mark that a ui runs away: replicas stop holding calls.
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = relay.join();
+    }
     Ok(ExitCode::Ok)
 }
 

@@ -18,8 +18,12 @@ const POLICY: &str =
     "[[rule]]\nid = \"ask\"\naction = \"prompt\"\ntool = \"ask_me\"\n\n[[rule]]\naction = \"allow\"\nmethod = \"**\"\n";
 
 fn main() -> Result<()> {
-    let rounds: usize =
-        std::env::args().nth(1).map(|n| n.parse()).transpose().context("ROUNDS must be a number")?.unwrap_or(2000);
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map(|n| n.parse())
+        .transpose()
+        .context("ROUNDS must be a number")?
+        .unwrap_or(clawai_bench::scaled(2000, 20));
     let here = std::env::current_exe()?.parent().context("no directory")?.to_path_buf();
     let dir = tempfile::tempdir()?;
     let policy = dir.path().join("policy.toml");

@@ -33,7 +33,10 @@ use clawai_bench::stdio::Session;
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 5;
+/// Servers of the listing measure, and of the largest gateway calls go through.
 const SERVERS: usize = 50;
+/// Servers of the smaller gateway calls go through: the p99 must not grow with them.
+const FEWER_SERVERS: usize = 10;
 const TOOLS_EACH: usize = 100;
 /// Full listings (every page) timed per round.
 const LISTINGS: usize = 50;
@@ -41,8 +44,18 @@ const LISTINGS: usize = 50;
 const ROUND_TRIPS: usize = 5_000;
 /// Tools of each server in the slow-start measure.
 const SLOW_START_TOOLS: usize = 10;
-/// How long the slow server takes to start.
+/// How long the slow server takes to start (3 s in a quick run).
 const SLOW_START_SECONDS: u32 = 30;
+
+/// [`SERVERS`], or 5 in a quick run.
+fn server_count() -> usize {
+    clawai_bench::scaled(SERVERS, 5)
+}
+
+/// [`SLOW_START_SECONDS`], or 3 in a quick run.
+fn slow_start_seconds() -> u32 {
+    if clawai_bench::quick() { 3 } else { SLOW_START_SECONDS }
+}
 /// How long to wait for servers that should be up at once.
 const UP_WITHIN: Duration = Duration::from_secs(60);
 
@@ -97,8 +110,12 @@ impl Bench {
     }
 }
 
-/// The embedding model for the `--embeddings` rows, if there is one.
+/// The embedding model for the `--embeddings` rows, if there is one (none with
+/// `CLAWAI_BENCH_QUICK`: embedding 5,000 tools on a debug build takes minutes).
 fn embedding_model() -> Option<PathBuf> {
+    if std::env::var_os("CLAWAI_BENCH_QUICK").is_some() {
+        return None;
+    }
     let dir = std::env::var_os("CLAWAI_BENCH_EMBEDDINGS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/models/all-MiniLM-L6-v2"));
@@ -220,20 +237,21 @@ struct ListingRound {
 }
 
 fn listing_round(bench: &Bench) -> Result<ListingRound> {
-    let servers: Vec<_> = (0..SERVERS).map(|n| bench.echo_server(&format!("s{n:02}"), TOOLS_EACH)).collect();
+    let servers: Vec<_> = (0..server_count()).map(|n| bench.echo_server(&format!("s{n:02}"), TOOLS_EACH)).collect();
     let started = Instant::now();
     let mut s = bench.gateway("many", &servers)?;
     s.initialize();
     let mut ids = Ids(0);
-    let names = wait_for_tools(&mut s, &mut ids, |names| servers_tools(names) >= SERVERS * TOOLS_EACH)?;
+    let names = wait_for_tools(&mut s, &mut ids, |names| servers_tools(names) >= server_count() * TOOLS_EACH)?;
     let all_up = started.elapsed();
     let listed = servers_tools(&names);
-    anyhow::ensure!(listed == SERVERS * TOOLS_EACH, "listed {listed} of the servers' tools");
-    anyhow::ensure!(names.iter().any(|n| n == "s49__tool_99"), "tools are listed as SERVER__tool");
-    let mut listings = Vec::with_capacity(LISTINGS);
+    anyhow::ensure!(listed == server_count() * TOOLS_EACH, "listed {listed} of the servers' tools");
+    let last = format!("s{:02}__tool_{}", server_count() - 1, TOOLS_EACH - 1);
+    anyhow::ensure!(names.contains(&last), "tools are listed as SERVER__tool");
+    let mut listings = Vec::new();
     let (mut first_pages, mut later_pages) = (Vec::new(), Vec::new());
     let (mut pages, mut bytes) = (0, 0);
-    for _ in 0..LISTINGS {
+    for _ in 0..clawai_bench::scaled(LISTINGS, 3) {
         let (whole, each, size) = timed_listing(&mut s, &mut ids);
         listings.push(whole);
         first_pages.push(each[0]);
@@ -263,10 +281,15 @@ fn listing_round(bench: &Bench) -> Result<ListingRound> {
 enum Mode {
     Direct,
     Proxy,
-    Gateway,
+    /// Through a gateway of this many servers: the called one and others of
+    /// [`TOOLS_EACH`] tools each.
+    Gateway(usize),
 }
 
-const MODES: [Mode; 3] = [Mode::Direct, Mode::Proxy, Mode::Gateway];
+fn modes() -> [Mode; 4] {
+    use clawai_bench::scaled;
+    [Mode::Direct, Mode::Proxy, Mode::Gateway(scaled(FEWER_SERVERS, 2)), Mode::Gateway(scaled(SERVERS, 3))]
+}
 
 fn call(id: u64, name: &str) -> String {
     format!(
@@ -294,11 +317,22 @@ fn warmed_up(bench: &Bench, mode: Mode) -> Result<(Session, &'static str)> {
                 .args(["--tools", "1"]);
             (Session::spawn(command)?, "tool_0")
         }
-        Mode::Gateway => (bench.gateway("one", &[bench.echo_server("echo", 1)])?, "echo__tool_0"),
+        Mode::Gateway(count) => {
+            let mut servers = vec![bench.echo_server("echo", 1)];
+            servers.extend((1..count).map(|n| bench.echo_server(&format!("s{n:02}"), TOOLS_EACH)));
+            (bench.gateway(&format!("calls-{count}"), &servers)?, "echo__tool_0")
+        }
     };
     s.initialize();
     let mut ids = Ids(0);
-    wait_for_tools(&mut s, &mut ids, |names| names.iter().any(|n| n == tool))?;
+    // Every server up first: one still starting would land in the figures.
+    let others = match mode {
+        Mode::Gateway(count) => (count - 1) * TOOLS_EACH,
+        _ => 0,
+    };
+    wait_for_tools(&mut s, &mut ids, |names| {
+        names.iter().any(|n| n == tool) && servers_tools(names).saturating_sub(1) >= others
+    })?;
     for _ in 0..300 {
         let id = ids.next();
         s.send(&call(id, tool));
@@ -316,13 +350,14 @@ fn warmed_up(bench: &Bench, mode: Mode) -> Result<(Session, &'static str)> {
 /// go rotating) so that all meet the same state of the machine; each mode's sorted
 /// times.
 fn round_trips(bench: &Bench) -> Result<Vec<Vec<Duration>>> {
-    let mut sessions = MODES.iter().map(|m| warmed_up(bench, *m)).collect::<Result<Vec<_>>>()?;
-    let mut times = vec![Vec::with_capacity(ROUND_TRIPS); MODES.len()];
-    for i in 0..ROUND_TRIPS {
+    let modes = modes();
+    let mut sessions = modes.iter().map(|m| warmed_up(bench, *m)).collect::<Result<Vec<_>>>()?;
+    let mut times = vec![Vec::new(); modes.len()];
+    for i in 0..clawai_bench::scaled(ROUND_TRIPS, 100) {
         let id = 10_000 + i as u64;
         let id_text = id.to_string();
-        for turn in 0..MODES.len() {
-            let m = (i + turn) % MODES.len();
+        for turn in 0..modes.len() {
+            let m = (i + turn) % modes.len();
             let (s, tool) = &mut sessions[m];
             let msg = call(id, tool);
             let t = Instant::now();
@@ -362,7 +397,7 @@ fn processes_with(marker: &str) -> usize {
 
 fn slow_start_round(bench: &Bench, round: usize) -> Result<SlowStartRound> {
     // A sleep no other process runs, to find it (or not) after the gateway stopped.
-    let marker = format!("{SLOW_START_SECONDS}.{:05}{round}", std::process::id() % 100_000);
+    let marker = format!("{}.{:05}{round}", slow_start_seconds(), std::process::id() % 100_000);
     let echo = bench.echo.display();
     let slow = (
         "slow".to_string(),
@@ -380,7 +415,7 @@ fn slow_start_round(bench: &Bench, round: usize) -> Result<SlowStartRound> {
     wait_for_tools(&mut s, &mut ids, |names| names.iter().any(|n| n == "fast__tool_0"))?;
     let fast_listed = started.elapsed();
     anyhow::ensure!(
-        started.elapsed() < Duration::from_secs(SLOW_START_SECONDS.into()),
+        started.elapsed() < Duration::from_secs(slow_start_seconds().into()),
         "the fast server waited for the slow one"
     );
     let shutdown = s.finish();
@@ -410,7 +445,7 @@ fn main() -> Result<()> {
         dir: tempfile::Builder::new().prefix("clawai-gateway-bench-").tempdir()?,
     };
     std::fs::write(bench.path("policy.toml"), POLICY)?;
-    let rounds = std::env::var("CLAWAI_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS).max(1);
+    let rounds = clawai_bench::rounds(ROUNDS);
 
     let (mut listing, mut trips, mut slow) = (Vec::new(), Vec::new(), Vec::new());
     let model = embedding_model();
@@ -420,11 +455,11 @@ fn main() -> Result<()> {
             eprintln!("round {}/{rounds}: {SERVERS} × {TOOLS_EACH} tools with --embeddings…", round + 1);
             embedded.push(embeddings::round(&bench, model, SERVERS, TOOLS_EACH)?);
         }
-        eprintln!("round {}/{rounds}: {SERVERS} servers × {TOOLS_EACH} tools…", round + 1);
+        eprintln!("round {}/{rounds}: {} servers × {TOOLS_EACH} tools…", round + 1, server_count());
         listing.push(listing_round(&bench)?);
-        eprintln!("round {}/{rounds}: tools/call round trips, direct, proxy and gateway taking turns…", round + 1);
+        eprintln!("round {}/{rounds}: tools/call round trips, direct, proxy and gateways taking turns…", round + 1);
         trips.push(round_trips(&bench)?);
-        eprintln!("round {}/{rounds}: a server that takes {SLOW_START_SECONDS} s to start…", round + 1);
+        eprintln!("round {}/{rounds}: a server that takes {} s to start…", round + 1, slow_start_seconds());
         slow.push(slow_start_round(&bench, round)?);
     }
     print_table(rounds, &listing, &trips, &slow);
@@ -449,9 +484,11 @@ fn print_table(rounds: usize, listing: &[ListingRound], trips: &[Vec<Vec<Duratio
     println!("|---|---|---|");
     let listing_p50 = mid(|r| r.listing);
     println!(
-        "| `tools/list`, every page, {SERVERS} servers × {TOOLS_EACH} tools ({} pages, {:.0} KiB), p50 of {LISTINGS} (ms) | {:.2} | ≤ 5 ms {} |",
+        "| `tools/list`, every page, {} servers × {TOOLS_EACH} tools ({} pages, {:.0} KiB), p50 of {} (ms) | {:.2} | ≤ 5 ms {} |",
+        server_count(),
         last.pages,
         last.bytes as f64 / 1024.0,
+        clawai_bench::scaled(LISTINGS, 3),
         ms(listing_p50),
         verdict(listing_p50 <= Duration::from_millis(5))
     );
@@ -460,39 +497,58 @@ fn print_table(rounds: usize, listing: &[ListingRound], trips: &[Vec<Vec<Duratio
         us(mid(|r| r.first_page)),
         us(mid(|r| r.later_page))
     );
-    println!("| … spawn to all {} tools listed (ms) | {:.0} | |", SERVERS * TOOLS_EACH, ms(mid(|r| r.all_up)));
+    println!("| … spawn to all {} tools listed (ms) | {:.0} | |", server_count() * TOOLS_EACH, ms(mid(|r| r.all_up)));
     let rss = median(listing.iter().map(|r| r.rss_kib).collect()) as f64 / 1024.0;
     println!(
-        "| gateway RSS with {SERVERS} × {TOOLS_EACH}, its servers not counted (MiB) | {rss:.1} (peak {:.1}) | ≤ 30 MiB {} |",
+        "| gateway RSS with {} × {TOOLS_EACH}, its servers not counted (MiB) | {rss:.1} (peak {:.1}) | ≤ 30 MiB {} |",
+        server_count(),
         median(listing.iter().map(|r| r.peak_kib).collect()) as f64 / 1024.0,
         verdict(rss <= 30.0)
     );
-    println!("| … shutdown of the {SERVERS} servers, stdin closed to exit (ms) | {:.0} | |", ms(mid(|r| r.shutdown)));
-    let [direct, proxy, gateway] = [0, 1, 2].map(|m| (rtt(m, 0.5), rtt(m, 0.99)));
-    let added = |d: Duration, base: Duration| us(d) - us(base);
-    let ratio = added(gateway.0, direct.0) / added(proxy.0, direct.0);
     println!(
-        "| `tools/call` round trip p50 (µs): direct / proxy / gateway | {:.1} / {:.1} (+{:.1}) / {:.1} (+{:.1}) | |",
+        "| … shutdown of the {} servers, stdin closed to exit (ms) | {:.0} | |",
+        server_count(),
+        ms(mid(|r| r.shutdown))
+    );
+    let [direct, proxy, fewer, many] = [0, 1, 2, 3].map(|m| (rtt(m, 0.5), rtt(m, 0.99)));
+    let added = |d: Duration, base: Duration| us(d) - us(base);
+    let [Mode::Gateway(fewer_count), Mode::Gateway(many_count)] = [modes()[2], modes()[3]] else {
+        unreachable!("the last two modes are gateways")
+    };
+    println!(
+        "| `tools/call` round trip p50 (µs): direct / proxy | {:.1} / {:.1} (+{:.1}) | |",
         us(direct.0),
         us(proxy.0),
-        added(proxy.0, direct.0),
-        us(gateway.0),
-        added(gateway.0, direct.0)
+        added(proxy.0, direct.0)
     );
-    println!("| … gateway-added ÷ proxy-added, p50 | ×{ratio:.2} | ≤ ×1.5 {} |", verdict(ratio <= 1.5));
     println!(
-        "| … p99 (µs): direct / proxy / gateway | {:.1} / {:.1} (+{:.1}) / {:.1} (+{:.1}); ×{:.2} | |",
+        "| … p99 (µs): direct / proxy | {:.1} / {:.1} (+{:.1}) | |",
         us(direct.1),
         us(proxy.1),
-        added(proxy.1, direct.1),
-        us(gateway.1),
-        added(gateway.1, direct.1),
-        added(gateway.1, direct.1) / added(proxy.1, direct.1)
+        added(proxy.1, direct.1)
+    );
+    for (count, gateway) in [(fewer_count, fewer), (many_count, many)] {
+        let (p50, p99) = (
+            added(gateway.0, direct.0) / added(proxy.0, direct.0),
+            added(gateway.1, direct.1) / added(proxy.1, direct.1),
+        );
+        println!(
+            "| … through a gateway of {count} servers: p50 / p99 (µs), added ÷ proxy-added | {:.1} (×{p50:.2}) / {:.1} (×{p99:.2}) | ≤ ×1.5 {} |",
+            us(gateway.0),
+            us(gateway.1),
+            verdict(p50 <= 1.5 && p99 <= 1.5)
+        );
+    }
+    let growth = added(many.1, direct.1) / added(fewer.1, direct.1);
+    println!(
+        "| … gateway-added p99, {many_count} servers ÷ {fewer_count} | ×{growth:.2} | no growth (≤ ×1.1) {} |",
+        verdict(growth <= 1.1)
     );
     let first = slow_mid(|r| r.first_list);
     let fast_in_first = slow.iter().filter(|r| r.fast_in_first).count();
     println!(
-        "| first `tools/list` answer, one server {SLOW_START_SECONDS} s to start and one fast (ms from spawn) | {:.0}; the fast one's tools in it in {fast_in_first} of {} rounds | < 3 s {} |",
+        "| first `tools/list` answer, one server {} s to start and one fast (ms from spawn) | {:.0}; the fast one's tools in it in {fast_in_first} of {} rounds | < 3 s {} |",
+        slow_start_seconds(),
         ms(first),
         slow.len(),
         verdict(first < Duration::from_secs(3) && fast_in_first == slow.len())

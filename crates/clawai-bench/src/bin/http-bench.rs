@@ -143,8 +143,12 @@ async fn main() -> Result<()> {
             None => Ok(default),
         }
     };
-    let (rate, seconds) = (option("--rate", 500)?, option("--seconds", 3)?);
-    let release = std::path::Path::new("target/release");
+    let quick = clawai_bench::quick();
+    let (rate, seconds) =
+        (option("--rate", if quick { 100 } else { 500 })?, option("--seconds", if quick { 1 } else { 3 })?);
+    let round_count = clawai_bench::rounds(ROUNDS);
+    // Beside this binary: target/release, or target/debug for a quick run.
+    let release = std::env::current_exe()?.parent().context("no directory")?.to_path_buf();
     let policy = std::env::temp_dir().join("clawai-http-bench-policy.toml");
     std::fs::write(&policy, "[[rule]]\nid = \"allow-all\"\naction = \"allow\"\nmethod = \"**\"\n")?;
     let audit = std::env::temp_dir().join("clawai-http-bench-audit.jsonl");
@@ -180,8 +184,8 @@ async fn main() -> Result<()> {
     }
     // Interleaved rounds, medians reported: this machine's noise moves single runs a lot.
     let mut rounds: [Vec<f64>; 6] = Default::default();
-    for round in 1..=ROUNDS {
-        eprintln!("round {round}/{ROUNDS}");
+    for round in 1..=round_count {
+        eprintln!("round {round}/{round_count}");
         let (p50, p99) = fixed_rate(Arc::clone(&direct), rate, seconds).await?;
         rounds[0].push(p50);
         rounds[1].push(p99);
@@ -197,7 +201,7 @@ async fn main() -> Result<()> {
     });
 
     println!(
-        "HTTP tools/call, {rate} req/s for {seconds} s (open loop), then {CONCURRENCY} callers flat out for {seconds} s; medians of {ROUNDS} interleaved rounds"
+        "HTTP tools/call, {rate} req/s for {seconds} s (open loop), then {CONCURRENCY} callers flat out for {seconds} s; medians of {round_count} interleaved rounds"
     );
     println!("| measure | direct | through clawai --listen | added |");
     println!("|---|---|---|---|");

@@ -1,5 +1,11 @@
-//! The fastest MCP server we can write: answers `initialize`, `tools/call` (echoing the
-//! arguments) and `bench/big` (a result of `bytes` bytes) over stdio.
+//! The fastest MCP server we can write: answers `initialize` and `tools/call` over
+//! stdio. A call echoes its arguments back, except to three tools that answer with a
+//! large result in the shapes real servers send (`bytes` long, 1 MiB by default):
+//!
+//! * `big_text`: one text block of source-code-like lines (a file read, a log);
+//! * `big_image`: a base64 PNG, as browser-automation servers return screenshots;
+//! * `big_json`: `structuredContent` holding an array of records (a query's rows),
+//!   with a one-line text summary beside it.
 //!
 //! `mcp-echo --tools N` also lists N tools (`tool_0` … `tool_{N-1}`, each with a
 //! description and a small input schema, in one page); without it `tools/list` gets the
@@ -7,6 +13,7 @@
 
 use std::io::{BufRead, BufWriter, Write};
 
+use clawai_bench::results::BigShape;
 use serde_json::Value;
 
 /// The answer to `tools/list` with `count` tools, without its id: `{"tools":[…]}`.
@@ -46,7 +53,7 @@ fn main() {
     let mut input = stdin.lock();
     let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     let mut line = Vec::new();
-    let mut big: Vec<u8> = Vec::new();
+    let mut big: Option<(BigShape, usize, String)> = None;
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
@@ -67,14 +74,14 @@ fn main() {
                 let _ =
                     write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, tools.as_deref().unwrap_or_default());
             }
-            "bench/big" => {
-                let bytes = msg["params"]["bytes"].as_u64().unwrap_or(1 << 20) as usize;
-                if big.len() != bytes {
-                    big = vec![b'x'; bytes];
+            "tools/call" if BigShape::named(msg["params"]["name"].as_str()).is_some() => {
+                let shape = BigShape::named(msg["params"]["name"].as_str()).expect("checked above");
+                let bytes = msg["params"]["arguments"]["bytes"].as_u64().unwrap_or(1 << 20) as usize;
+                if big.as_ref().is_none_or(|(s, b, _)| *s != shape || *b != bytes) {
+                    big = Some((shape, bytes, shape.result(bytes)));
                 }
-                let _ = write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#);
-                let _ = out.write_all(&big);
-                let _ = write!(out, r#""}}]}}}}"#);
+                let result = big.as_ref().map(|(_, _, r)| r.as_str()).unwrap_or_default();
+                let _ = write!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
             }
             _ => {
                 let args = msg["params"]["arguments"].to_string();

@@ -33,18 +33,22 @@ impl Session {
             self.send(refusal);
             return Some(());
         }
-        let (active_before, active_after) = {
-            let mut state = lock(&self.state);
-            let before = state.skill.clone();
-            if deactivate {
-                if state.skill.as_deref() == Some(name) {
-                    state.skill = None;
-                }
-            } else {
-                state.skill = Some(name.to_owned());
-            }
-            (before, state.skill.clone())
+        let active_before = lock(&self.state).skill.clone();
+        let active_after = match deactivate {
+            true if active_before.as_deref() == Some(name) => None,
+            true => active_before.clone(),
+            false => Some(name.to_owned()),
         };
+        // Written through before the answer: a replica that takes the session over
+        // serves the skill the client was told is active (or refuses, saying why).
+        if active_after != active_before
+            && let Err(why) = self.remembered.memory().set_fact(super::SKILL_FACT, active_after.as_deref())
+        {
+            let why = format!("clawai gateway: the skill {name} did not change: {why}; try again");
+            self.send(crate::rewrite::error(id, clawai_protocol::reply::SERVER_UNAVAILABLE, &why));
+            return Some(());
+        }
+        lock(&self.state).skill.clone_from(&active_after);
         if active_before != active_after {
             self.view_may_have_changed();
         }
@@ -107,6 +111,9 @@ impl Session {
         let mut state = lock(&self.state);
         if state.skill.as_deref().is_some_and(|name| !still_there(name)) {
             state.skill = None;
+            // A skill that is gone activates nothing elsewhere either; a failed write
+            // leaves a name that no replica finds among its skills.
+            let _ = self.remembered.memory().set_fact(super::SKILL_FACT, None);
         }
     }
 

@@ -29,8 +29,14 @@ pub(crate) struct Pins {
 }
 
 impl Pins {
-    /// The pins of server `name` in `dir` (`None`: the gateway pins nothing).
-    pub(crate) fn open(dir: Option<&Path>, name: &str, transport: &Transport) -> Pins {
+    /// The pins of server `name` in `dir` (`None`: the gateway pins nothing), or in
+    /// `shared` (cluster mode: the pins every replica reads) when pinning is on.
+    pub(crate) fn open(
+        dir: Option<&Path>,
+        shared: Option<&Arc<dyn clawai_store::Documents>>,
+        name: &str,
+        transport: &Transport,
+    ) -> Pins {
         let identity = match transport {
             Transport::Mcp(McpServerConfig::Stdio { command, args, .. }) => {
                 let argv: Vec<String> = std::iter::once(command.clone()).chain(args.iter().cloned()).collect();
@@ -43,7 +49,13 @@ impl Pins {
         };
         let tracker = match (dir, identity) {
             (Some(dir), Some(identity)) => {
-                Tracker::open(dir, identity).map(|tracker| Some(Arc::new(tracker))).map_err(|error| error.to_string())
+                let store = match shared {
+                    Some(documents) => clawai_proxy::pins::store::PinStore::in_documents(Arc::clone(documents)),
+                    None => clawai_proxy::pins::store::PinStore::dir(dir),
+                };
+                Tracker::open_in(store, identity)
+                    .map(|tracker| Some(Arc::new(tracker)))
+                    .map_err(|error| error.to_string())
             }
             _ => Ok(None),
         };

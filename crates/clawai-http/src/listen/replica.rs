@@ -143,8 +143,9 @@ pub(super) async fn healthz(State(front): State<Arc<Front>>) -> Response {
         "status": state.as_str(),
         "replica": front.options.replica_id,
         "sessions": lock(&front.sessions).len(),
-        // Shared state (Redis) is not built yet: no replica reports on it.
-        "cluster": null,
+        // Whether the shared store answers: reported, never a reason for 503 (a Redis
+        // outage must not take every replica out of the balancer at once).
+        "cluster": front.store_state.word(),
     });
     (status, [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-store")], body.to_string())
         .into_response()

@@ -177,3 +177,119 @@ fn results_that_list_nothing_pinned_pass_as_they_are() {
     assert!(pins.filter_list("tools/list", b"{\"tools\":7}", SCAN).is_none());
     assert!(pins.filter_list("tools/list", b"[]", SCAN).is_none());
 }
+
+/// The documents of `inner`, where another writer (a replica seeing the same server for
+/// the first time) writes `theirs` between this tracker's reading and its first write.
+#[derive(Debug)]
+struct RacedDocuments {
+    inner: clawai_store::DirDocuments,
+    theirs: Mutex<Option<Vec<u8>>>,
+}
+
+impl clawai_store::Documents for RacedDocuments {
+    fn load(&self, name: &str) -> Result<Option<Vec<u8>>, clawai_store::DocumentError> {
+        self.inner.load(name)
+    }
+    fn save(&self, name: &str, bytes: &[u8]) -> Result<(), clawai_store::DocumentError> {
+        self.inner.save(name, bytes)
+    }
+    fn save_if(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        expected: Option<DocumentVersion>,
+    ) -> Result<bool, clawai_store::DocumentError> {
+        if let Some(theirs) = self.theirs.lock().unwrap().take() {
+            self.inner.save(name, &theirs)?;
+        }
+        self.inner.save_if(name, bytes, expected)
+    }
+    fn version(&self, name: &str) -> Option<DocumentVersion> {
+        self.inner.version(name)
+    }
+    fn names(&self) -> Result<Vec<String>, clawai_store::DocumentError> {
+        self.inner.names()
+    }
+    fn location(&self, name: &str) -> PathBuf {
+        self.inner.location(name)
+    }
+}
+
+#[test]
+fn first_sight_is_written_once_and_a_listing_that_differs_from_it_is_held() {
+    let first = tempfile::tempdir().unwrap();
+    let winner = tracker(first.path());
+    winner.filter_list("tools/list", &list(json!([{"name": "a"}, {"name": "b"}])), SCAN);
+    let theirs = std::fs::read(winner.path()).unwrap();
+
+    let second = tempfile::tempdir().unwrap();
+    let raced = RacedDocuments {
+        inner: clawai_store::DirDocuments::new(second.path()),
+        theirs: Mutex::new(Some(theirs.clone())),
+    };
+    let store = PinStore::in_documents(Arc::new(raced));
+    let loser = Tracker::open_in(store, Identity::command("s", &["server".to_owned()])).unwrap();
+    let seen =
+        loser.filter_list("tools/list", &list(json!([{"name": "a", "description": "evil"}, {"name": "b"}])), SCAN);
+    assert_eq!(names(&seen.unwrap().result.expect("something held")), ["b"], "the first writer's pins decide");
+    assert_eq!(loser.refusal(Kind::Tool, "a"), Some(Refusal::Held));
+    let stored: PinFile = serde_json::from_slice(&std::fs::read(loser.path()).unwrap()).unwrap();
+    assert_eq!(
+        stored.items(Kind::Tool)["a"].pinned.as_ref().map(|v| &v.hash),
+        winner.snapshot().items(Kind::Tool)["a"].pinned.as_ref().map(|v| &v.hash),
+        "the pinned version is the first writer's"
+    );
+}
+
+/// Documents kept in memory with counted versions, as a shared store keeps them; `lose`
+/// forgets them all (Redis back without its data).
+#[derive(Debug, Default)]
+struct CountedDocuments {
+    documents: Mutex<HashMap<String, (u64, Vec<u8>)>>,
+    writes: std::sync::atomic::AtomicU64,
+}
+
+impl CountedDocuments {
+    fn lose(&self) {
+        self.documents.lock().unwrap().clear();
+    }
+}
+
+impl clawai_store::Documents for CountedDocuments {
+    fn load(&self, name: &str) -> Result<Option<Vec<u8>>, clawai_store::DocumentError> {
+        Ok(self.documents.lock().unwrap().get(name).map(|(_, bytes)| bytes.clone()))
+    }
+    fn save(&self, name: &str, bytes: &[u8]) -> Result<(), clawai_store::DocumentError> {
+        let count = self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        self.documents.lock().unwrap().insert(name.to_owned(), (count, bytes.to_vec()));
+        Ok(())
+    }
+    fn version(&self, name: &str) -> Option<DocumentVersion> {
+        self.documents.lock().unwrap().get(name).map(|(count, _)| DocumentVersion::counted(*count))
+    }
+    fn names(&self) -> Result<Vec<String>, clawai_store::DocumentError> {
+        Ok(self.documents.lock().unwrap().keys().cloned().collect())
+    }
+    fn location(&self, name: &str) -> PathBuf {
+        PathBuf::from(format!("memory:{name}"))
+    }
+}
+
+#[test]
+fn pins_a_shared_store_lost_are_written_again_and_nothing_held_is_released() {
+    let documents = Arc::new(CountedDocuments::default());
+    let pins =
+        Tracker::open_in(PinStore::in_documents(documents.clone()), Identity::command("s", &["server".to_owned()]))
+            .unwrap();
+    pins.filter_list("tools/list", &list(json!([{"name": "a"}])), SCAN);
+    pins.filter_list("tools/list", &list(json!([{"name": "a", "description": "now evil"}])), SCAN);
+    assert_eq!(pins.refusal(Kind::Tool, "a"), Some(Refusal::Held));
+    documents.lose();
+    assert!(pins.refresh().is_empty(), "nothing released by the loss");
+    assert_eq!(pins.refusal(Kind::Tool, "a"), Some(Refusal::Held));
+    let name = store::name_of(&Identity::command("s", &["server".to_owned()]));
+    assert!(clawai_store::Documents::load(&*documents, &name).unwrap().is_some(), "written again");
+    let other =
+        Tracker::open_in(PinStore::in_documents(documents), Identity::command("s", &["server".to_owned()])).unwrap();
+    assert_eq!(other.refusal(Kind::Tool, "a"), Some(Refusal::Held), "another replica reads them back");
+}

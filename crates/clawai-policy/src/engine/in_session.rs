@@ -4,9 +4,21 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use clawai_store::Count;
+use clawai_store::{Count, Unavailable};
 
-use super::{Decision, Explanation, Policy};
+/// Why a call a rate rule counts is denied when its window could not be counted: nothing
+/// a single replica would refuse is allowed while the shared store is away.
+pub(crate) const RATE_UNAVAILABLE: &str = "clawai: a rate rule counts this call, and its window lives in the shared \
+     store (Redis), which cannot be reached or no longer names this replica as the session's owner; denied until it \
+     answers";
+
+/// Why a call that taints the session is denied when the label could not be written: a
+/// replica taking the session over must find every label.
+pub(crate) const TAINT_UNAVAILABLE: &str = "clawai: this call marks the session (taint), and the mark could not be \
+     written to the shared store (Redis), which cannot be reached or no longer names this replica as the session's \
+     owner; denied until it answers";
+
+use super::{Action, Decision, Explanation, Policy};
 use crate::call::Call;
 use crate::session::{Session, SessionView, rule_key, session_clock};
 
@@ -54,12 +66,15 @@ impl Policy {
             return (self.decide(call), Vec::new());
         }
         let labels = session.memory().labels();
-        let counts = self.count_rates(call, &labels, session, now, effect);
+        let (counts, uncounted) = self.count_rates(call, &labels, session, now, effect);
         let view = SessionView { labels: Some(&labels), counts };
         let decision = self.decide_with(call, &view);
+        if uncounted.is_some() {
+            return (Decision { action: Action::Deny, rule: None, reason: RATE_UNAVAILABLE }, Vec::new());
+        }
         let added = self.labels_touched(call, &view);
-        if !added.is_empty() {
-            session.memory().add_labels(&added);
+        if !added.is_empty() && session.memory().add_labels(&added).is_err() {
+            return (Decision { action: Action::Deny, rule: None, reason: TAINT_UNAVAILABLE }, Vec::new());
         }
         (decision, added)
     }
@@ -84,7 +99,7 @@ impl Policy {
     /// counts include the call, nothing is recorded.
     fn looking<R>(&self, call: &Call, session: &Session, then: impl FnOnce(&SessionView) -> R) -> R {
         let labels = session.memory().labels();
-        let counts = self.count_rates(call, &labels, session, session_clock(), Count::Look);
+        let (counts, _) = self.count_rates(call, &labels, session, session_clock(), Count::Look);
         then(&SessionView { labels: Some(&labels), counts })
     }
 
@@ -106,7 +121,8 @@ impl Policy {
     }
 
     /// Counts the call in the window of every rate rule whose other conditions match it
-    /// (in a session carrying `labels`).
+    /// (in a session carrying `labels`). A window the store could not count is taken as
+    /// over its limit, and why is returned beside the counts.
     fn count_rates(
         &self,
         call: &Call,
@@ -114,8 +130,9 @@ impl Policy {
         session: &Session,
         now: Duration,
         effect: Count,
-    ) -> Vec<(usize, u32)> {
+    ) -> (Vec<(usize, u32)>, Option<Unavailable>) {
         let mut counts = Vec::new();
+        let mut uncounted = None;
         for &index in self.rate_rules() {
             let rule = &self.rules()[index];
             let Some(rate) = rule.rate else { continue };
@@ -123,8 +140,12 @@ impl Policy {
                 continue;
             }
             let key = rule_key(index, rule.id.as_deref());
-            counts.push((index, session.memory().count(&key, rate.window, rate.limit, now, effect)));
+            let counted = session.memory().count(&key, rate.window, rate.limit, now, effect).unwrap_or_else(|why| {
+                uncounted = Some(why);
+                rate.limit.saturating_add(1)
+            });
+            counts.push((index, counted));
         }
-        counts
+        (counts, uncounted)
     }
 }

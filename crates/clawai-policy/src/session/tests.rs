@@ -358,3 +358,77 @@ fn decide_and_mark_names_only_the_labels_this_call_added() {
     assert!(p.decide_and_mark(&call, &s).1.is_empty(), "already carried");
     assert!(p.decide_looking(&call, &s).1.is_empty());
 }
+
+/// A session memory whose shared store is away: reads answer (the owner's copy), every
+/// write fails.
+#[derive(Debug, Default)]
+struct StoreAway;
+
+impl clawai_store::SessionMemory for StoreAway {
+    fn labels(&self) -> std::collections::BTreeSet<String> {
+        Default::default()
+    }
+    fn add_labels(&self, _: &[String]) -> Result<(), clawai_store::Unavailable> {
+        Err(clawai_store::Unavailable::Unreachable("connection refused".into()))
+    }
+    fn count(
+        &self,
+        _: &str,
+        _: std::time::Duration,
+        _: u32,
+        _: std::time::Duration,
+        _: clawai_store::Count,
+    ) -> Result<u32, clawai_store::Unavailable> {
+        Err(clawai_store::Unavailable::TakenOver)
+    }
+    fn seed(&self, _: &str, _: u32, _: std::time::Duration) {}
+    fn grant(&self, _: &str) -> Result<(), clawai_store::Unavailable> {
+        Err(clawai_store::Unavailable::Unreachable("connection refused".into()))
+    }
+    fn granted(&self, _: &str) -> bool {
+        false
+    }
+    fn fact(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn set_fact(&self, _: &str, _: Option<&str>) -> Result<(), clawai_store::Unavailable> {
+        Err(clawai_store::Unavailable::Unreachable("connection refused".into()))
+    }
+}
+
+#[test]
+fn a_call_whose_count_or_taint_cannot_be_written_is_denied_whatever_the_rule_says() {
+    let p = policy(
+        r#"
+        [[rule]]
+        id = "counted-but-allowed"
+        action = "allow"
+        tool = "fetch"
+        rate = "1000/min"
+
+        [[rule]]
+        id = "reads"
+        action = "allow"
+        tool = "read"
+        taint = "private"
+
+        [[rule]]
+        action = "allow"
+        tool = "*"
+        "#,
+    );
+    let away = Session::in_memory(std::sync::Arc::new(StoreAway));
+    let params = |tool: &str| json!({"name": tool, "arguments": {}});
+    let (fetch_params, read_params, list_params) = (params("fetch"), params("read"), params("list"));
+    let (fetch_json, read_json, list_json) =
+        (Json::from(&fetch_params), Json::from(&read_params), Json::from(&list_params));
+    let call = |json| Call::from_params("tools/call", Some(json));
+    let (fetch, _) = p.decide_and_mark(&call(&fetch_json), &away);
+    assert_eq!(fetch.action, Action::Deny, "a counted call is denied while its window cannot be counted");
+    assert!(fetch.reason().contains("Redis"), "{}", fetch.reason());
+    let (read, added) = p.decide_and_mark(&call(&read_json), &away);
+    assert_eq!(read.action, Action::Deny, "a tainting call is denied while its mark cannot be written");
+    assert!(read.reason().contains("taint"), "{}", read.reason());
+    assert!(added.is_empty());
+    assert_eq!(p.decide_and_mark(&call(&list_json), &away).0.action, Action::Allow, "other calls are not touched");
+}

@@ -403,8 +403,10 @@ impl Guard {
 
     /// A call a person allowed goes on (and, `for_session`, the identical call later).
     pub(super) fn release(&self, waiting: Waiting, for_session: bool) -> Vec<Outgoing> {
-        if for_session {
-            self.remembered.memory().grant(&waiting.key);
+        // A grant that could not be written (the shared store is away) is not kept: the
+        // person's answer still releases this call, and the next one is asked again.
+        if for_session && let Err(why) = self.remembered.memory().grant(&waiting.key) {
+            tracing::warn!("the session grant was not kept: {why}");
         }
         let call_id = RawValue::from_string(waiting.call_id.clone()).ok();
         self.track(&self.from_client, call_id.as_deref(), &waiting.method, Instant::now());

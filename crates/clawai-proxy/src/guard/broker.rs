@@ -46,6 +46,7 @@ impl Guard {
             reason: format!("a rule asks a person about {}", ask.call.name.unwrap_or(ask.method)),
             key: key.clone(),
             timeout_ms: timeout.as_millis() as u64,
+            id: None,
         };
         let mut pending = match self.asking.options.held.hold(&request) {
             Ok(pending) => pending,

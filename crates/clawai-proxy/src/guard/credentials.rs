@@ -27,6 +27,18 @@ static SHAPES: LazyLock<RegexSet> = LazyLock::new(|| {
         .expect("the credential shapes compile")
 });
 
+/// Whether `text` holds a shape: what `SHAPES.is_match` says, as two patterns the
+/// regex engine finds a literal to skip to in (the shapes' literal prefixes; the URL's
+/// `://` inside it): a set reads every byte of a MiB-long result.
+fn holds_shape(text: &str) -> bool {
+    static PREFIXED: LazyLock<Regex> = LazyLock::new(|| {
+        let shapes: Vec<String> = CREDENTIAL_SHAPES.iter().map(|(_, pattern)| format!("(?:{pattern})")).collect();
+        Regex::new(&shapes.join("|")).expect("the credential shapes compile")
+    });
+    static IN_URL: LazyLock<Regex> = LazyLock::new(|| Regex::new(URL_PASSWORD).expect("the URL pattern compiles"));
+    PREFIXED.is_match(text) || IN_URL.is_match(text)
+}
+
 /// The same, as one pattern, to replace them: compiled only once a text holds one (the
 /// set above tells), so that the usual result costs one compiled pattern, not two.
 static ANY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
@@ -46,8 +58,15 @@ pub fn redact_credentials(text: &str) -> Option<String> {
     }
 }
 
+/// False only when [`redact_credentials`] finds nothing in `text`, or in any part of it:
+/// no literal a credential shape starts with, and no `=` or `:` after a secret's name.
+/// It looks for literals only, so text that holds many strings is tested at once.
+pub fn may_hold_credential(text: &str) -> bool {
+    may_hold_shape(text.as_bytes()) || assigned::may_assign_secret(text)
+}
+
 fn redact_shapes(text: &str) -> Option<String> {
-    if text.len() < 12 || !may_hold_shape(text.as_bytes()) || !SHAPES.is_match(text) {
+    if text.len() < 12 || !may_hold_shape(text.as_bytes()) || !holds_shape(text) {
         return None;
     }
     Some(
@@ -68,30 +87,44 @@ fn redact_shapes(text: &str) -> Option<String> {
     )
 }
 
-/// Whether `text` holds the start of a credential shape: `-----BEGIN`, `gh…`/`gi…`
-/// (GitHub), `glpat`, `sk-`, `sk_`/`rk_` (Stripe), `AKIA`, `ASIA`, `AIza`, `xox`, `npm_`,
-/// `hf_`, `eyJ` (a JSON Web Token), `bearer` in any case, or `://` (a password in a
-/// URL). Each pattern needs its literal, so text without any (most paths, names, prose
-/// and JSON) skips the patterns; tests hold every shape to it.
+/// The literals the credential shapes start with: `-----BEGIN`, GitHub's `gh?_` and
+/// `github_pat_`, `glpat`, `sk-`, Stripe's `[rs]k_`, `AKIA`, `ASIA`, `AIza`, `xox`,
+/// `npm_`, `hf_`, `eyJ` (a JSON Web Token), and `://` (a password in a URL); `bearer`,
+/// in any case, is looked for apart. Each pattern needs its literal, so text without
+/// any (most paths, names, prose and JSON) skips the patterns; tests hold every shape
+/// to it.
+static SHAPE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    let literals = [
+        "-----BEGIN",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "glpat",
+        "sk-",
+        "sk_",
+        "rk_",
+        "AKIA",
+        "ASIA",
+        "AIza",
+        "xox",
+        "npm_",
+        "hf_",
+        "eyJ",
+        "://",
+    ];
+    Regex::new(&literals.map(regex::escape).join("|")).expect("literals compile")
+});
+
+/// Whether `text` holds the start of a credential shape (see [`SHAPE_LITERALS`]). A
+/// search for literals skips through text (every argument and result goes through it).
 fn may_hold_shape(text: &[u8]) -> bool {
-    // One pass, no searcher built per call: this runs on every argument and result.
-    text.iter().enumerate().any(|(at, &b)| {
-        let next = |n: usize| text.get(at + 1..at + 1 + n).unwrap_or_default();
-        match b {
-            b'-' => next(9) == b"----BEGIN",
-            b'g' => matches!(next(1), b"h" | b"i") || next(4) == b"lpat",
-            b's' => matches!(next(2), b"k-" | b"k_"),
-            b'r' => next(2) == b"k_",
-            b'A' => matches!(next(3), b"KIA" | b"SIA" | b"Iza"),
-            b'x' => next(2) == b"ox",
-            b'n' => next(3) == b"pm_",
-            b'h' => next(2) == b"f_",
-            b'e' => next(2) == b"yJ",
-            b'b' | b'B' => next(5).eq_ignore_ascii_case(b"earer"),
-            b':' => next(2) == b"//",
-            _ => false,
-        }
-    })
+    let Ok(text) = std::str::from_utf8(text) else { return true };
+    SHAPE_LITERALS.is_match(text)
+        || memchr::memchr2_iter(b'b', b'B', text.as_bytes())
+            .any(|at| text.as_bytes().get(at + 1..at + 6).is_some_and(|rest| rest.eq_ignore_ascii_case(b"earer")))
 }
 
 /// What credential `arguments` carry, said for a person (`a GitHub token`), if any:
@@ -238,6 +271,7 @@ mod tests {
         assert_eq!(samples.len(), CREDENTIAL_SHAPES.len() + 4, "a sample per shape (and spellings)");
         for sample in samples {
             assert!(SHAPES.is_match(sample), "{sample} is a shape");
+            assert!(holds_shape(sample), "{sample} is a shape to the quicker test");
             assert!(may_hold_shape(sample.as_bytes()), "{sample} passes the quick test");
             assert!(shape_in(sample).is_some(), "{sample}");
         }
@@ -261,6 +295,7 @@ mod tests {
         ) {
             let text = format!("{before} {shape} {after}");
             proptest::prop_assert!(SHAPES.is_match(&text), "the generator makes shapes: {}", text);
+            proptest::prop_assert!(holds_shape(&text), "{}", text);
             proptest::prop_assert!(may_hold_shape(text.as_bytes()), "{}", text);
         }
 

@@ -10,5 +10,6 @@ fn main() {
         scan: clawai::scan_cmd::run_scan,
         audit_ship: clawai::audit_postgres::ship,
         audit_verify_postgres: clawai::audit_postgres::verify,
+        shared: clawai::cluster_cmd::run_shared,
     }))
 }

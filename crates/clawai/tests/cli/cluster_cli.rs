@@ -1,6 +1,8 @@
-//! `--cluster` and `--replica-id` on the command line: a replica id is checked, and
-//! `--cluster` (or `CLAWAI_CLUSTER`) is checked and then refused on every command that
-//! takes it, without connecting anywhere: shared state in Redis is not built yet.
+//! `--cluster` and `--replica-id` on the command line: a replica id is checked, a
+//! `--cluster` URL is checked before anything connects, a Redis that does not answer
+//! stops a command with what to do, and `pins reset` refuses `--cluster` (shared pins
+//! cannot be removed yet). Cluster mode against a real Redis: `clawai-store-redis`'s
+//! tests and tests/e2e/test_cluster*.py.
 
 use std::net::TcpListener;
 use std::process::{Command, Output};
@@ -41,8 +43,8 @@ fn a_replica_id_must_be_letters_digits_and_dashes() {
 }
 
 #[test]
-fn cluster_on_a_replica_needs_a_replica_id_then_is_refused_without_connecting() {
-    // Something listening where --cluster points: nothing may connect to it.
+fn cluster_on_a_replica_needs_a_replica_id_and_a_redis_that_answers() {
+    // Something listening where --cluster points: a refused command may not connect.
     let redis_stand_in = TcpListener::bind("127.0.0.1:0").unwrap();
     redis_stand_in.set_nonblocking(true).unwrap();
     let url = format!("redis://{}/0", redis_stand_in.local_addr().unwrap());
@@ -51,14 +53,13 @@ fn cluster_on_a_replica_needs_a_replica_id_then_is_refused_without_connecting() 
     assert_eq!(no_id.status.code(), Some(2));
     assert!(stderr(&no_id).contains("--cluster needs --replica-id"), "{}", stderr(&no_id));
 
-    let refused = run(&["proxy", "--listen", "127.0.0.1:0", "--replica-id", "r1", "--", "true"], Some(&url));
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("not built yet"), "{}", stderr(&refused));
-    assert!(!stderr(&refused).contains("serving"), "it must not start: {}", stderr(&refused));
+    let stdio = run(&["gateway", "--config", "/nonexistent.json", "--cluster", &url], None);
+    assert_eq!(stdio.status.code(), Some(2));
+    assert!(stderr(&stdio).contains("--cluster is for replicas"), "{}", stderr(&stdio));
 
-    let gateway = run(&["gateway", "--config", "/nonexistent.json", "--cluster", &url], None);
-    assert_eq!(gateway.status.code(), Some(2));
-    assert!(stderr(&gateway).contains("not built yet"), "{}", stderr(&gateway));
+    let reset = run(&["pins", "reset"], Some(&url));
+    assert_eq!(reset.status.code(), Some(2));
+    assert!(stderr(&reset).contains("cannot remove the pins replicas share"), "{}", stderr(&reset));
 
     assert_eq!(
         redis_stand_in.accept().map_err(|e| e.kind()).err(),
@@ -68,21 +69,23 @@ fn cluster_on_a_replica_needs_a_replica_id_then_is_refused_without_connecting() 
 }
 
 #[test]
-fn every_command_that_shares_state_refuses_cluster_for_now() {
-    let url = "redis://127.0.0.1:6379/0";
+fn a_redis_that_does_not_answer_stops_every_command_saying_what_to_do() {
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let url = format!("redis://{closed}/0");
     for args in [
+        vec!["proxy", "--listen", "127.0.0.1:0", "--replica-id", "r1", "--", "true"],
         vec!["ui", "--listen", "127.0.0.1:0"],
         vec!["approvals"],
         vec!["approve", "ABC"],
         vec!["deny", "ABC"],
         vec!["pins", "list"],
-        vec!["pins", "diff", "server"],
         vec!["pins", "approve", "server", "tool", "--hash", "00"],
-        vec!["pins", "reset"],
     ] {
-        let refused = run(&args, Some(url));
+        let refused = run(&args, Some(&url));
         assert_eq!(refused.status.code(), Some(2), "{args:?}: {}", stderr(&refused));
-        assert!(stderr(&refused).contains("not built yet"), "{args:?}: {}", stderr(&refused));
+        let said = stderr(&refused);
+        assert!(said.contains("cannot reach Redis") && said.contains("start Redis"), "{args:?}: {said}");
+        assert!(!said.contains("serving"), "{args:?} must not start: {said}");
     }
 }
 

@@ -87,7 +87,7 @@ pub fn is_literal_secret(value: &str) -> bool {
 
 /// Whether an `=` or `:` in `text` follows a secret's name (blanks and a quote between
 /// them allowed): only then is the pattern run, as results mostly hold none.
-fn may_assign_secret(text: &str) -> bool {
+pub(super) fn may_assign_secret(text: &str) -> bool {
     let bytes = text.as_bytes();
     memchr::memchr2_iter(b'=', b':', bytes).any(|at| {
         let before = bytes[..at].trim_ascii_end();

@@ -124,6 +124,7 @@ pub(crate) fn ask(key: &str) -> Ask {
         reason: "rule ask-writes asks a person".into(),
         key: key.into(),
         timeout_ms: 45_000,
+        id: None,
     }
 }
 
