@@ -87,36 +87,11 @@ fn redact_shapes(text: &str) -> Option<String> {
     )
 }
 
-/// The literals the credential shapes start with: `-----BEGIN`, GitHub's `gh?_` and
-/// `github_pat_`, `glpat`, `sk-`, Stripe's `[rs]k_`, `AKIA`, `ASIA`, `AIza`, `xox`,
-/// `npm_`, `hf_`, `eyJ` (a JSON Web Token), and `://` (a password in a URL); `bearer`,
-/// in any case, is looked for apart. Each pattern needs its literal, so text without
-/// any (most paths, names, prose and JSON) skips the patterns; tests hold every shape
-/// to it.
-static SHAPE_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
-    let literals = [
-        "-----BEGIN",
-        "ghp_",
-        "gho_",
-        "ghu_",
-        "ghs_",
-        "ghr_",
-        "github_pat_",
-        "glpat",
-        "sk-",
-        "sk_",
-        "rk_",
-        "AKIA",
-        "ASIA",
-        "AIza",
-        "xox",
-        "npm_",
-        "hf_",
-        "eyJ",
-        "://",
-    ];
-    Regex::new(&literals.map(regex::escape).join("|")).expect("literals compile")
-});
+/// The literals of [`encoded::SHAPE_LITERALS`] (every credential shape holds one;
+/// `bearer`, in any case, is looked for apart), in one regex. Text without any (most
+/// paths, names, prose and JSON) skips the patterns; tests hold every shape to it.
+static SHAPE_LITERALS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&encoded::SHAPE_LITERALS.map(regex::escape).join("|")).expect("literals compile"));
 
 /// Whether `text` holds the start of a credential shape (see [`SHAPE_LITERALS`]). A
 /// search for literals skips through text (every argument and result goes through it).

@@ -121,7 +121,7 @@ const LENIENT: GeneralPurposeConfig = GeneralPurposeConfig::new()
 /// What every credential shape holds, written out: a text that decodes to a shape holds
 /// the encoding of one of these, or of `bearer` in some case (added where the table is
 /// built). A test holds every shape to them.
-const SHAPE_LITERALS: [&str; 19] = [
+pub(super) const SHAPE_LITERALS: [&str; 19] = [
     "-----BEGIN",
     "ghp_",
     "gho_",
