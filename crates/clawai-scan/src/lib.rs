@@ -149,9 +149,10 @@ impl Scanner {
     /// which nothing can be found: plain ASCII (nothing hidden) where no detector that
     /// results are scanned with matches, and no base64 run decodes to text (a run of
     /// binary, as an image, yields nothing). Every result of every call goes through
-    /// it, many of them MiB long: the skip costs a lower-cased copy and one regex pass
-    /// whose literal prefixes (`<`, `[`, `ignore`, `user`, `.ssh`, …) let it jump
-    /// through text, where the whole scan reads every byte for base64 and whitespace.
+    /// it, many of them MiB long: the skip costs a lower-cased copy, one search for the
+    /// literals the detectors need (`ignore`, `user`, `.ssh`, …), a look after each `<`
+    /// and `[`, and a pass for long base64 runs; a detector's pattern runs only where
+    /// its literals occur.
     pub fn scan_result(&self, text: &str) -> Vec<Finding> {
         if self.others.is_empty() && hidden::plain_ascii(text) && !phrases::result_may_match(text) {
             return Vec::new();
