@@ -39,8 +39,8 @@ fn holds_shape(text: &str) -> bool {
     PREFIXED.is_match(text) || IN_URL.is_match(text)
 }
 
-/// The same, as one pattern, to replace them: compiled only once a text holds one (the
-/// set above tells), so that the usual result costs one compiled pattern, not two.
+/// The same, as one pattern, to replace them: compiled only once a text holds one
+/// ([`holds_shape`] tells), so that the usual result never compiles it.
 static ANY_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
     let all: Vec<&str> = CREDENTIAL_SHAPES.iter().map(|(_, pattern)| *pattern).chain([URL_PASSWORD]).collect();
     Regex::new(&all.join("|")).expect("the credential shapes compile")
@@ -90,16 +90,18 @@ fn redact_shapes(text: &str) -> Option<String> {
 /// The literals of [`encoded::SHAPE_LITERALS`] (every credential shape holds one;
 /// `bearer`, in any case, is looked for apart), in one regex. Text without any (most
 /// paths, names, prose and JSON) skips the patterns; tests hold every shape to it.
-static SHAPE_LITERALS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&encoded::SHAPE_LITERALS.map(regex::escape).join("|")).expect("literals compile"));
+/// On bytes: the decoded base64 it is also asked of need not be UTF-8, and text is not
+/// validated a second time.
+static SHAPE_LITERALS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(&encoded::SHAPE_LITERALS.map(regex::escape).join("|")).expect("literals compile")
+});
 
 /// Whether `text` holds the start of a credential shape (see [`SHAPE_LITERALS`]). A
 /// search for literals skips through text (every argument and result goes through it).
 fn may_hold_shape(text: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(text) else { return true };
     SHAPE_LITERALS.is_match(text)
-        || memchr::memchr2_iter(b'b', b'B', text.as_bytes())
-            .any(|at| text.as_bytes().get(at + 1..at + 6).is_some_and(|rest| rest.eq_ignore_ascii_case(b"earer")))
+        || memchr::memchr2_iter(b'b', b'B', text)
+            .any(|at| text.get(at + 1..at + 6).is_some_and(|rest| rest.eq_ignore_ascii_case(b"earer")))
 }
 
 /// What credential `arguments` carry, said for a person (`a GitHub token`), if any:
