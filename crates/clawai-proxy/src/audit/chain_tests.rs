@@ -155,6 +155,39 @@ fn a_writer_follows_a_rotation_made_by_another() {
     assert_eq!(verdict.checked, 8);
 }
 
+/// Two writers with the same size limit, taking turns: each counts the other's lines
+/// too (the file's end after each write), so every file rotates near the limit instead
+/// of at twice it, and a writer leaves a file the other rotated after one batch, without
+/// waiting for its flusher to look.
+#[test]
+fn writers_sharing_a_trail_rotate_it_at_its_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let limit = 1500;
+    let (first, second) = (AuditLog::open(&path, limit, 9).unwrap(), AuditLog::open(&path, limit, 9).unwrap());
+    let mut longest_line = 0;
+    for i in 0..20 {
+        for (writer, id) in [(&first, i), (&second, 1000 + i)] {
+            writer.record_decision(&event(&id.to_string()));
+            writer.flush();
+        }
+        let newest = fs::read_to_string(&path).unwrap();
+        longest_line = longest_line.max(newest.lines().map(str::len).max().unwrap_or(0) as u64 + 1);
+    }
+    let rotated: Vec<u64> = (1..=9)
+        .filter_map(|n| fs::metadata(dir.path().join(format!("audit.jsonl.{n}"))).ok())
+        .map(|m| m.len())
+        .collect();
+    assert!(rotated.len() >= 3, "the trail rotated: {rotated:?}");
+    for size in &rotated {
+        // At most one batch of each writer past the limit.
+        assert!(*size <= limit + 2 * longest_line, "a file of {size} bytes, limit {limit}: {rotated:?}");
+    }
+    let verdict = verify(&read_trail(&path));
+    assert_eq!(verdict.problem, None);
+    assert_eq!(verdict.checked, 40);
+}
+
 /// A change to a trail and where the check must find it.
 struct Case {
     name: &'static str,

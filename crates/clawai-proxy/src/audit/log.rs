@@ -3,7 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -380,8 +380,14 @@ impl Output {
             tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
         }
         self.reserve_for(length);
-        match self.file.as_mut().map(|f| f.write_all(&self.sealed)) {
-            Some(Ok(())) => self.written += length,
+        let rotates = self.rotates();
+        match self.file.as_mut().map(|f| f.write_all(&self.sealed).map(|()| f)) {
+            // Appending leaves the offset at the file's end, other processes' lines
+            // included: one `lseek` keeps this process's view of the size exact, so it
+            // rotates on time and moves off a file another process rotated after one
+            // batch, not at the flusher's next look.
+            Some(Ok(f)) if rotates => self.written = f.stream_position().unwrap_or(self.written + length),
+            Some(Ok(_)) => self.written += length,
             Some(Err(e)) => {
                 // Lines not written are not in the chain: the next ones follow the last
                 // line on disk (a partial write shows as a cut line).

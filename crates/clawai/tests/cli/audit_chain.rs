@@ -87,7 +87,7 @@ fn proxies_writing_one_trail_at_once_and_rotating_it_leave_chains_that_verify() 
     std::thread::scope(|scope| {
         for s in 0..servers {
             let (dir, trail) = (dir.path(), &trail);
-            scope.spawn(move || run_proxy(dir, trail, &format!("server{s}"), calls, 13_000));
+            scope.spawn(move || run_proxy(dir, trail, &format!("server{s}"), calls, 24_000));
         }
     });
     let files = trail_files(&trail);
