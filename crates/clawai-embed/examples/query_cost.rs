@@ -1,0 +1,45 @@
+//! Times the embedding of one short query, as `search_tools` does for a new query:
+//! `cargo run --release -p clawai-embed --example query_cost -- MODEL_DIR [ROUNDS]`.
+
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = args.next().expect("usage: query_cost MODEL_DIR [ROUNDS]");
+    let rounds: usize = args.next().map_or(200, |r| r.parse().expect("ROUNDS is a number"));
+    let embedder = clawai_embed::Embedder::load(dir.as_ref()).expect("the model loads");
+    let queries: Vec<String> = match std::env::var("QUERY") {
+        Ok(q) => vec![q],
+        Err(_) => ["run a shell command in the project", "What is 17 plus 25?", "store a memory about the user"]
+            .map(String::from)
+            .to_vec(),
+    };
+    let mut times = Vec::with_capacity(rounds);
+    let cpu_before = cpu_seconds();
+    for round in 0..rounds {
+        let query = queries[round % queries.len()].as_str();
+        let start = Instant::now();
+        let vector = embedder.embed(&[query]).expect("the query embeds");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(vector[0].len(), embedder.dimension());
+    }
+    let cpu = (cpu_seconds() - cpu_before) * 1e3 / rounds as f64;
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    println!(
+        "query embedding over {rounds} rounds: p50 {:.2} ms, p99 {:.2} ms, CPU {cpu:.2} ms a query",
+        at(0.5),
+        at(0.99)
+    );
+}
+
+/// The CPU time this process used so far (all threads), from /proc: the figure that the
+/// other processes of a busy machine do not inflate.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
