@@ -189,6 +189,19 @@ impl Embedder {
     }
 }
 
+/// Gives the memory an embedding pass freed back to the system. A pass allocates tens
+/// of MiB of activations on its worker threads, and glibc keeps what each thread's arena
+/// freed for that thread's next allocation: measured on 5,000 tools, the gateway stayed
+/// at 367 MiB after the pass instead of 186. Elsewhere (musl, other systems) nothing is
+/// kept that way, and this does nothing.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own heaps; it takes no pointer of ours.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The dot product of two vectors; for [`Embedder::embed`]'s unit vectors, their cosine.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

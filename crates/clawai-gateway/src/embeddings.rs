@@ -19,6 +19,10 @@ use crate::search::vectors::Vectors;
 pub trait Embed: Send + Sync {
     /// The vectors of `texts`, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+
+    /// A pass over the catalog ended: what it allocated and freed may go back to the
+    /// system (the model knows how its memory is kept).
+    fn pass_ended(&self) {}
 }
 
 /// Loads the model, on the background thread.
@@ -199,6 +203,9 @@ fn embed_job(
     let current: std::collections::HashSet<&str> = job.texts.iter().map(String::as_str).collect();
     by_text.retain(|text, _| current.contains(text.as_str()));
     publish(by_text);
+    if !missing.is_empty() {
+        model.pass_ended();
+    }
     if !missing.is_empty() {
         tracing::info!(
             "search_tools: {} documents embedded ({} new in {:.1} s)",

@@ -341,6 +341,9 @@ fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
         fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
             self.0.embed(texts).map_err(|error| error.to_string())
         }
+        fn pass_ended(&self) {
+            clawai_embed::return_freed_memory();
+        }
     }
     check_model(dir)?;
     let dir = dir.to_owned();
