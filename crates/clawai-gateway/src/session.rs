@@ -129,7 +129,7 @@ impl Session {
         });
         tokio::spawn(async move {
             while let Some(message) = from_client.recv().await {
-                session.from_client(message).await;
+                session.from_client(crate::raw_ids::carry(message)).await;
             }
             session.closed().await;
         });
@@ -258,19 +258,13 @@ impl Session {
         }
     }
 
-    /// One message from the client (the front checked it is one valid JSON-RPC message).
+    /// One message from the client (the front checked it is one valid JSON-RPC message,
+    /// its ids carried: [`crate::raw_ids::carry`]).
     pub(crate) async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
-        let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
+        let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
             self.send(rewrite::error(&Value::Null, clawai_protocol::reply::PARSE_ERROR, "not JSON"));
             return;
         };
-        // An id parsing would change (a float, an integer beyond 64 bits) goes back as written.
-        if let Some(id) = message.get("id")
-            && let Some(raw) = clawai_protocol::skim::skim(&bytes).and_then(|skim| skim.id)
-            && let Some(carried) = crate::raw_ids::carried(id, raw)
-        {
-            message["id"] = carried;
-        }
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         match (method, id) {

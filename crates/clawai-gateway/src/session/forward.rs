@@ -226,7 +226,7 @@ impl Session {
         }
         message["id"] = upstream_id;
         lock(&self.calls).insert(id_key(&client_id), (Arc::downgrade(upstream), key.clone()));
-        pair.guard.client_sent_id(&key, &id_key(&client_id));
+        pair.guard.client_sent_id(&key, &crate::raw_ids::trail_text(&client_id));
         upstream.expect(
             key.clone(),
             Pending::Call(CallFrom { session: Arc::downgrade(self), client_id, upstream_id: key, token }),
