@@ -14,7 +14,8 @@ import anyio
 import pytest
 from mcp import types
 
-from gateway_support import client, gateway_missing, has_all, listed, scripted, text_of, write_config
+from conftest import ALLOW_ALL
+from gateway_support import client, gateway_missing, has_all, listed, poll, scripted, text_of, write_config
 
 SERVER = pathlib.Path(__file__).parent / "servers" / "modern_server.py"
 _MISSING = gateway_missing()
@@ -87,3 +88,39 @@ async def test_an_input_required_result_of_a_modern_server_reaches_the_client_an
             result = await c.call_tool("m__confirm", {})
             assert asked == ["sure?"]
             assert "confirmed with" in text_of(result) and '"ok": true' in text_of(result), result
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_modern_servers_list_changes_are_followed_and_the_sessions_told(tmp_path, modern_http, transport):
+    """A 2026-07-28 server tells of list changes only on a `subscriptions/listen` stream: the
+    gateway opens one, lists again when told, and tells its sessions `list_changed`."""
+    url, http_log = modern_http
+    stdio_log = tmp_path / "stdio.jsonl"
+    server = {"stdio": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(stdio_log)],
+                        "internalOnly": False},
+              "http": {"url": url, "internalOnly": False}}[transport]
+    log = {"stdio": stdio_log, "http": http_log}[transport]
+    config = write_config(tmp_path / "gateway.json", {"m": server})
+    told = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            told.append(message)
+
+    # A tool added after the first listing would be held by pinning until approved.
+    unpinned = ALLOW_ALL + "\n[guards]\npinning = false\n"
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, policy=unpinned, message_handler=on_message) as c:
+            await listed(c, has_all("m__add_tool"), timeout=15)
+            # The gateway's subscription is open before the change is made.
+            await poll(lambda: [r for r in logged(log) if r["method"] == "subscriptions/listen"], 10,
+                       "the gateway to subscribe")
+            told.clear()
+            assert text_of(await c.call_tool("m__add_tool", {"name": "fresh"})) == "added fresh"
+            await poll(lambda: told, 10, "notifications/tools/list_changed")
+            await listed(c, has_all("m__fresh"), timeout=5)
+            itself = {"stdio": "m", "http": "h"}[transport]  # the name the server gives itself
+            assert text_of(await c.call_tool("m__fresh", {})) == f"{itself}: fresh called"
+    listens = [r for r in logged(log) if r["method"] == "subscriptions/listen"]
+    assert listens[0]["params"]["notifications"] == {"toolsListChanged": True}, listens
+    assert listens[0]["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28", listens

@@ -66,10 +66,10 @@ def test_clawais_own_file_keeps_servers_internal_and_says_which_and_how_to_show_
     assert '`"internalOnly": false`' in told[0] and "skill" in told[0], told
 
 
-def post_modern(url: str, rid: int, method: str, params: dict, token: str | None) -> dict:
-    """One 2026-07-28 request (no session), as the Python SDK sends it."""
+def post_modern(url: str, rid: int, method: str, params: dict, token: str | None, meta: dict | None = None) -> dict:
+    """One 2026-07-28 request (no session), as the Python SDK sends it; `meta` adds to its `_meta`."""
     params = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
-                                  "io.modelcontextprotocol/clientCapabilities": {}}}
+                                  "io.modelcontextprotocol/clientCapabilities": {}, **(meta or {})}}
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
                "mcp-protocol-version": MODERN, "mcp-method": method}
     if "name" in params:

@@ -18,6 +18,7 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
+pub(crate) use tasks::{EXTENSION as TASKS_EXTENSION, NOTIFIED as TASK_NOTIFIED};
 pub(crate) use search::{embedding_texts, index as search_index, tool_json as search_tool_json};
 
 use std::collections::{HashMap, HashSet};
@@ -331,7 +332,7 @@ impl Session {
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
             "subscriptions/listen" => self.listen(id, &params),
-            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST => {
+            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST | tasks::UPDATE => {
                 self.task_request(method, id, message, modern).await
             }
             _ => match ListKind::of_method(method) {

@@ -246,7 +246,7 @@ impl Session {
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
         pair.guard.write_pending_decisions();
         // The guard saw the client's revision; the server gets the one it agreed on.
-        let bytes = rewrite::without_protocol_meta(bytes);
+        let bytes = pair.upstream.outgoing(bytes);
         if !pair.upstream.send(bytes.clone()).await
             && let Ok(message) = serde_json::from_slice::<Value>(&bytes)
             && let Some(id) = message.get("id").filter(|_| message.get("method").is_some())

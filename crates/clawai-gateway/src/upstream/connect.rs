@@ -228,6 +228,9 @@ impl Upstream {
             self.set_status(Status::Up);
         }
         self.came_up();
+        if !self.is_own_instance() {
+            self.follow_lists();
+        }
         if self.is_own_instance() {
             // Its items are its lister's, in the catalog already.
             tracing::info!("server `{}`: a client session's instance is up", self.name);

@@ -111,6 +111,11 @@ impl Upstream {
             methods::TOOLS_LIST_CHANGED => self.refresh_later(&[ListKind::Tools]),
             methods::PROMPTS_LIST_CHANGED => self.refresh_later(&[ListKind::Prompts]),
             methods::RESOURCES_LIST_CHANGED => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
+            // The gateway's own subscription (`modern`) is acknowledged: recorded, and
+            // nobody else's business.
+            super::modern::ACKNOWLEDGED => {
+                let _ = self.guard.from_server(&bytes);
+            }
             methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
                 let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
@@ -129,7 +134,8 @@ impl Upstream {
                     }
                 }
             }
-            "notifications/tasks/status" => {
+            // A task's state, of 2025-11-25 tasks or of the 2026-07-28 extension.
+            "notifications/tasks/status" | crate::session::TASK_NOTIFIED => {
                 // To the session whose task it is, only.
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;

@@ -1,0 +1,109 @@
+"""Tasks of the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`) through
+`clawai gateway`, in front of tests/e2e/servers/modern_server.py (whose `long` tool answers
+with a task when the request declares the extension): the task is named `SERVER__taskId`,
+`tasks/get`, `tasks/update` and `tasks/cancel` reach the server under its own id, the
+gateway declares the extension when a server has it, and a task belongs to the client (the
+principal, for these session-less clients) that created it."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import clawai_bin
+from gateway_support import RawGateway, gateway_args, gateway_missing, has_all, own_state, write_config
+from test_conformance import free_port, stop
+from test_gateway_views import post_modern
+from test_http import wait_until_listening
+
+SERVER = pathlib.Path(__file__).parent / "servers" / "modern_server.py"
+MODERN = "2026-07-28"
+TASKS = "io.modelcontextprotocol/tasks"
+_MISSING = gateway_missing()
+pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+
+
+def modern(rid: str, method: str, params: dict, tasks: bool = True) -> dict:
+    capabilities = {"extensions": {TASKS: {}}} if tasks else {}
+    return {"id": rid, "method": method, "params": {**params, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": capabilities}}}
+
+
+def ask(gw: RawGateway, rid: str, method: str, params: dict, tasks: bool = True) -> dict:
+    gw.send(modern(rid, method, params, tasks))
+    return json.loads(gw.read_response(rid))
+
+
+def logged(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_task_is_created_asks_for_input_is_updated_and_completes_through_the_gateway(tmp_path):
+    log = tmp_path / "m.jsonl"
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(log)],
+              "internalOnly": False}})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.wait_listed(has_all("m__long"), timeout=15)
+        discovered = ask(gw, "d", "server/discover", {})["result"]
+        assert TASKS in discovered["capabilities"]["extensions"], discovered
+        created = ask(gw, "c", "tools/call", {"name": "m__long", "arguments": {}})["result"]
+        assert created["resultType"] == "task" and created["taskId"] == "m__t1", created
+        waiting = ask(gw, "g1", "tasks/get", {"taskId": "m__t1"})["result"]
+        assert waiting["taskId"] == "m__t1" and waiting["status"] == "input_required", waiting
+        assert waiting["inputRequests"]["go"]["method"] == "elicitation/create", waiting
+        answer = {"action": "accept", "content": {"ok": True}}
+        updated = ask(gw, "u", "tasks/update", {"taskId": "m__t1", "inputResponses": {"go": answer}})
+        assert "result" in updated, updated
+        done = ask(gw, "g2", "tasks/get", {"taskId": "m__t1"})["result"]
+        assert done["status"] == "completed", done
+        assert done["result"]["content"][0]["text"] == 'm: long done with {"action": "accept", "content": {"ok": true}}'
+        # A second task, cancelled.
+        second = ask(gw, "c2", "tools/call", {"name": "m__long", "arguments": {}})["result"]["taskId"]
+        assert "result" in ask(gw, "x", "tasks/cancel", {"taskId": second})
+        assert ask(gw, "g3", "tasks/get", {"taskId": second})["result"]["status"] == "cancelled"
+        # A task the session has not got is refused by the gateway, as an unknown one.
+        unknown = ask(gw, "n", "tasks/update", {"taskId": "m__t99", "inputResponses": {}})
+        assert unknown["error"]["code"] == -32602, unknown
+        # A request that does not declare the extension gets no task from the server.
+        plain = ask(gw, "p", "tools/call", {"name": "m__long", "arguments": {}}, tasks=False)["result"]
+        assert plain.get("resultType") != "task" and plain["isError"], plain
+    finally:
+        gw.kill()
+    # The server saw its own ids, never the gateway's names.
+    about_tasks = [r for r in logged(log) if r["method"].startswith("tasks/")]
+    assert [(r["method"], r["params"]["taskId"]) for r in about_tasks] == [
+        ("tasks/get", "t1"), ("tasks/update", "t1"), ("tasks/get", "t1"), ("tasks/cancel", "t2"), ("tasks/get", "t2")]
+
+
+def test_another_principal_can_neither_see_nor_touch_a_task(tmp_path):
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m"], "internalOnly": False}})
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with open(tmp_path / "gateway.err", "wb") as err:
+        proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--listen", f"127.0.0.1:{port}"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True, env=own_state(tmp_path, dict(os.environ)), cwd=tmp_path)
+    try:
+        wait_until_listening(port, proc)
+        tasks = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+        created = {}
+        for _ in range(100):
+            created = post_modern(url, 1, "tools/call", {"name": "m__long", "arguments": {}}, "alice", meta=tasks)
+            if created.get("result", {}).get("resultType") == "task":
+                break
+            time.sleep(0.1)  # the server is still starting
+        task_id = created["result"]["taskId"]
+        for method, params in [("tasks/get", {}), ("tasks/update", {"inputResponses": {}}), ("tasks/cancel", {})]:
+            refused = post_modern(url, 2, method, {"taskId": task_id, **params}, "bob", meta=tasks)
+            assert refused["error"]["code"] == -32602, (method, refused)
+        own = post_modern(url, 3, "tasks/get", {"taskId": task_id}, "alice", meta=tasks)
+        assert own["result"]["taskId"] == task_id and own["result"]["status"] == "input_required", own
+    finally:
+        stop(proc)
