@@ -60,10 +60,8 @@ pub(crate) fn carry(message: Vec<u8>) -> Vec<u8> {
     {
         spans.push(at(raw));
     }
-    let marked: Vec<(std::ops::Range<usize>, String)> = spans
-        .into_iter()
-        .filter_map(|span| marked_text(&message[span.clone()]).map(|text| (span, text)))
-        .collect();
+    let marked: Vec<(std::ops::Range<usize>, String)> =
+        spans.into_iter().filter_map(|span| marked_text(&message[span.clone()]).map(|text| (span, text))).collect();
     if marked.is_empty() {
         return message;
     }

@@ -18,8 +18,8 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
-pub(crate) use tasks::{EXTENSION as TASKS_EXTENSION, NOTIFIED as TASK_NOTIFIED};
 pub(crate) use search::{embedding_texts, index as search_index, tool_json as search_tool_json};
+pub(crate) use tasks::{EXTENSION as TASKS_EXTENSION, NOTIFIED as TASK_NOTIFIED};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -78,9 +78,6 @@ pub(crate) struct Session {
     tasks: Mutex<HashMap<String, tasks::Task>>,
     /// The client's open `subscriptions/listen` requests.
     listening: Mutex<Vec<subscriptions::Listening>>,
-    /// The session is an HTTP front's (`Session::open`), whose stateless requests carry
-    /// no stream for a subscription's notifications.
-    behind_http: std::sync::atomic::AtomicBool,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -119,7 +116,6 @@ impl Session {
     pub(crate) fn open(core: &Arc<Core>, shared: Option<&str>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
         let (session, mut queued) = Session::new(core, shared);
-        session.behind_http.store(true, std::sync::atomic::Ordering::Relaxed);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
@@ -163,7 +159,6 @@ impl Session {
             request_capabilities: Mutex::default(),
             tasks: Mutex::default(),
             listening: Mutex::default(),
-            behind_http: Default::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -331,10 +326,12 @@ impl Session {
             }
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
-            "subscriptions/listen" => self.listen(id, &params),
-            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST | tasks::UPDATE => {
-                self.task_request(method, id, message, modern).await
-            }
+            "subscriptions/listen" => self.listen(id, &params).await,
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_CANCEL
+            | methods::TASKS_LIST
+            | tasks::UPDATE => self.task_request(method, id, message, modern).await,
             _ => match ListKind::of_method(method) {
                 Some(kind) => self.list(kind, &id, &params, modern),
                 None => self.send(rewrite::error(
@@ -410,6 +407,7 @@ impl Session {
 
     /// The client went away: what it still waits for is cancelled at the servers.
     pub(crate) async fn closed(self: &Arc<Self>) {
+        self.stop_all_listening();
         let calls: Vec<(Weak<Upstream>, String)> = lock(&self.calls).drain().map(|(_, call)| call).collect();
         for (upstream, key) in calls {
             if let Some(upstream) = upstream.upgrade() {

@@ -13,6 +13,7 @@ mod messages;
 mod modern;
 pub(crate) mod per_client;
 mod pins;
+mod resources;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

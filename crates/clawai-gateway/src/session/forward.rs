@@ -95,7 +95,7 @@ impl Session {
     }
 
     /// The running server a listed resource URI belongs to, when this session may read it.
-    fn resource_server(&self, uri: &str) -> Option<Arc<Upstream>> {
+    pub(super) fn resource_server(&self, uri: &str) -> Option<Arc<Upstream>> {
         let (server, _) = names::split_resource_uri(uri)?;
         self.core.upstream(server).filter(|upstream| crate::view::resources_shown(upstream.entry.internal_only))
     }

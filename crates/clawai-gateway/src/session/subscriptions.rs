@@ -3,13 +3,25 @@
 //! the subscription ends. The gateway answers it itself: its lists are its own (merged
 //! from every server and scoped to the session's view), so the list changes it tells are
 //! those of this session's view, as `list_changed` tells a session of an older revision.
-//! Resource subscriptions are not honored (left out of the acknowledgment).
+//!
+//! Resource subscriptions (`resourceSubscriptions`, URIs as the gateway lists them) are
+//! taken to the servers that hold the resources: each server that declares
+//! `resources.subscribe` is subscribed (`resources/subscribe`, through the gateway's guard
+//! for it) before the acknowledgment names the URI; a URI of a server that cannot
+//! subscribe, or that this session cannot read, is left out of it. An update goes to the
+//! subscription that asked, only; a server stays subscribed while any session wants the
+//! URI. Over stdio the notifications share the client's one channel; over `--listen` the
+//! HTTP front puts each on the event stream of its `subscriptions/listen` POST.
+
+use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
 
 use super::{Session, lock};
 use crate::catalog::ListKind;
+use crate::names;
 use crate::rewrite;
+use crate::upstream::Upstream;
 
 /// `_meta` key of the subscription a notification belongs to.
 const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
@@ -20,23 +32,44 @@ pub(crate) struct Listening {
     tools: bool,
     prompts: bool,
     resources: bool,
+    /// The resources it is told of: as listed, and the server subscribed for it.
+    updates: Vec<Subscribed>,
+}
+
+/// A resource a subscription is told of.
+struct Subscribed {
+    /// Its URI as the gateway lists it.
+    listed: String,
+    /// The server instance subscribed to it, under its own URI.
+    upstream: Weak<Upstream>,
+    original: String,
 }
 
 impl Session {
     /// `subscriptions/listen`: acknowledged with what the gateway honors; it lasts until
     /// the client cancels it (or goes).
-    pub(super) fn listen(&self, id: Value, params: &Value) {
-        if self.behind_http.load(std::sync::atomic::Ordering::Relaxed) {
-            let why = "clawai gateway: `subscriptions/listen` is served over stdio only, not yet over --listen; \
-                       list again to see changes";
-            return self.send(rewrite::error(&id, rewrite::METHOD_NOT_FOUND, why));
-        }
+    pub(super) async fn listen(self: &Arc<Self>, id: Value, params: &Value) {
         let asked = |key: &str| params.pointer(&format!("/notifications/{key}")) == Some(&Value::Bool(true));
+        let uris: Vec<String> = params
+            .pointer("/notifications/resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|uris| uris.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let mut updates = Vec::with_capacity(uris.len());
+        for uri in uris {
+            if updates.iter().any(|known: &Subscribed| known.listed == uri) {
+                continue;
+            }
+            if let Some(subscribed) = self.subscribe_upstream(&uri).await {
+                updates.push(subscribed);
+            }
+        }
         let listening = Listening {
             id: id.clone(),
             tools: asked("toolsListChanged"),
             prompts: asked("promptsListChanged"),
             resources: asked("resourcesListChanged"),
+            updates,
         };
         let mut honored = serde_json::Map::new();
         for (key, on) in [
@@ -48,6 +81,10 @@ impl Session {
                 honored.insert(key.to_owned(), json!(true));
             }
         }
+        if !listening.updates.is_empty() {
+            let uris: Vec<&str> = listening.updates.iter().map(|known| known.listed.as_str()).collect();
+            honored.insert("resourceSubscriptions".to_owned(), json!(uris));
+        }
         {
             // From now, a change of what the session sees is news to it.
             let view = self.view();
@@ -56,6 +93,19 @@ impl Session {
         }
         lock(&self.listening).push(listening);
         self.send(stamped("notifications/subscriptions/acknowledged", json!({"notifications": honored}), &id));
+    }
+
+    /// Subscribes the server that holds the resource listed as `uri`, for this session;
+    /// `None` when the session cannot read it or its server cannot subscribe.
+    async fn subscribe_upstream(self: &Arc<Self>, uri: &str) -> Option<Subscribed> {
+        let upstream = self.resource_server(uri)?;
+        let original = names::split_resource_uri(uri)?.1.to_owned();
+        // A per-client server: this session's own instance of it.
+        let upstream = upstream.serving(self).await.ok()?;
+        if !upstream.subscribe_resource(&original).await {
+            return None;
+        }
+        Some(Subscribed { listed: uri.to_owned(), upstream: Arc::downgrade(&upstream), original })
     }
 
     /// What this session sees changed (`kinds`): each subscription that takes such
@@ -76,9 +126,56 @@ impl Session {
         }
     }
 
-    /// The client cancelled request `id`: if it is a subscription, it ends.
+    /// A resource listed as `listed` changed at `upstream`: each subscription of this
+    /// session that asked for it is told, on its own stream. True when one was.
+    pub(super) fn tell_resource_subscriptions(&self, upstream: &Upstream, listed: &str, message: &Value) -> bool {
+        let mut told = false;
+        for listening in lock(&self.listening).iter() {
+            let asked = listening.updates.iter().any(|known| {
+                known.listed == listed && known.upstream.upgrade().is_some_and(|u| u.instance == upstream.instance)
+            });
+            if asked {
+                let mut params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+                params["uri"] = json!(listed);
+                self.send(stamped("notifications/resources/updated", params, &listening.id));
+                told = true;
+            }
+        }
+        told
+    }
+
+    /// The client cancelled request `id`: if it is a subscription, it ends, and the
+    /// servers it subscribed that nobody else needs are unsubscribed.
     pub(super) fn stop_listening(&self, id: &Value) {
-        lock(&self.listening).retain(|listening| &listening.id != id);
+        let ended: Vec<Listening> = {
+            let mut listening = lock(&self.listening);
+            let (ended, kept) = std::mem::take(&mut *listening).into_iter().partition(|l| &l.id == id);
+            *listening = kept;
+            ended
+        };
+        self.unsubscribe_unneeded(ended);
+    }
+
+    /// Every subscription of this session ends (the client went away).
+    pub(super) fn stop_all_listening(&self) {
+        let ended = std::mem::take(&mut *lock(&self.listening));
+        self.unsubscribe_unneeded(ended);
+    }
+
+    fn unsubscribe_unneeded(&self, ended: Vec<Listening>) {
+        for subscribed in ended.into_iter().flat_map(|listening| listening.updates) {
+            let Some(upstream) = subscribed.upstream.upgrade() else { continue };
+            let wanted = self.core.sessions().iter().any(|session| session.wants_resource(&subscribed.listed));
+            if !wanted {
+                tokio::spawn(async move { upstream.unsubscribe_resource(&subscribed.original).await });
+            }
+        }
+    }
+
+    /// Whether this session is subscribed to the resource listed as `listed`, either way.
+    fn wants_resource(&self, listed: &str) -> bool {
+        lock(&self.state).subscriptions.contains(listed)
+            || lock(&self.listening).iter().any(|l| l.updates.iter().any(|known| known.listed == listed))
     }
 
     /// Whether the client has a subscription open.
@@ -89,6 +186,9 @@ impl Session {
 
 /// A notification of subscription `id`.
 fn stamped(method: &str, mut params: Value, id: &Value) -> Vec<u8> {
-    params["_meta"] = json!({SUBSCRIPTION_ID_META: id});
+    if !params.get("_meta").is_some_and(Value::is_object) {
+        params["_meta"] = json!({});
+    }
+    params["_meta"][SUBSCRIPTION_ID_META] = id.clone();
     rewrite::notification(method, Some(params))
 }

@@ -153,7 +153,7 @@ impl Upstream {
                 if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
                     let listed = crate::names::resource_uri(&self.name, uri);
                     for session in self.audience(&core) {
-                        session.resource_updated(&listed, &message).await;
+                        session.resource_updated(self, &listed, &message).await;
                     }
                 }
             }

@@ -1,0 +1,39 @@
+//! Resource subscriptions the gateway makes of a server for its sessions'
+//! `subscriptions/listen` (a 2026-07-28 client has no `resources/subscribe` of its own):
+//! through the gateway's guard for the server, so each is decided and recorded like the
+//! gateway's other traffic with it. A server that does not declare
+//! `resources.subscribe` is not asked.
+
+use clawai_protocol::methods;
+use serde_json::{Value, json};
+
+use super::{LIST_TIMEOUT, Upstream};
+
+impl Upstream {
+    /// Subscribes to the server's resource `uri` (its own URI). False when the server
+    /// cannot subscribe (it does not declare it, speaks only 2026-07-28, or refused).
+    pub(crate) async fn subscribe_resource(&self, uri: &str) -> bool {
+        // A 2026-07-28 server takes subscriptions on its own `subscriptions/listen`
+        // stream, which the gateway opens for list changes only.
+        if self.speaks_modern() || self.capability("resources/subscribe") != Some(Value::Bool(true)) {
+            return false;
+        }
+        match self.request(methods::RESOURCES_SUBSCRIBE, Some(json!({"uri": uri})), LIST_TIMEOUT).await {
+            Ok(_) => true,
+            Err(why) => {
+                tracing::debug!("server `{}`: subscribing to {uri}: {why}", self.name);
+                false
+            }
+        }
+    }
+
+    /// Ends the subscription to the server's resource `uri`, when nobody needs it any more.
+    pub(crate) async fn unsubscribe_resource(&self, uri: &str) {
+        if !self.is_up() {
+            return; // a server that went down forgot its subscriptions
+        }
+        if let Err(why) = self.request(methods::RESOURCES_UNSUBSCRIBE, Some(json!({"uri": uri})), LIST_TIMEOUT).await {
+            tracing::debug!("server `{}`: unsubscribing from {uri}: {why}", self.name);
+        }
+    }
+}
