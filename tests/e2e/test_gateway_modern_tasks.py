@@ -107,3 +107,51 @@ def test_another_principal_can_neither_see_nor_touch_a_task(tmp_path):
         assert own["result"]["taskId"] == task_id and own["result"]["status"] == "input_required", own
     finally:
         stop(proc)
+
+
+def next_notification(gw: RawGateway, method: str, timeout: float = 10) -> dict:
+    """The next notification `method` from the gateway (others and answers are kept for later)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for seen in gw.others:
+            if seen.get("method") == method:
+                gw.others.remove(seen)
+                return seen
+        line = gw.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        assert line, b"".join(gw.stderr).decode()[-2000:]
+        message = json.loads(line)
+        if "method" in message:
+            gw.others.append(message)
+        else:
+            gw.early.setdefault(message.get("id"), []).append(line.rstrip(b"\n"))
+
+
+def test_a_subscription_that_follows_a_task_is_told_its_state(tmp_path):
+    """`subscriptions/listen` with `taskIds` (the extension's): the gateway follows the task on
+    its own subscription to the server, and the server's `notifications/tasks` reach the
+    client's subscription, under the gateway's task name."""
+    log = tmp_path / "m.jsonl"
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(log)],
+              "internalOnly": False}})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.wait_listed(has_all("m__long"), timeout=15)
+        task_id = ask(gw, "c", "tools/call", {"name": "m__long", "arguments": {}})["result"]["taskId"]
+        # Following tasks takes the extension.
+        refused = ask(gw, "no", "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, tasks=False)
+        assert refused["error"]["code"] == -32021, refused
+        gw.send(modern("sub", "subscriptions/listen", {"notifications": {"taskIds": [task_id, "m__t99"]}}))
+        ack = next_notification(gw, "notifications/subscriptions/acknowledged")
+        assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub", ack
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}, ack
+        answer = {"action": "accept", "content": {"ok": True}}
+        ask(gw, "u", "tasks/update", {"taskId": task_id, "inputResponses": {"go": answer}})
+        told = next_notification(gw, "notifications/tasks")
+        assert told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub", told
+        assert told["params"]["taskId"] == task_id and told["params"]["status"] == "completed", told
+        assert "long done with" in told["params"]["result"]["content"][0]["text"], told
+    finally:
+        gw.kill()
+    listens = [r["params"]["notifications"] for r in logged(log) if r["method"] == "subscriptions/listen"]
+    assert any(listen.get("taskIds") == ["t1"] for listen in listens), listens

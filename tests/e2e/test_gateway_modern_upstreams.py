@@ -122,5 +122,33 @@ async def test_a_modern_servers_list_changes_are_followed_and_the_sessions_told(
             itself = {"stdio": "m", "http": "h"}[transport]  # the name the server gives itself
             assert text_of(await c.call_tool("m__fresh", {})) == f"{itself}: fresh called"
     listens = [r for r in logged(log) if r["method"] == "subscriptions/listen"]
-    assert listens[0]["params"]["notifications"] == {"toolsListChanged": True}, listens
+    # The lists the server says change (its tools and resources), and nothing else was asked.
+    assert listens[0]["params"]["notifications"] == {"toolsListChanged": True, "resourcesListChanged": True}, listens
     assert listens[0]["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28", listens
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_modern_servers_resource_is_followed_for_the_subscription_that_asked(tmp_path, modern_http, transport):
+    """A 2026-07-28 client's resource subscription, to a resource of a 2026-07-28 server: the
+    gateway adds the resource to its own subscription to that server, and each update reaches
+    the client's subscription under the gateway's URI."""
+    url, http_log = modern_http
+    stdio_log = tmp_path / "stdio.jsonl"
+    server = {"stdio": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(stdio_log)],
+                        "internalOnly": False},
+              "http": {"url": url, "internalOnly": False}}[transport]
+    log = {"stdio": stdio_log, "http": http_log}[transport]
+    config = write_config(tmp_path / "gateway.json", {"m": server, "old": scripted("old")})
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, mode="auto") as c:
+            await listed(c, has_all("m__touch", "old__touch"), timeout=15)
+            uris = ["clawai://m/mem://doc", "clawai://old/mem://shared"]
+            async with c.listen(resource_subscriptions=uris) as sub:
+                assert sub.honored.resource_subscriptions == uris, sub.honored
+                for server_name, uri in [("m", "mem://doc"), ("old", "mem://shared")]:
+                    await c.call_tool(f"{server_name}__touch", {"uri": uri})
+                    event = await sub.__anext__()
+                    assert type(event).__name__ == "ResourceUpdated", event
+                    assert event.uri == f"clawai://{server_name}/{uri}", event
+    listens = [r["params"]["notifications"] for r in logged(log) if r["method"] == "subscriptions/listen"]
+    assert {"toolsListChanged": True, "resourcesListChanged": True, "resourceSubscriptions": ["mem://doc"]} in listens

@@ -13,15 +13,17 @@ body (else 400, -32020). Results carry `resultType`.
 Tools: echo {text} ("NAME: text"); confirm (asks for input: an `input_required` result with
 an elicitation request and a request state; the retry with `inputResponses` and that state
 completes with the answer); add_tool {name} (adds a tool NAME that echoes, and tells every
-subscription that asked for `toolsListChanged`); long (with the tasks extension declared in
+subscription that asked for `toolsListChanged`); touch {uri} (tells the subscriptions to the
+resource, `mem://doc`, the one resource it has); long (with the tasks extension declared in
 the request's capabilities: a task `tN`, which `tasks/get` shows `input_required` with an
-elicitation request until `tasks/update` answers it, then `completed` with the answer;
-`tasks/cancel` cancels it; without the extension: an error result).
+elicitation request until `tasks/update` answers it, then `completed` with the answer, told
+as `notifications/tasks` to the subscriptions that follow it; `tasks/cancel` cancels it;
+without the extension: an error result).
 
 `subscriptions/listen` is served as the revision says: the acknowledgment (of the list
 changes asked for), then the notifications, each with the subscription's id in `_meta`;
 over stdio until `notifications/cancelled` names it, over HTTP on the POST's event stream
-until the client closes it. Each request is logged to F as {"method", "meta", "params"}.
+until the client closes it or cancels it. Each request is logged to F as {"method", "meta", "params"}.
 """
 
 import argparse
@@ -39,7 +41,8 @@ CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId"
 TASKS = "io.modelcontextprotocol/tasks"
 STATE = "modern-state-1"
-LIST_CHANGES = ("toolsListChanged",)
+LIST_CHANGES = ("toolsListChanged", "resourcesListChanged")
+RESOURCES = ("mem://doc",)
 
 
 class Server:
@@ -58,9 +61,16 @@ class Server:
                                     "params": {k: v for k, v in (params or {}).items() if k != "_meta"}}) + "\n")
 
     def listen(self, rid, params: dict, send) -> None:
-        """Opens a subscription: acknowledged with the list changes this server tells."""
+        """Opens a subscription: acknowledged with what this server tells of what was asked
+        (list changes, its resources, its tasks)."""
         asked = params.get("notifications") or {}
         honored = {key: True for key in LIST_CHANGES if asked.get(key) is True}
+        uris = [uri for uri in asked.get("resourceSubscriptions") or [] if uri in RESOURCES]
+        tasks = [task for task in asked.get("taskIds") or [] if task in self.tasks]
+        if uris:
+            honored["resourceSubscriptions"] = uris
+        if tasks:
+            honored["taskIds"] = tasks
         with self.lock:
             self.subscriptions[json.dumps(rid)] = (rid, honored, send)
         send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
@@ -70,11 +80,16 @@ class Server:
         with self.lock:
             self.subscriptions.pop(json.dumps(rid), None)
 
-    def tell(self, key: str, method: str) -> None:
+    def listening(self, rid) -> bool:
         with self.lock:
-            told = [(rid, send) for rid, honored, send in self.subscriptions.values() if honored.get(key)]
+            return json.dumps(rid) in self.subscriptions
+
+    def tell(self, wants, method: str, params: dict | None = None) -> None:
+        """Tells each subscription whose acknowledged filter `wants` it."""
+        with self.lock:
+            told = [(rid, send) for rid, honored, send in self.subscriptions.values() if wants(honored)]
         for rid, send in told:
-            send({"jsonrpc": "2.0", "method": method, "params": {"_meta": {SUBSCRIPTION_META: rid}}})
+            send({"jsonrpc": "2.0", "method": method, "params": {**(params or {}), "_meta": {SUBSCRIPTION_META: rid}}})
 
     def task_state(self, task_id: str) -> dict:
         task = self.tasks[task_id]
@@ -98,6 +113,8 @@ class Server:
         if method == "tasks/update":
             if task["status"] == "input_required" and "go" in (params.get("inputResponses") or {}):
                 task["answer"], task["status"] = params["inputResponses"]["go"], "completed"
+                self.tell(lambda honored: task_id in (honored.get("taskIds") or []), "notifications/tasks",
+                          self.task_state(task_id))
             return result({})
         task["status"] = "cancelled"
         return result({})
@@ -120,7 +137,9 @@ class Server:
             return error(-32022, f"Unsupported protocol version: {self.name} speaks {MODERN} only")
         if method == "server/discover":
             return result({"supportedVersions": [MODERN],
-                           "capabilities": {"tools": {"listChanged": True}, "extensions": {TASKS: {}}},
+                           "capabilities": {"tools": {"listChanged": True},
+                                            "resources": {"subscribe": True, "listChanged": True},
+                                            "extensions": {TASKS: {}}},
                            "serverInfo": {"name": self.name, "version": "1"}, "instructions": f"{self.name} is modern"})
         if meta.get(VERSION_META) != MODERN:
             return error(-32022, f"{method} carries no {VERSION_META} {MODERN}")
@@ -130,13 +149,23 @@ class Server:
                 {"name": "confirm", "inputSchema": {"type": "object"}},
                 {"name": "add_tool", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
                 {"name": "long", "inputSchema": {"type": "object"}},
+                {"name": "touch", "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}}}},
             ] + [{"name": name, "inputSchema": {"type": "object"}} for name in self.added]})
         if method == "tools/call" and params.get("name") == "add_tool":
             name = (params.get("arguments") or {}).get("name", "added")
             with self.lock:
                 self.added.append(name)
-            self.tell("toolsListChanged", "notifications/tools/list_changed")
+            self.tell(lambda honored: honored.get("toolsListChanged"), "notifications/tools/list_changed")
             return result({"content": [{"type": "text", "text": f"added {name}"}]})
+        if method == "resources/list":
+            return result({"resources": [{"uri": uri, "name": uri} for uri in RESOURCES]})
+        if method == "resources/templates/list":
+            return result({"resourceTemplates": []})
+        if method == "tools/call" and params.get("name") == "touch":
+            uri = (params.get("arguments") or {}).get("uri", RESOURCES[0])
+            self.tell(lambda honored: uri in (honored.get("resourceSubscriptions") or []),
+                      "notifications/resources/updated", {"uri": uri})
+            return result({"content": [{"type": "text", "text": f"touched {uri}"}]})
         if method == "tools/call" and params.get("name") in self.added:
             return result({"content": [{"type": "text", "text": f"{self.name}: {params['name']} called"}]})
         if method == "tools/call" and params.get("name") == "long":
@@ -214,6 +243,8 @@ def serve_http(server: Server, port_file: str) -> None:
         def do_POST(self):
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             if "id" not in message:
+                if message.get("method") == "notifications/cancelled":
+                    server.unlisten((message.get("params") or {}).get("requestId"))
                 return self.reply(202, None)
             method = message.get("method")
             if method == "initialize":
@@ -240,7 +271,7 @@ def serve_http(server: Server, port_file: str) -> None:
             events: queue.Queue = queue.Queue()
             server.listen(message.get("id"), params, events.put)
             try:
-                while True:
+                while server.listening(message.get("id")):  # until the client cancels it
                     try:
                         event = events.get(timeout=0.5)
                     except queue.Empty:

@@ -23,6 +23,9 @@ use crate::names;
 use crate::rewrite;
 use crate::upstream::Upstream;
 
+/// The error for a request that lacks a capability the server requires (2026-07-28).
+const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+
 /// `_meta` key of the subscription a notification belongs to.
 const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -34,13 +37,15 @@ pub(crate) struct Listening {
     resources: bool,
     /// The resources it is told of: as listed, and the server subscribed for it.
     updates: Vec<Subscribed>,
+    /// The tasks (of the 2026-07-28 extension) it is told of.
+    tasks: Vec<Subscribed>,
 }
 
-/// A resource a subscription is told of.
+/// A resource or a task a subscription is told of.
 struct Subscribed {
-    /// Its URI as the gateway lists it.
+    /// Its URI or task id as the gateway lists it.
     listed: String,
-    /// The server instance subscribed to it, under its own URI.
+    /// The server instance that tells of it, and its own URI or id there.
     upstream: Weak<Upstream>,
     original: String,
 }
@@ -64,12 +69,14 @@ impl Session {
                 updates.push(subscribed);
             }
         }
+        let Some(tasks) = self.follow_tasks(&id, params).await else { return };
         let listening = Listening {
             id: id.clone(),
             tools: asked("toolsListChanged"),
             prompts: asked("promptsListChanged"),
             resources: asked("resourcesListChanged"),
             updates,
+            tasks,
         };
         let mut honored = serde_json::Map::new();
         for (key, on) in [
@@ -81,9 +88,11 @@ impl Session {
                 honored.insert(key.to_owned(), json!(true));
             }
         }
-        if !listening.updates.is_empty() {
-            let uris: Vec<&str> = listening.updates.iter().map(|known| known.listed.as_str()).collect();
-            honored.insert("resourceSubscriptions".to_owned(), json!(uris));
+        for (key, followed) in [("resourceSubscriptions", &listening.updates), ("taskIds", &listening.tasks)] {
+            if !followed.is_empty() {
+                let listed: Vec<&str> = followed.iter().map(|known| known.listed.as_str()).collect();
+                honored.insert(key.to_owned(), json!(listed));
+            }
         }
         {
             // From now, a change of what the session sees is news to it.
@@ -106,6 +115,53 @@ impl Session {
             return None;
         }
         Some(Subscribed { listed: uri.to_owned(), upstream: Arc::downgrade(&upstream), original })
+    }
+
+    /// The tasks a subscription asks to follow (`taskIds`, the extension's): those of this
+    /// session held by 2026-07-28 servers, each followed on the gateway's subscription to
+    /// its server. `None` (the client answered with an error) when the request did not
+    /// declare the extension, as the extension requires.
+    async fn follow_tasks(self: &Arc<Self>, id: &Value, params: &Value) -> Option<Vec<Subscribed>> {
+        let asked: Vec<&str> = params
+            .pointer("/notifications/taskIds")
+            .and_then(Value::as_array)
+            .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if asked.is_empty() {
+            return Some(Vec::new());
+        }
+        let declared = params
+            .pointer("/_meta")
+            .and_then(|meta| meta.get(rewrite::CLIENT_CAPABILITIES_META))
+            .and_then(|capabilities| capabilities.get("extensions"))
+            .is_some_and(|extensions| extensions.get(super::tasks::EXTENSION).is_some());
+        if !declared {
+            let required = json!({"requiredCapabilities": {"extensions": {super::tasks::EXTENSION: {}}}});
+            let why = "Missing required client capability: following tasks takes the tasks extension";
+            self.send(rewrite::error_with_data(id, MISSING_REQUIRED_CLIENT_CAPABILITY, why, required));
+            return None;
+        }
+        let mut followed = Vec::new();
+        for listed in asked {
+            if let Some((upstream, original)) = self.task_server(listed).await
+                && upstream.speaks_modern()
+                && !followed.iter().any(|known: &Subscribed| known.listed == listed)
+            {
+                upstream.follow_task(&original, true).await;
+                followed.push(Subscribed { listed: listed.to_owned(), upstream: Arc::downgrade(&upstream), original });
+            }
+        }
+        Some(followed)
+    }
+
+    /// A task of this session's changed (`params`, the task as its server tells it, under
+    /// the gateway's id `listed`): each subscription that follows it is told.
+    pub(super) fn tell_task_subscriptions(&self, listed: &str, params: Value) {
+        for listening in lock(&self.listening).iter() {
+            if listening.tasks.iter().any(|known| known.listed == listed) {
+                self.send(stamped(super::tasks::NOTIFIED, params.clone(), &listening.id));
+            }
+        }
     }
 
     /// What this session sees changed (`kinds`): each subscription that takes such
@@ -163,7 +219,18 @@ impl Session {
     }
 
     fn unsubscribe_unneeded(&self, ended: Vec<Listening>) {
-        for subscribed in ended.into_iter().flat_map(|listening| listening.updates) {
+        let mut updates = Vec::new();
+        for listening in ended {
+            updates.extend(listening.updates);
+            for task in listening.tasks {
+                // A task is this session's alone.
+                let followed = lock(&self.listening).iter().any(|l| l.tasks.iter().any(|t| t.listed == task.listed));
+                if let Some(upstream) = task.upstream.upgrade().filter(|_| !followed) {
+                    tokio::spawn(async move { upstream.follow_task(&task.original, false).await });
+                }
+            }
+        }
+        for subscribed in updates {
             let Some(upstream) = subscribed.upstream.upgrade() else { continue };
             let wanted = self.core.sessions().iter().any(|session| session.wants_resource(&subscribed.listed));
             if !wanted {

@@ -95,8 +95,23 @@ impl Session {
             task.last = params.clone();
         }
         drop(tasks);
-        self.send(rewrite::encode(&message));
+        if message.get("method").and_then(Value::as_str) == Some(NOTIFIED) {
+            // The extension's notifications come on the subscriptions that follow the task.
+            let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+            self.tell_task_subscriptions(&listed, params);
+        } else {
+            self.send(rewrite::encode(&message));
+        }
         true
+    }
+
+    /// The server instance that holds this session's task `listed`, and the task's own
+    /// id there, when the task is this session's.
+    pub(super) async fn task_server(self: &Arc<Self>, listed: &str) -> Option<(Arc<Upstream>, String)> {
+        let instance = lock(&self.tasks).get(listed)?.instance;
+        let (server, original) = listed.split_once(names::SEPARATOR)?;
+        let upstream = self.core.upstream(server)?.serving(self).await.ok()?;
+        (upstream.instance == instance).then(|| (upstream, original.to_owned()))
     }
 
     fn keep_task(&self, upstream: &Upstream, task: Value) {

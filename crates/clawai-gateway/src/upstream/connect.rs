@@ -228,9 +228,8 @@ impl Upstream {
             self.set_status(Status::Up);
         }
         self.came_up();
-        if !self.is_own_instance() {
-            self.follow_lists();
-        }
+        // A 2026-07-28 server says what changes only on a subscription (`follow`).
+        self.follow();
         if self.is_own_instance() {
             // Its items are its lister's, in the catalog already.
             tracing::info!("server `{}`: a client session's instance is up", self.name);

@@ -113,8 +113,10 @@ impl Upstream {
             methods::RESOURCES_LIST_CHANGED => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
             // The gateway's own subscription (`modern`) is acknowledged: recorded, and
             // nobody else's business.
-            super::modern::ACKNOWLEDGED => {
-                let _ = self.guard.from_server(&bytes);
+            super::follow::ACKNOWLEDGED => {
+                if matches!(self.guard.from_server(&bytes), Verdict::Forward) {
+                    self.acknowledged(&message);
+                }
             }
             methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();

@@ -4,31 +4,14 @@
 //! `_meta`, as that revision requires (the server is told nothing else: no
 //! `notifications/initialized`). Their `input_required` results pass to the calling
 //! client as any result does, and its retry back.
-//!
-//! Such a server tells of changes to its lists only on a `subscriptions/listen` stream
-//! (there is no other channel for it to speak unasked): once it is up, the gateway opens
-//! one for the lists the server says change, and each `list_changed` on it is taken as
-//! an older server's is (the list is read again and the sessions told).
+//! What such a server says unasked comes on a subscription of the gateway's ([`super::follow`]).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{INITIALIZE_TIMEOUT, Upstream};
-use crate::catalog::ListKind;
 use crate::rewrite::{CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META};
-
-/// The method that opens a subscription.
-pub(crate) const LISTEN: &str = "subscriptions/listen";
-/// The first message of a subscription, saying what it tells.
-pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-/// A subscription lasts as long as the server keeps it: no time limit of the gateway's.
-const OPEN_ENDED: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
-/// The first wait before a subscription the server ended is opened again; doubled each
-/// time, up to a minute.
-const FIRST_RELISTEN: Duration = Duration::from_secs(1);
 
 /// The stateless revision.
 const MODERN: &str = "2026-07-28";
@@ -39,7 +22,7 @@ const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 
 impl Upstream {
     /// Whether the server speaks 2026-07-28 only (its requests are stamped).
-    pub(super) fn speaks_modern(&self) -> bool {
+    pub(crate) fn speaks_modern(&self) -> bool {
         self.modern.load(Ordering::SeqCst)
     }
 
@@ -65,53 +48,6 @@ impl Upstream {
             message["params"]["_meta"][CLIENT_CAPABILITIES_META] = capabilities;
         }
         crate::rewrite::encode(&message)
-    }
-
-    /// Follows the changes of the lists this 2026-07-28 server says change
-    /// (`listChanged`), on a subscription of the gateway's, until the server's run ends.
-    /// A subscription the server ends (or its stream breaks) is opened again, the lists
-    /// read again first: what changed meanwhile was told to nobody.
-    pub(super) fn follow_lists(self: &Arc<Self>) {
-        let kinds: Vec<ListKind> = [ListKind::Tools, ListKind::Prompts, ListKind::Resources]
-            .into_iter()
-            .filter(|kind| self.capability(&format!("{}/listChanged", kind.capability())) == Some(json!(true)))
-            .collect();
-        if !self.speaks_modern() || kinds.is_empty() {
-            return;
-        }
-        let filter: serde_json::Map<String, Value> =
-            kinds.iter().map(|kind| (format!("{}ListChanged", kind.capability()), json!(true))).collect();
-        let run = self.run.load(Ordering::SeqCst);
-        let this = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut wait = FIRST_RELISTEN;
-            loop {
-                let params = json!({"notifications": filter});
-                let ended = this.request(LISTEN, Some(params), OPEN_ENDED).await;
-                if this.run.load(Ordering::SeqCst) != run || !this.is_up() {
-                    return; // the run is over: the next one subscribes anew
-                }
-                match ended {
-                    Err(why) if why.contains(&format!("({})", crate::rewrite::METHOD_NOT_FOUND)) => {
-                        tracing::info!(
-                            "server `{}` does not serve `{LISTEN}` ({why}): changes of its lists are not followed",
-                            this.name
-                        );
-                        return;
-                    }
-                    Err(why) => tracing::debug!("server `{}`: its subscription ended: {why}", this.name),
-                    Ok(_) => tracing::debug!("server `{}` ended its subscription", this.name),
-                }
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_secs(60));
-                for &kind in &kinds {
-                    this.refresh(kind).await;
-                    if kind == ListKind::Resources {
-                        this.refresh(ListKind::Templates).await;
-                    }
-                }
-            }
-        });
     }
 
     /// After `initialize` failed: `server/discover`, and what it says as an `initialize`

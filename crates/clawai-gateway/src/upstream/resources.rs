@@ -4,6 +4,8 @@
 //! gateway's other traffic with it. A server that does not declare
 //! `resources.subscribe` is not asked.
 
+use std::sync::Arc;
+
 use clawai_protocol::methods;
 use serde_json::{Value, json};
 
@@ -12,10 +14,12 @@ use super::{LIST_TIMEOUT, Upstream};
 impl Upstream {
     /// Subscribes to the server's resource `uri` (its own URI). False when the server
     /// cannot subscribe (it does not declare it, speaks only 2026-07-28, or refused).
-    pub(crate) async fn subscribe_resource(&self, uri: &str) -> bool {
-        // A 2026-07-28 server takes subscriptions on its own `subscriptions/listen`
-        // stream, which the gateway opens for list changes only.
-        if self.speaks_modern() || self.capability("resources/subscribe") != Some(Value::Bool(true)) {
+    pub(crate) async fn subscribe_resource(self: &Arc<Self>, uri: &str) -> bool {
+        // A 2026-07-28 server takes them on the gateway's subscription to it.
+        if self.speaks_modern() {
+            return self.follow_resource(uri, true).await;
+        }
+        if self.capability("resources/subscribe") != Some(Value::Bool(true)) {
             return false;
         }
         match self.request(methods::RESOURCES_SUBSCRIBE, Some(json!({"uri": uri})), LIST_TIMEOUT).await {
@@ -28,7 +32,11 @@ impl Upstream {
     }
 
     /// Ends the subscription to the server's resource `uri`, when nobody needs it any more.
-    pub(crate) async fn unsubscribe_resource(&self, uri: &str) {
+    pub(crate) async fn unsubscribe_resource(self: &Arc<Self>, uri: &str) {
+        if self.speaks_modern() {
+            self.follow_resource(uri, false).await;
+            return;
+        }
         if !self.is_up() {
             return; // a server that went down forgot its subscriptions
         }
