@@ -23,6 +23,7 @@ from test_http import wait_until_listening
 SERVER = pathlib.Path(__file__).parent / "servers" / "modern_server.py"
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
+GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 _MISSING = gateway_missing()
 pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
 
@@ -57,12 +58,16 @@ def test_a_task_is_created_asks_for_input_is_updated_and_completes_through_the_g
         waiting = ask(gw, "g1", "tasks/get", {"taskId": "m__t1"})["result"]
         assert waiting["taskId"] == "m__t1" and waiting["status"] == "input_required", waiting
         assert waiting["inputRequests"]["go"]["method"] == "elicitation/create", waiting
-        answer = {"action": "accept", "content": {"ok": True}}
+        # The answer carries a token, which the server puts in the task's result.
+        answer = {"action": "accept", "content": {"ok": True, "note": GITHUB_TOKEN}}
         updated = ask(gw, "u", "tasks/update", {"taskId": "m__t1", "inputResponses": {"go": answer}})
         assert "result" in updated, updated
         done = ask(gw, "g2", "tasks/get", {"taskId": "m__t1"})["result"]
         assert done["status"] == "completed", done
-        assert done["result"]["content"][0]["text"] == 'm: long done with {"action": "accept", "content": {"ok": true}}'
+        # The result reached the client through the results guard: the token is redacted.
+        text = done["result"]["content"][0]["text"]
+        assert text.startswith('m: long done with {"action": "accept"') and GITHUB_TOKEN not in text, text
+        assert "[REDACTED]" in text, text
         # A second task, cancelled.
         second = ask(gw, "c2", "tools/call", {"name": "m__long", "arguments": {}})["result"]["taskId"]
         assert "result" in ask(gw, "x", "tasks/cancel", {"taskId": second})

@@ -78,6 +78,9 @@ pub(crate) struct Session {
     tasks: Mutex<HashMap<String, tasks::Task>>,
     /// The client's open `subscriptions/listen` requests.
     listening: Mutex<Vec<subscriptions::Listening>>,
+    /// The `subscriptions/listen` requests being set up (their ids, as JSON text): one the
+    /// client cancels meanwhile is not opened.
+    opening: Mutex<HashSet<String>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -159,6 +162,7 @@ impl Session {
             request_capabilities: Mutex::default(),
             tasks: Mutex::default(),
             listening: Mutex::default(),
+            opening: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -326,7 +330,12 @@ impl Session {
             }
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
-            "subscriptions/listen" => self.listen(id, &params).await,
+            "subscriptions/listen" => {
+                // Subscribing servers may take a while: the client's other messages do not wait.
+                self.opening_subscription(&id);
+                let this = Arc::clone(self);
+                tokio::spawn(async move { this.listen(id, &params).await });
+            }
             methods::TASKS_GET
             | methods::TASKS_RESULT
             | methods::TASKS_CANCEL

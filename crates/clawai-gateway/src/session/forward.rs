@@ -79,11 +79,10 @@ impl Session {
             }
             methods::RESOURCES_UNSUBSCRIBE => {
                 lock(&self.state).subscriptions.remove(&uri);
-                // A shared server's session stays subscribed while any client is (a
-                // per-client server's instance is this session's alone).
-                if !upstream.is_per_client()
-                    && self.core.sessions().iter().any(|s| lock(&s.state).subscriptions.contains(&uri))
-                {
+                // A shared server's session stays subscribed while any client is, by
+                // `resources/subscribe` or on a subscription (a per-client server's
+                // instance is this session's alone).
+                if !upstream.is_per_client() && self.core.sessions().iter().any(|s| s.wants_resource(&uri)) {
                     return self.answer(&id, json!({}), modern);
                 }
             }

@@ -69,7 +69,10 @@ impl Session {
                 updates.push(subscribed);
             }
         }
-        let Some(tasks) = self.follow_tasks(&id, params).await else { return };
+        let Some(tasks) = self.follow_tasks(&id, params).await else {
+            lock(&self.opening).remove(&rewrite::id_key(&id));
+            return;
+        };
         let listening = Listening {
             id: id.clone(),
             tools: asked("toolsListChanged"),
@@ -100,8 +103,19 @@ impl Session {
             let mut state = lock(&self.state);
             state.announced.get_or_insert(view.digests);
         }
-        lock(&self.listening).push(listening);
+        if !lock(&self.opening).remove(&rewrite::id_key(&id)) {
+            // The client cancelled it while the servers were being subscribed.
+            return self.unsubscribe_unneeded(vec![listening]);
+        }
+        // Acknowledged before any notification can be told on it: under the same lock.
+        let mut all = lock(&self.listening);
+        all.push(listening);
         self.send(stamped("notifications/subscriptions/acknowledged", json!({"notifications": honored}), &id));
+    }
+
+    /// A `subscriptions/listen` request `id` is being set up ([`Session::listen`]).
+    pub(super) fn opening_subscription(&self, id: &Value) {
+        lock(&self.opening).insert(rewrite::id_key(id));
     }
 
     /// Subscribes the server that holds the resource listed as `uri`, for this session;
@@ -203,6 +217,7 @@ impl Session {
     /// The client cancelled request `id`: if it is a subscription, it ends, and the
     /// servers it subscribed that nobody else needs are unsubscribed.
     pub(super) fn stop_listening(&self, id: &Value) {
+        lock(&self.opening).remove(&rewrite::id_key(id));
         let ended: Vec<Listening> = {
             let mut listening = lock(&self.listening);
             let (ended, kept) = std::mem::take(&mut *listening).into_iter().partition(|l| &l.id == id);
@@ -240,7 +255,7 @@ impl Session {
     }
 
     /// Whether this session is subscribed to the resource listed as `listed`, either way.
-    fn wants_resource(&self, listed: &str) -> bool {
+    pub(super) fn wants_resource(&self, listed: &str) -> bool {
         lock(&self.state).subscriptions.contains(listed)
             || lock(&self.listening).iter().any(|l| l.updates.iter().any(|known| known.listed == listed))
     }
