@@ -14,6 +14,7 @@ import urllib.parse
 
 import anyio
 import pytest
+from mcp import Client
 
 from conftest import clawai_bin
 from gateway_support import (client, gateway_args, gateway_missing, has_all, listed, own_state, read_log, scripted,
@@ -154,4 +155,38 @@ def test_over_listen_each_subscription_is_told_on_its_own_stream_what_it_asked(t
     finally:
         for stream in streams:
             stream.close()
+        stop(proc)
+
+
+async def test_the_official_client_over_listen_gets_its_subscriptions_events(tmp_path):
+    skill = tmp_path / "skills" / "hidden-tools"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: hidden-tools\nallowed-tools:\n  - hidden__*\n---\nUse them.\n")
+    config = write_config(tmp_path / "gateway.json", {"shown": scripted("shown"),
+                                                      "hidden": scripted("hidden", internal_only=True)})
+    port = free_port()
+    with open(tmp_path / "gateway.err", "wb") as err:
+        proc = subprocess.Popen([clawai_bin(), *gateway_args(tmp_path, config), "--skills", str(tmp_path / "skills"),
+                                 "--listen", f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True, env=own_state(tmp_path, dict(os.environ)),
+                                cwd=tmp_path)
+    try:
+        wait_until_listening(port, proc)
+        with anyio.fail_after(30):
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="auto", cache=None) as c:
+                assert c.session.protocol_version == "2026-07-28"
+                await listed(c, has_all("shown__touch", "skill__hidden-tools"), timeout=15)
+                async with c.listen(tools_list_changed=True,
+                                    resource_subscriptions=["clawai://shown/mem://shared"]) as sub:
+                    assert sub.honored.tools_list_changed, sub.honored
+                    assert sub.honored.resource_subscriptions == ["clawai://shown/mem://shared"], sub.honored
+                    await c.call_tool("shown__touch", {"uri": "mem://shared"})
+                    event = await sub.__anext__()
+                    assert type(event).__name__ == "ResourceUpdated", event
+                    assert event.uri == "clawai://shown/mem://shared", event
+                    # The skill shows the hidden server's tools (and only those) to this client.
+                    await c.call_tool("skill__hidden-tools", {})
+                    event = await sub.__anext__()
+                    assert type(event).__name__ == "ToolsListChanged", event
+    finally:
         stop(proc)
