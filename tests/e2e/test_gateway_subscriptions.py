@@ -17,8 +17,8 @@ import pytest
 from mcp import Client
 
 from conftest import clawai_bin
-from gateway_support import (client, gateway_args, gateway_missing, has_all, listed, own_state, read_log, scripted,
-                             write_config)
+from gateway_support import (client, gateway_args, gateway_missing, has_all, listed, own_state, poll, read_log,
+                             scripted, write_config)
 from test_conformance import free_port, stop
 from test_gateway_views import listed_names, post_modern
 from test_http import wait_until_listening
@@ -190,3 +190,26 @@ async def test_the_official_client_over_listen_gets_its_subscriptions_events(tmp
                     assert type(event).__name__ == "ToolsListChanged", event
     finally:
         stop(proc)
+
+
+async def test_a_server_that_restarts_is_subscribed_again_for_the_subscriptions_that_follow_it(tmp_path):
+    log = tmp_path / "a.log"
+    # The server exits after answering its first call, and is started again.
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", log, "--crash-after", 1)})
+
+    def subscribes() -> list:
+        return [m for m in read_log(log)[0] if m.get("method") == "resources/subscribe"]
+
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, mode="auto") as c:
+            await listed(c, has_all("a__touch"))
+            async with c.listen(resource_subscriptions=["clawai://a/mem://shared"]) as sub:
+                assert sub.honored.resource_subscriptions == ["clawai://a/mem://shared"], sub.honored
+                await c.call_tool("a__echo", {"text": "and then exit"})
+                # Started again, the server is subscribed again (it forgot its subscriptions).
+                await poll(lambda: len(subscribes()) == 2, 15, "the restarted server to be subscribed again")
+                await listed(c, has_all("a__touch"), timeout=15)
+                await c.call_tool("a__touch", {"uri": "mem://shared"})
+                event = await sub.__anext__()
+                assert type(event).__name__ == "ResourceUpdated" and event.uri == "clawai://a/mem://shared", event
+    assert [m["params"]["uri"] for m in subscribes()] == ["mem://shared", "mem://shared"]

@@ -260,6 +260,17 @@ impl Session {
             || lock(&self.listening).iter().any(|l| l.updates.iter().any(|known| known.listed == listed))
     }
 
+    /// The resources of server instance `upstream` this session's subscriptions follow
+    /// (their URIs at the server): subscribed again when it restarts.
+    pub(crate) fn resources_followed_at(&self, upstream: &Upstream) -> Vec<String> {
+        lock(&self.listening)
+            .iter()
+            .flat_map(|listening| listening.updates.iter())
+            .filter(|known| known.upstream.upgrade().is_some_and(|u| u.instance == upstream.instance))
+            .map(|known| known.original.clone())
+            .collect()
+    }
+
     /// Whether the client has a subscription open.
     pub(super) fn is_listening(&self) -> bool {
         !lock(&self.listening).is_empty()
