@@ -347,3 +347,24 @@ impl Session {
         self.guard.flush_audit();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscriptions_messages_get_the_clients_own_id_back() {
+        let originals = Originals { id: json!(7), progress_token: None };
+        let told = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"clawai-3"}}}"#;
+        let told: Value = serde_json::from_slice(&originals.restore(told.to_vec())).unwrap();
+        assert_eq!(told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], json!(7));
+        let closed = br#"{"jsonrpc":"2.0","id":"clawai-3","result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"clawai-3"}}}"#;
+        let closed: Value = serde_json::from_slice(&originals.restore(closed.to_vec())).unwrap();
+        assert_eq!(
+            (&closed["id"], &closed["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]),
+            (&json!(7), &json!(7))
+        );
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#.to_vec();
+        assert_eq!(originals.restore(other.clone()), other);
+    }
+}

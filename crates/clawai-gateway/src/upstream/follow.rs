@@ -27,7 +27,7 @@ pub(crate) const LISTEN: &str = "subscriptions/listen";
 /// The first message of a subscription, saying what it tells.
 pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// The first wait before a subscription the server ended is opened again; doubled each
-/// time, up to [`LAST_RELISTEN`].
+/// time, up to [`LAST_RELISTEN`], and back to the first after one that lasted longer.
 const FIRST_RELISTEN: Duration = Duration::from_secs(1);
 const LAST_RELISTEN: Duration = Duration::from_secs(60);
 
@@ -182,6 +182,7 @@ impl Upstream {
                 self.end_subscription(old).await;
             }
             let Ok((id, answered)) = opened else { return self.stop_following(None, run).await };
+            let opened_at = std::time::Instant::now();
             tokio::select! {
                 answer = answered => {
                     lock(&self.following.opened).remove(&id_key(&id));
@@ -196,6 +197,9 @@ impl Upstream {
                         }
                         Err(why) => tracing::debug!("server `{}`: its subscription ended: {why}", self.name),
                         Ok(_) => tracing::debug!("server `{}` ended its subscription", self.name),
+                    }
+                    if opened_at.elapsed() > LAST_RELISTEN {
+                        wait = FIRST_RELISTEN; // it lasted: not a server that keeps refusing
                     }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(LAST_RELISTEN);
