@@ -152,3 +152,31 @@ async def test_a_modern_servers_resource_is_followed_for_the_subscription_that_a
                     assert event.uri == f"clawai://{server_name}/{uri}", event
     listens = [r["params"]["notifications"] for r in logged(log) if r["method"] == "subscriptions/listen"]
     assert {"toolsListChanged": True, "resourcesListChanged": True, "resourceSubscriptions": ["mem://doc"]} in listens
+
+
+async def test_an_older_clients_resource_subscription_to_a_modern_server_is_followed(tmp_path):
+    """A 2025-11-25 client's `resources/subscribe` to a resource of a 2026-07-28 server (which
+    has no such method): the gateway follows the resource on its subscription to the server,
+    and the update reaches the client as `notifications/resources/updated`."""
+    log = tmp_path / "m.jsonl"
+    config = write_config(tmp_path / "gateway.json", {
+        "m": {"command": sys.executable, "args": [str(SERVER), "--name", "m", "--log", str(log)],
+              "internalOnly": False}})
+    updated = []
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+
+    with anyio.fail_after(30):
+        async with client(tmp_path, config, message_handler=on_message) as c:
+            await listed(c, has_all("m__touch"), timeout=15)
+            await c.subscribe_resource("clawai://m/mem://doc")
+            await c.call_tool("m__touch", {"uri": "mem://doc"})
+            await poll(lambda: updated, 10, "notifications/resources/updated")
+            await c.unsubscribe_resource("clawai://m/mem://doc")
+    assert updated == ["clawai://m/mem://doc"]
+    methods = [r["method"] for r in logged(log)]
+    assert "resources/subscribe" not in methods, methods
+    listens = [r["params"]["notifications"] for r in logged(log) if r["method"] == "subscriptions/listen"]
+    assert any(listen.get("resourceSubscriptions") == ["mem://doc"] for listen in listens), listens

@@ -244,6 +244,10 @@ impl Session {
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
         pair.guard.write_pending_decisions();
+        // A 2026-07-28 server has no `resources/subscribe`: the gateway subscribes for it.
+        if pair.upstream.subscribe_for_client(&bytes).await {
+            return;
+        }
         // The guard saw the client's revision; the server gets the one it agreed on.
         let bytes = pair.upstream.outgoing(bytes);
         if !pair.upstream.send(bytes.clone()).await

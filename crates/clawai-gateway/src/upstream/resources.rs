@@ -59,4 +59,33 @@ impl Upstream {
             self.subscribe_resource(&uri).await;
         }
     }
+
+    /// A client's `resources/subscribe` or `resources/unsubscribe` (decided by its
+    /// session's guard) to a 2026-07-28 server, which has neither: the gateway follows the
+    /// resource on its subscription to the server, and answers for the server through the
+    /// path of the server's answers, so that the client's guard takes the answer as it
+    /// would the server's. False (nothing done) for any other message or server.
+    pub(crate) async fn subscribe_for_client(self: &Arc<Self>, bytes: &[u8]) -> bool {
+        if !self.speaks_modern() || memchr::memmem::find(bytes, b"\"resources/").is_none() {
+            return false;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(bytes) else { return false };
+        let on = match message.get("method").and_then(Value::as_str) {
+            Some(methods::RESOURCES_SUBSCRIBE) => true,
+            Some(methods::RESOURCES_UNSUBSCRIBE) => false,
+            _ => return false,
+        };
+        let (Some(id), Some(uri)) = (message.get("id"), message.pointer("/params/uri").and_then(Value::as_str)) else {
+            return false;
+        };
+        let answer = if self.follow_resource(uri, on).await {
+            crate::rewrite::result(id, json!({}))
+        } else {
+            let why = format!("server `{}` does not take resource subscriptions", self.name);
+            crate::rewrite::error(id, crate::rewrite::METHOD_NOT_FOUND, &why)
+        };
+        // Boxed: the answer's way to the client leads back here (a recursion in type).
+        Box::pin(self.on_message(answer)).await;
+        true
+    }
 }
