@@ -6,12 +6,14 @@
 //!
 //! Resource subscriptions (`resourceSubscriptions`, URIs as the gateway lists them) are
 //! taken to the servers that hold the resources: each server that declares
-//! `resources.subscribe` is subscribed (`resources/subscribe`, through the gateway's guard
-//! for it) before the acknowledgment names the URI; a URI of a server that cannot
-//! subscribe, or that this session cannot read, is left out of it. An update goes to the
-//! subscription that asked, only; a server stays subscribed while any session wants the
-//! URI. Over stdio the notifications share the client's one channel; over `--listen` the
-//! HTTP front puts each on the event stream of its `subscriptions/listen` POST.
+//! `resources.subscribe` is subscribed (`resources/subscribe` through the gateway's guard
+//! for it, or for a 2026-07-28 server on the gateway's subscription to it) before the
+//! acknowledgment names the URI; a URI of a server that cannot subscribe, or that this
+//! session cannot read, is left out of it. An update goes to the subscription that asked,
+//! only; a server stays subscribed while any session wants the URI. Tasks of the
+//! extension (`taskIds`) are followed the same way. Over stdio the notifications share
+//! the client's one channel; over `--listen` the HTTP front puts each on the event stream
+//! of its `subscriptions/listen` POST.
 
 use std::sync::{Arc, Weak};
 
@@ -60,6 +62,11 @@ impl Session {
             .and_then(Value::as_array)
             .map(|uris| uris.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
+        // First: a request that cannot follow tasks is refused before anything is subscribed.
+        let Some(tasks) = self.follow_tasks(&id, params).await else {
+            lock(&self.opening).remove(&rewrite::id_key(&id));
+            return;
+        };
         let mut updates = Vec::with_capacity(uris.len());
         for uri in uris {
             if updates.iter().any(|known: &Subscribed| known.listed == uri) {
@@ -69,10 +76,6 @@ impl Session {
                 updates.push(subscribed);
             }
         }
-        let Some(tasks) = self.follow_tasks(&id, params).await else {
-            lock(&self.opening).remove(&rewrite::id_key(&id));
-            return;
-        };
         let listening = Listening {
             id: id.clone(),
             tools: asked("toolsListChanged"),
