@@ -4,6 +4,7 @@ discovered with `server/discover`, listed and called, every request to it carrie
 revision in `_meta`, and its `input_required` results reach the calling client, whose retry
 with the answer completes the call."""
 
+import contextlib
 import json
 import pathlib
 import subprocess
@@ -30,8 +31,15 @@ def anyio_backend():
 @pytest.fixture
 def modern_http(tmp_path):
     """The modern server over HTTP: (url, its log)."""
+    with serve_modern_http(tmp_path) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serve_modern_http(tmp_path, *flags):
     port_file, log = tmp_path / "http-port", tmp_path / "http.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port_file), "--name", "h", "--log", str(log)])
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port_file), "--name", "h", "--log", str(log),
+                             *flags])
     try:
         deadline = time.monotonic() + 10
         while not (port_file.exists() and port_file.read_text()):
@@ -180,3 +188,37 @@ async def test_an_older_clients_resource_subscription_to_a_modern_server_is_foll
     assert "resources/subscribe" not in methods, methods
     listens = [r["params"]["notifications"] for r in logged(log) if r["method"] == "subscriptions/listen"]
     assert any(listen.get("resourceSubscriptions") == ["mem://doc"] for listen in listens), listens
+
+
+async def test_a_replaced_subscription_to_a_modern_http_server_is_closed(tmp_path):
+    """Over HTTP a 2026-07-28 request is cancelled by closing its stream: when the gateway
+    replaces its subscription to a server (a client now follows one of its resources), the old
+    one's stream is closed, even by a server that ignores a cancellation POSTed beside it."""
+    with serve_modern_http(tmp_path, "--cancel-by-close") as (url, log):
+        config = write_config(tmp_path / "gateway.json", {"h": {"url": url, "internalOnly": False}})
+
+        def listens() -> list:
+            return [r for r in logged(log) if r["method"] == "subscriptions/listen"]
+
+        with anyio.fail_after(30):
+            async with client(tmp_path, config, mode="auto") as c:
+                await listed(c, has_all("h__touch"), timeout=15)
+                await poll(listens, 10, "the gateway to subscribe")
+                async with c.listen(resource_subscriptions=["clawai://h/mem://doc"]) as sub:
+                    assert sub.honored.resource_subscriptions == ["clawai://h/mem://doc"], sub.honored
+                    first = listens()[0]["params"]
+                    assert "resourceSubscriptions" not in first["notifications"], first
+
+                    def ended() -> list:
+                        return [r["params"]["id"] for r in logged(log) if r["method"] == "subscription ended"]
+
+                    # The first subscription's stream is closed by the gateway.
+                    await poll(lambda: ended(), 10, "the replaced subscription's stream to close")
+                    await c.call_tool("h__touch", {"uri": "mem://doc"})
+                    event = await sub.__anext__()
+                    assert type(event).__name__ == "ResourceUpdated" and event.uri == "clawai://h/mem://doc", event
+                # The client's subscription ended: the gateway's follows the lists only again.
+                await poll(lambda: len(listens()) == 3, 10, "the gateway to subscribe without the resource")
+        # Lists only; with the resource while the client followed it; lists only, once it stopped.
+        followed = [r["params"]["notifications"].get("resourceSubscriptions") for r in listens()]
+        assert followed == [None, ["mem://doc"], None], listens()

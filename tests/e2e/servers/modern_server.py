@@ -2,7 +2,7 @@
 """An MCP server that speaks only the stateless revision, 2026-07-28 (stdlib only).
 
     modern_server.py [--name NAME] [--log F]                  # stdio
-    modern_server.py --http PORT_FILE [--name NAME] [--log F]  # Streamable HTTP, no sessions
+    modern_server.py --http PORT_FILE [--name NAME] [--log F] [--cancel-by-close]  # Streamable HTTP, no sessions
 
 It has no `initialize`: over stdio it answers it -32022 (UnsupportedProtocolVersion), over
 HTTP 404 with -32601 (an unknown method). `server/discover` says what it is. Every other
@@ -23,7 +23,9 @@ without the extension: an error result).
 `subscriptions/listen` is served as the revision says: the acknowledgment (of the list
 changes asked for), then the notifications, each with the subscription's id in `_meta`;
 over stdio until `notifications/cancelled` names it, over HTTP on the POST's event stream
-until the client closes it or cancels it. Each request is logged to F as {"method", "meta", "params"}.
+until the client closes it or cancels it (with --cancel-by-close: until it closes it; a
+cancellation POSTed is ignored, as the revision allows). The end of a stream is logged as
+{"method": "subscription ended", "params": {"id"}}. Each request is logged to F as {"method", "meta", "params"}.
 """
 
 import argparse
@@ -53,6 +55,7 @@ class Server:
         self.subscriptions: dict[str, tuple] = {}  # json id -> (id, filter, send(message))
         self.tasks: dict[str, dict] = {}
         self.task_numbers = itertools.count(1)
+        self.cancel_by_close = False
 
     def record(self, method: str, meta: dict, params: dict | None = None) -> None:
         if self.log:
@@ -243,7 +246,7 @@ def serve_http(server: Server, port_file: str) -> None:
         def do_POST(self):
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             if "id" not in message:
-                if message.get("method") == "notifications/cancelled":
+                if message.get("method") == "notifications/cancelled" and not server.cancel_by_close:
                     server.unlisten((message.get("params") or {}).get("requestId"))
                 return self.reply(202, None)
             method = message.get("method")
@@ -283,6 +286,7 @@ def serve_http(server: Server, port_file: str) -> None:
                 pass
             finally:
                 server.unlisten(message.get("id"))
+                server.record("subscription ended", {}, {"id": message.get("id")})
 
     httpd = http_server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     pathlib.Path(port_file).write_text(str(httpd.server_address[1]))
@@ -294,8 +298,10 @@ def main() -> None:
     parser.add_argument("--name", default="modern")
     parser.add_argument("--log")
     parser.add_argument("--http", metavar="PORT_FILE")
+    parser.add_argument("--cancel-by-close", action="store_true")
     options = parser.parse_args()
     server = Server(options.name, options.log)
+    server.cancel_by_close = options.cancel_by_close
     if options.http:
         serve_http(server, options.http)
     else:
