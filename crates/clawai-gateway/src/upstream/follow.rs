@@ -94,11 +94,11 @@ impl Upstream {
         if on && self.capability("resources/subscribe") != Some(Value::Bool(true)) {
             return false;
         }
-        let generation = {
+        let changed = {
             let mut wanted = lock(&self.following.wanted);
-            let changed = if on { wanted.resources.insert(uri.to_owned()) } else { wanted.resources.remove(uri) };
-            self.wanted_changed(changed)
+            if on { wanted.resources.insert(uri.to_owned()) } else { wanted.resources.remove(uri) }
         };
+        let generation = self.wanted_changed(changed);
         if on {
             self.until_acknowledged(generation).await;
         }
@@ -108,17 +108,18 @@ impl Upstream {
     /// A session wants to be told of the server's task `task` (its own id), from when the
     /// server acknowledged it (or a while passed); or no more.
     pub(crate) async fn follow_task(self: &Arc<Self>, task: &str, on: bool) {
-        let generation = {
+        let changed = {
             let mut wanted = lock(&self.following.wanted);
-            let changed = if on { wanted.tasks.insert(task.to_owned()) } else { wanted.tasks.remove(task) };
-            self.wanted_changed(changed)
+            if on { wanted.tasks.insert(task.to_owned()) } else { wanted.tasks.remove(task) }
         };
+        let generation = self.wanted_changed(changed);
         if on {
             self.until_acknowledged(generation).await;
         }
     }
 
-    /// What is wanted changed (or not): the generation that has it.
+    /// What is wanted changed (or not): the generation that has it (bumped after the
+    /// change, so that a subscription of that generation was cut with it).
     fn wanted_changed(self: &Arc<Self>, changed: bool) -> u64 {
         if !changed {
             return self.following.generation.load(Ordering::SeqCst);
@@ -164,6 +165,8 @@ impl Upstream {
         let mut wait = FIRST_RELISTEN;
         let mut stale: Option<Value> = None;
         loop {
+            // Read before what is wanted: a subscription never counts for a change it lacks.
+            let generation = self.following.generation.load(Ordering::SeqCst);
             let filter = self.filter();
             if self.run.load(Ordering::SeqCst) + 1 != run || !self.is_up() || filter.is_empty() {
                 self.stop_following(stale.take(), run).await;
@@ -175,7 +178,6 @@ impl Upstream {
             }
             // Known before it is sent: the acknowledgment may come at once.
             let id = self.next_id();
-            let generation = self.following.generation.load(Ordering::SeqCst);
             lock(&self.following.opened).insert(id_key(&id), generation);
             let opened = self.start_request_as(id, LISTEN, Some(json!({"notifications": filter}))).await;
             if let Some(old) = stale.take() {
