@@ -1,15 +1,21 @@
 """What a request carries, kept through `clawai gateway`: its id comes back byte for byte,
 whatever JSON number the client wrote (integers beyond 64 bits, exponents, trailing zeros:
-a parser would make them floats), alongside strings and 0; and the capabilities a
+a parser would make them floats; -0; 1e400, which a parser refuses), alongside strings and
+0; a cancellation naming such an id reaches the server under the id the server saw, and
+the audit trail shows the id as written; and the capabilities a
 2026-07-28 request declares decide what its server may ask during it, never another
 request's."""
 
 import json
 import re
+import subprocess
+import time
 
 import pytest
 
-from gateway_support import RawGateway, gateway_args, gateway_missing, has_all, scripted, write_config
+from conftest import clawai_bin
+from gateway_support import (RawGateway, calls_received, gateway_args, gateway_missing, has_all, read_log, scripted,
+                             write_config)
 
 _MISSING = gateway_missing()
 pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
@@ -27,7 +33,7 @@ def exchange(gw: RawGateway, raw_id: str, method: str, params: str) -> bytes:
 
 
 @pytest.mark.parametrize("raw_id", ["123456789012345678901234567890", "-98765432109876543210987", "1e3", "2.50",
-                                    "0", '"s-1"', "18446744073709551615"])
+                                    "0", '"s-1"', "18446744073709551615", "-0", "1e400"])
 def test_every_id_comes_back_as_the_client_wrote_it(tmp_path, raw_id):
     config = write_config(tmp_path / "gateway.json", {"a": scripted("a")})
     gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
@@ -41,6 +47,51 @@ def test_every_id_comes_back_as_the_client_wrote_it(tmp_path, raw_id):
             assert b'"result"' in answer, answer[:300]
     finally:
         gw.kill()
+
+
+def wait_for(condition, what: str, timeout: float = 10):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+@pytest.mark.parametrize("raw_id,in_trail", [("123456789012345678901234567890", "123456789012345678901234567890"),
+                                             ("-0", "-0"), ("2.50", "2.50"),
+                                             # beyond a double: the trail's readers refuse it as a number
+                                             ("1e400", '"clawai-number:1e400"')])
+def test_a_cancellation_naming_an_id_json_would_alter_reaches_the_server_and_the_trail_shows_it(tmp_path, raw_id,
+                                                                                                  in_trail):
+    log = tmp_path / "a.log"
+    config = write_config(tmp_path / "gateway.json", {"a": scripted("a", "--log", log)})
+    gw = RawGateway(tmp_path, gateway_args(tmp_path, config))
+    try:
+        gw.initialize()
+        gw.wait_listed(has_all("a__slow"), timeout=10)
+        call = f'{{"jsonrpc":"2.0","id":{raw_id},"method":"tools/call","params":{{"name":"a__slow","arguments":{{"seconds":30}}}}}}\n'
+        gw.proc.stdin.write(call.encode())
+        gw.proc.stdin.flush()
+        seen = wait_for(lambda: calls_received(log, "slow"), "the call to reach the server")
+        cancel = f'{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{raw_id},"reason":"no"}}}}\n'
+        gw.proc.stdin.write(cancel.encode())
+        gw.proc.stdin.flush()
+        # The server saw the call under the gateway's id, and the cancellation names that id.
+        cancelled = wait_for(lambda: read_log(log)[1], "the server to see the cancellation")
+        assert cancelled == [f"cancelled {json.dumps(seen[0]['id'])}"], cancelled
+    finally:
+        gw.kill()
+    trail = (tmp_path / "audit.jsonl").read_text().splitlines()
+    call_lines = [line for line in trail if '"kind":"request"' in line and '"tool":"slow"' in line]
+    assert len(call_lines) == 1, trail
+    assert f'"id":{in_trail},' in call_lines[0], call_lines[0]
+    # The trail stays readable and whole with it.
+    verified = subprocess.run([clawai_bin(), "audit", "verify", "--audit", str(tmp_path / "audit.jsonl")],
+                              capture_output=True, text=True, timeout=30)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    shown = subprocess.run([clawai_bin(), "audit", "query", "--audit", str(tmp_path / "audit.jsonl"), "--tool", "slow"],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and "slow" in shown.stdout, shown.stdout + shown.stderr
 
 
 def modern(rid: str, method: str, params: dict, capabilities: dict) -> dict:

@@ -28,6 +28,11 @@ pub(crate) fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
     encode(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
 }
 
+/// A JSON-RPC error response with `data`.
+pub(crate) fn error_with_data(id: &Value, code: i64, message: &str, data: Value) -> Vec<u8> {
+    encode(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}}))
+}
+
 /// A JSON-RPC result response.
 pub(crate) fn result(id: &Value, result: Value) -> Vec<u8> {
     encode(&json!({"jsonrpc": "2.0", "id": id, "result": result}))

@@ -19,6 +19,7 @@ mod subscriptions;
 mod tasks;
 
 pub(crate) use search::{embedding_texts, index as search_index, tool_json as search_tool_json};
+pub(crate) use tasks::{EXTENSION as TASKS_EXTENSION, NOTIFIED as TASK_NOTIFIED};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -77,9 +78,9 @@ pub(crate) struct Session {
     tasks: Mutex<HashMap<String, tasks::Task>>,
     /// The client's open `subscriptions/listen` requests.
     listening: Mutex<Vec<subscriptions::Listening>>,
-    /// The session is an HTTP front's (`Session::open`), whose stateless requests carry
-    /// no stream for a subscription's notifications.
-    behind_http: std::sync::atomic::AtomicBool,
+    /// The `subscriptions/listen` requests being set up (their ids, as JSON text): one the
+    /// client cancels meanwhile is not opened.
+    opening: Mutex<HashSet<String>>,
     /// What the policy's `rate`, `taint` and `tainted` remember of this client session,
     /// shared by its guards of every server: data one server's tool read taints calls
     /// to the others.
@@ -118,7 +119,6 @@ impl Session {
     pub(crate) fn open(core: &Arc<Core>, shared: Option<&str>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
         let (session, mut queued) = Session::new(core, shared);
-        session.behind_http.store(true, std::sync::atomic::Ordering::Relaxed);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
@@ -129,7 +129,7 @@ impl Session {
         });
         tokio::spawn(async move {
             while let Some(message) = from_client.recv().await {
-                session.from_client(message).await;
+                session.from_client(crate::raw_ids::carry(message)).await;
             }
             session.closed().await;
         });
@@ -162,7 +162,7 @@ impl Session {
             request_capabilities: Mutex::default(),
             tasks: Mutex::default(),
             listening: Mutex::default(),
-            behind_http: Default::default(),
+            opening: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
         core.add_session(&session);
@@ -258,19 +258,13 @@ impl Session {
         }
     }
 
-    /// One message from the client (the front checked it is one valid JSON-RPC message).
+    /// One message from the client (the front checked it is one valid JSON-RPC message,
+    /// its ids carried: [`crate::raw_ids::carry`]).
     pub(crate) async fn from_client(self: &Arc<Self>, bytes: Vec<u8>) {
-        let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
+        let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
             self.send(rewrite::error(&Value::Null, clawai_protocol::reply::PARSE_ERROR, "not JSON"));
             return;
         };
-        // An id parsing would change (a float, an integer beyond 64 bits) goes back as written.
-        if let Some(id) = message.get("id")
-            && let Some(raw) = clawai_protocol::skim::skim(&bytes).and_then(|skim| skim.id)
-            && let Some(carried) = crate::raw_ids::carried(id, raw)
-        {
-            message["id"] = carried;
-        }
         let method = message.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         match (method, id) {
@@ -336,10 +330,17 @@ impl Session {
             }
             methods::COMPLETION_COMPLETE => self.complete(id, message).await,
             methods::LOGGING_SET_LEVEL => self.set_log_level(&id, &params, modern),
-            "subscriptions/listen" => self.listen(id, &params),
-            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL | methods::TASKS_LIST => {
-                self.task_request(method, id, message, modern).await
+            "subscriptions/listen" => {
+                // Subscribing servers may take a while: the client's other messages do not wait.
+                self.opening_subscription(&id);
+                let this = Arc::clone(self);
+                tokio::spawn(async move { this.listen(id, &params).await });
             }
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_CANCEL
+            | methods::TASKS_LIST
+            | tasks::UPDATE => self.task_request(method, id, message, modern).await,
             _ => match ListKind::of_method(method) {
                 Some(kind) => self.list(kind, &id, &params, modern),
                 None => self.send(rewrite::error(
@@ -415,6 +416,7 @@ impl Session {
 
     /// The client went away: what it still waits for is cancelled at the servers.
     pub(crate) async fn closed(self: &Arc<Self>) {
+        self.stop_all_listening();
         let calls: Vec<(Weak<Upstream>, String)> = lock(&self.calls).drain().map(|(_, call)| call).collect();
         for (upstream, key) in calls {
             if let Some(upstream) = upstream.upgrade() {

@@ -49,6 +49,10 @@ pub async fn serve(gateway: &Gateway, max_message: usize) -> io::Result<i32> {
                 Ok(None) => break Ok(()),
                 Ok(Some(Frame::Line(line))) if line.iter().all(u8::is_ascii_whitespace) => {}
                 Ok(Some(Frame::Line(line))) => {
+                    // An id parsing would change (a float, an integer beyond 64 bits) or
+                    // refuse (`1e400`) goes back as written, and a cancellation naming it
+                    // finds it: carried as a string before anything reads the line.
+                    let line = crate::raw_ids::carry(line);
                     if !reading.refuse_unparsable(&line) {
                         runtime.block_on(reading.receive(line));
                     }

@@ -9,17 +9,20 @@
 use clawai_protocol::methods;
 pub(crate) mod connect;
 mod failure;
+mod follow;
 mod messages;
 mod modern;
+mod own;
 pub(crate) mod per_client;
 mod pins;
+mod resources;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use clawai_proxy::{Guard, Verdict};
+use clawai_proxy::Guard;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -27,7 +30,6 @@ use crate::catalog::ListKind;
 use crate::config::{ServerEntry, SessionMode};
 use crate::core::Core;
 use crate::lock;
-use crate::rewrite::{encode, id_key};
 use crate::session::Session;
 use per_client::Role;
 
@@ -150,6 +152,8 @@ pub(crate) struct Upstream {
     failures: failure::Failures,
     /// It speaks 2026-07-28 only: its requests carry the revision in `_meta`.
     modern: std::sync::atomic::AtomicBool,
+    /// What the gateway's subscription to a 2026-07-28 server follows.
+    following: follow::Following,
 }
 
 /// Where messages for the server go: a child's stdin, written by whoever sends (no task
@@ -212,6 +216,7 @@ impl Upstream {
             run: AtomicU64::new(0),
             failures: failure::Failures::default(),
             modern: Default::default(),
+            following: Default::default(),
         })
     }
 
@@ -380,50 +385,6 @@ impl Upstream {
     /// Where the summary of this server's sandbox is kept once it started.
     pub(crate) fn sandbox_cell(&self) -> clawai_proxy::guard::SandboxCell {
         self.guard.sandbox_cell()
-    }
-
-    /// A request of the gateway's own, through the gateway's guard for this server.
-    async fn request(&self, method: &str, params: Option<Value>, wait: Duration) -> Result<Value, String> {
-        let id = self.next_id();
-        let key = id_key(&id);
-        let (answer, answered) = oneshot::channel();
-        self.expect(key.clone(), Pending::Own(answer));
-        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
-        if let Some(params) = params {
-            message["params"] = params;
-        }
-        let bytes = encode(&message);
-        if !matches!(self.guard.from_client(&bytes), Verdict::Forward) {
-            self.forget(&key);
-            return Err(format!("the policy refused the gateway's own `{method}`"));
-        }
-        self.guard.write_pending_decisions();
-        if !self.send(bytes).await {
-            self.forget(&key);
-            return Err("the server is not running".into());
-        }
-        match tokio::time::timeout(wait, answered).await {
-            Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(error))) => Err(format!(
-                "`{method}` failed ({}): {}",
-                error.get("code").and_then(Value::as_i64).unwrap_or_default(),
-                error.get("message").and_then(Value::as_str).unwrap_or("an error without a message")
-            )),
-            Ok(Err(_)) => Err(format!("the server went away before answering `{method}`")),
-            Err(_) => {
-                self.forget(&key);
-                Err(format!("no answer to `{method}` in {}s", wait.as_secs()))
-            }
-        }
-    }
-
-    /// A notification of the gateway's own.
-    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
-        let bytes = crate::rewrite::notification(method, params);
-        if matches!(self.guard.from_client(&bytes), Verdict::Forward) {
-            self.guard.write_pending_decisions();
-            self.send(bytes).await;
-        }
     }
 
     /// Starts, serves, and restarts the server with backoff, until it is stopped.

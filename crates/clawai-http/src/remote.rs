@@ -37,6 +37,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 mod cause;
 mod expiry;
+mod open_requests;
 
 pub use cause::error_chain;
 mod options;
@@ -136,12 +137,18 @@ impl Remote {
 
     async fn run(self: Arc<Self>, mut to_server: mpsc::Receiver<Vec<u8>>) {
         let mut requests = JoinSet::new();
+        let mut open = open_requests::OpenRequests::default();
         while let Some(message) = to_server.recv().await {
             let route = Route::of(&message);
             if route.is_request() {
+                let stateless = route.id.clone().filter(|_| open_requests::is_stateless(&message));
                 let remote = Arc::clone(&self);
-                requests.spawn(async move { remote.post(message, route).await });
+                let post = requests.spawn(async move { remote.post(message, route).await });
+                if let Some(id) = stateless {
+                    open.track(id, post);
+                }
             } else {
+                open.cancel(&route, &message);
                 self.post(message, route).await;
             }
             while requests.try_join_next().is_some() {}

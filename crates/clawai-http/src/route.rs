@@ -2,7 +2,7 @@
 //! a request or a response, and its progress token. Read with the skim (no full parse)
 //! where it can, strictly otherwise.
 
-use clawai_protocol::skim::{member, skim};
+use clawai_protocol::skim::{member, members_named, skim};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -15,7 +15,13 @@ pub(crate) struct Route {
     pub method: Option<String>,
     /// `params._meta.progressToken`, as written.
     pub progress_token: Option<String>,
+    /// `params._meta["io.modelcontextprotocol/subscriptionId"]`, as written: the
+    /// `subscriptions/listen` request a notification belongs to (2026-07-28).
+    pub subscription: Option<String>,
 }
+
+/// `_meta` key naming the subscription a notification belongs to.
+pub(crate) const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
 
 #[derive(Deserialize)]
 struct View<'a> {
@@ -41,12 +47,18 @@ impl Route {
                 Err(_) => return Route::default(),
             },
         };
-        let progress_token = params
-            .as_deref()
-            .and_then(|params| member(params, b"_meta"))
-            .and_then(|meta| member(meta, b"progressToken"))
-            .map(|token| String::from_utf8_lossy(token).into_owned());
-        Route { id: id.map(|id| String::from_utf8_lossy(&id).into_owned()), method, progress_token }
+        let meta = params.as_deref().and_then(|params| member(params, b"_meta"));
+        let [progress_token, subscription] = match meta {
+            Some(meta) => members_named(meta, [b"progressToken".as_slice(), SUBSCRIPTION_ID_META.as_bytes()]),
+            None => [None, None],
+        };
+        let text = |raw: &[u8]| String::from_utf8_lossy(raw).into_owned();
+        Route {
+            id: id.map(|id| text(&id)),
+            method,
+            progress_token: progress_token.map(text),
+            subscription: subscription.map(text),
+        }
     }
 
     /// [`Route::of`]; for a batch of answers, the route of its first answer (a batch is
@@ -100,5 +112,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#;
         assert_eq!(Route::reported_progress_token(progress).as_deref(), Some("\"t\""));
         assert_eq!(Route::of(b"[1,2]"), Route::default());
+        let told = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"clawai-3"}}}"#;
+        assert_eq!(Route::of(told).subscription.as_deref(), Some("\"clawai-3\""));
     }
 }

@@ -46,8 +46,15 @@ impl Originals {
     pub(crate) fn restore(&self, message: Vec<u8>) -> Vec<u8> {
         let Ok(mut value) = serde_json::from_slice::<Value>(&message) else { return message };
         let route = Route::of(&message);
+        // A subscription's messages name it by its request's id, in `_meta`.
+        let subscription = format!("/_meta/{}", crate::route::SUBSCRIPTION_ID_META.replace('/', "~1"));
         if route.is_response() {
             value["id"] = self.id.clone();
+            if let Some(slot) = value.get_mut("result").and_then(|result| result.pointer_mut(&subscription)) {
+                *slot = self.id.clone();
+            }
+        } else if let Some(slot) = value.get_mut("params").and_then(|params| params.pointer_mut(&subscription)) {
+            *slot = self.id.clone();
         } else if let (Some(token), Some(slot)) = (&self.progress_token, value.pointer_mut("/params/progressToken")) {
             *slot = token.clone();
         } else {
@@ -252,6 +259,14 @@ impl Session {
             {
                 // clawai's question about a held call goes on that call's stream.
                 Some(held)
+            } else if let Some(listening) = route
+                .subscription
+                .as_deref()
+                .and_then(|subscription| routes.waiting.iter().find(|(id, _)| id == subscription))
+                .map(|(_, stream)| stream.clone())
+            {
+                // A subscription's notification goes on its `subscriptions/listen` stream.
+                Some(listening)
             } else {
                 let by_token = (route.method.as_deref() == Some(methods::PROGRESS))
                     .then(|| Route::reported_progress_token(&message))
@@ -330,5 +345,26 @@ impl Session {
             child.shut_down(grace).await;
         }
         self.guard.flush_audit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscriptions_messages_get_the_clients_own_id_back() {
+        let originals = Originals { id: json!(7), progress_token: None };
+        let told = br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"clawai-3"}}}"#;
+        let told: Value = serde_json::from_slice(&originals.restore(told.to_vec())).unwrap();
+        assert_eq!(told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], json!(7));
+        let closed = br#"{"jsonrpc":"2.0","id":"clawai-3","result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"clawai-3"}}}"#;
+        let closed: Value = serde_json::from_slice(&originals.restore(closed.to_vec())).unwrap();
+        assert_eq!(
+            (&closed["id"], &closed["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]),
+            (&json!(7), &json!(7))
+        );
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#.to_vec();
+        assert_eq!(originals.restore(other.clone()), other);
     }
 }

@@ -79,11 +79,10 @@ impl Session {
             }
             methods::RESOURCES_UNSUBSCRIBE => {
                 lock(&self.state).subscriptions.remove(&uri);
-                // A shared server's session stays subscribed while any client is (a
-                // per-client server's instance is this session's alone).
-                if !upstream.is_per_client()
-                    && self.core.sessions().iter().any(|s| lock(&s.state).subscriptions.contains(&uri))
-                {
+                // A shared server's session stays subscribed while any client is, by
+                // `resources/subscribe` or on a subscription (a per-client server's
+                // instance is this session's alone).
+                if !upstream.is_per_client() && self.core.sessions().iter().any(|s| s.wants_resource(&uri)) {
                     return self.answer(&id, json!({}), modern);
                 }
             }
@@ -95,7 +94,7 @@ impl Session {
     }
 
     /// The running server a listed resource URI belongs to, when this session may read it.
-    fn resource_server(&self, uri: &str) -> Option<Arc<Upstream>> {
+    pub(super) fn resource_server(&self, uri: &str) -> Option<Arc<Upstream>> {
         let (server, _) = names::split_resource_uri(uri)?;
         self.core.upstream(server).filter(|upstream| crate::view::resources_shown(upstream.entry.internal_only))
     }
@@ -226,7 +225,7 @@ impl Session {
         }
         message["id"] = upstream_id;
         lock(&self.calls).insert(id_key(&client_id), (Arc::downgrade(upstream), key.clone()));
-        pair.guard.client_sent_id(&key, &id_key(&client_id));
+        pair.guard.client_sent_id(&key, &crate::raw_ids::trail_text(&client_id));
         upstream.expect(
             key.clone(),
             Pending::Call(CallFrom { session: Arc::downgrade(self), client_id, upstream_id: key, token }),
@@ -245,8 +244,12 @@ impl Session {
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
         pair.guard.write_pending_decisions();
+        // A 2026-07-28 server has no `resources/subscribe`: the gateway subscribes for it.
+        if pair.upstream.subscribe_for_client(&bytes).await {
+            return;
+        }
         // The guard saw the client's revision; the server gets the one it agreed on.
-        let bytes = rewrite::without_protocol_meta(bytes);
+        let bytes = pair.upstream.outgoing(bytes);
         if !pair.upstream.send(bytes.clone()).await
             && let Ok(message) = serde_json::from_slice::<Value>(&bytes)
             && let Some(id) = message.get("id").filter(|_| message.get("method").is_some())

@@ -151,9 +151,11 @@ impl Session {
         }
     }
 
-    /// A resource changed: told to the client if it subscribed to it.
-    pub(crate) async fn resource_updated(&self, listed: &str, message: &Value) {
-        if lock(&self.state).subscriptions.contains(listed) {
+    /// A resource of `upstream` changed: told to the client if it subscribed to it, on
+    /// the subscription that asked for it (2026-07-28) or as older revisions are told.
+    pub(crate) async fn resource_updated(&self, upstream: &Upstream, listed: &str, message: &Value) {
+        let told = self.tell_resource_subscriptions(upstream, listed, message);
+        if !told && lock(&self.state).subscriptions.contains(listed) {
             let mut message = message.clone();
             message["params"]["uri"] = json!(listed);
             self.send(rewrite::encode(&message));

@@ -34,6 +34,13 @@ impl Session {
             if upstream.capability("tasks").is_some() {
                 capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
             }
+            // The 2026-07-28 tasks extension, served as its servers serve it.
+            if upstream
+                .capability("extensions")
+                .is_some_and(|extensions| extensions.get(super::tasks::EXTENSION).is_some())
+            {
+                capabilities["extensions"][super::tasks::EXTENSION] = json!({});
+            }
         }
         capabilities
     }

@@ -95,7 +95,7 @@ impl Session {
             if missing.len() == 1 { "it" } else { "them" },
             if missing.len() == 1 { "an argument" } else { "arguments" },
         );
-        self.with_own_requests(|own| own.refuse_invalid(method, &id.to_string(), listed, &why));
+        self.with_own_requests(|own| own.refuse_invalid(method, &crate::raw_ids::trail_text(id), listed, &why));
         match method {
             "prompts/get" => {
                 let error = format!("clawai gateway: {why}");
@@ -130,14 +130,14 @@ impl Session {
         doing: &str,
     ) -> OwnVerdict {
         let params = message.get("params").map(Json::from);
-        let id = id.to_string();
+        let id = crate::raw_ids::trail_text(id);
         let request = OwnRequest { method, id: &id, name: listed, params: params.as_ref(), stateless: modern };
         self.with_own_requests(|own| own.decide(&request, doing))
     }
 
     /// Records a request for a name this session cannot use (hidden or not there).
     pub(super) fn record_unknown(&self, method: &str, id: &Value, name: &str) {
-        self.with_own_requests(|own| own.refuse_unknown(method, &id.to_string(), name));
+        self.with_own_requests(|own| own.refuse_unknown(method, &crate::raw_ids::trail_text(id), name));
     }
 
     /// Runs `then` with the stage that decides and records what the gateway answers

@@ -6,6 +6,12 @@
 //! instance that holds it, under an id of the gateway's, through the session's guard.
 //! `tasks/list` answers with the session's own tasks, as their servers last reported them;
 //! a server's `notifications/tasks/status` goes to the task's session only.
+//!
+//! The tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`) is served the same
+//! way: a call answered `resultType: "task"` (the task's fields in the result itself)
+//! creates the session's task, `tasks/get`, `tasks/update` (the client's `inputResponses`
+//! for the task's `inputRequests`) and `tasks/cancel` go to the server that holds it, and
+//! its `notifications/tasks` to the task's session only.
 
 use std::sync::Arc;
 
@@ -16,6 +22,13 @@ use super::{Session, lock};
 use crate::names;
 use crate::rewrite;
 use crate::upstream::Upstream;
+
+/// The tasks extension's request carrying a client's input for a task.
+pub(crate) const UPDATE: &str = "tasks/update";
+/// The tasks extension's notification of a task's state.
+pub(crate) const NOTIFIED: &str = "notifications/tasks";
+/// The tasks extension's name, as capabilities declare it.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// `_meta` key that ties a message to a task.
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
@@ -29,8 +42,8 @@ pub(crate) struct Task {
 }
 
 impl Session {
-    /// `tasks/get`, `tasks/result`, `tasks/cancel`: to the server that holds the task;
-    /// `tasks/list`: the session's tasks.
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`: to the server that
+    /// holds the task; `tasks/list`: the session's tasks.
     pub(super) async fn task_request(self: &Arc<Self>, method: &str, id: Value, mut message: Value, modern: bool) {
         if method == methods::TASKS_LIST {
             let tasks: Vec<Value> = lock(&self.tasks).values().map(|task| task.last.clone()).collect();
@@ -82,8 +95,23 @@ impl Session {
             task.last = params.clone();
         }
         drop(tasks);
-        self.send(rewrite::encode(&message));
+        if message.get("method").and_then(Value::as_str) == Some(NOTIFIED) {
+            // The extension's notifications come on the subscriptions that follow the task.
+            let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+            self.tell_task_subscriptions(&listed, params);
+        } else {
+            self.send(rewrite::encode(&message));
+        }
         true
+    }
+
+    /// The server instance that holds this session's task `listed`, and the task's own
+    /// id there, when the task is this session's.
+    pub(super) async fn task_server(self: &Arc<Self>, listed: &str) -> Option<(Arc<Upstream>, String)> {
+        let instance = lock(&self.tasks).get(listed)?.instance;
+        let (server, original) = listed.split_once(names::SEPARATOR)?;
+        let upstream = self.core.upstream(server)?.serving(self).await.ok()?;
+        (upstream.instance == instance).then(|| (upstream, original.to_owned()))
     }
 
     fn keep_task(&self, upstream: &Upstream, task: Value) {

@@ -228,6 +228,10 @@ impl Upstream {
             self.set_status(Status::Up);
         }
         self.came_up();
+        // A 2026-07-28 server says what changes only on a subscription (`follow`).
+        self.follow();
+        let this = Arc::clone(&self);
+        tokio::spawn(async move { this.resubscribe_resources().await });
         if self.is_own_instance() {
             // Its items are its lister's, in the catalog already.
             tracing::info!("server `{}`: a client session's instance is up", self.name);

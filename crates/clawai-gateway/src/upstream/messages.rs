@@ -111,6 +111,13 @@ impl Upstream {
             methods::TOOLS_LIST_CHANGED => self.refresh_later(&[ListKind::Tools]),
             methods::PROMPTS_LIST_CHANGED => self.refresh_later(&[ListKind::Prompts]),
             methods::RESOURCES_LIST_CHANGED => self.refresh_later(&[ListKind::Resources, ListKind::Templates]),
+            // The gateway's own subscription (`modern`) is acknowledged: recorded, and
+            // nobody else's business.
+            super::follow::ACKNOWLEDGED => {
+                if matches!(self.guard.from_server(&bytes), Verdict::Forward) {
+                    self.acknowledged(&message);
+                }
+            }
             methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
                 let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
@@ -129,7 +136,8 @@ impl Upstream {
                     }
                 }
             }
-            "notifications/tasks/status" => {
+            // A task's state, of 2025-11-25 tasks or of the 2026-07-28 extension.
+            "notifications/tasks/status" | crate::session::TASK_NOTIFIED => {
                 // To the session whose task it is, only.
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
@@ -147,7 +155,7 @@ impl Upstream {
                 if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
                     let listed = crate::names::resource_uri(&self.name, uri);
                     for session in self.audience(&core) {
-                        session.resource_updated(&listed, &message).await;
+                        session.resource_updated(self, &listed, &message).await;
                     }
                 }
             }

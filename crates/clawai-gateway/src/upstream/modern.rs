@@ -4,6 +4,7 @@
 //! `_meta`, as that revision requires (the server is told nothing else: no
 //! `notifications/initialized`). Their `input_required` results pass to the calling
 //! client as any result does, and its retry back.
+//! What such a server says unasked comes on a subscription of the gateway's ([`super::follow`]).
 
 use std::sync::atomic::Ordering;
 
@@ -14,13 +15,39 @@ use crate::rewrite::{CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META};
 
 /// The stateless revision.
 const MODERN: &str = "2026-07-28";
+/// The 2026-07-28 tasks extension.
+const TASKS_EXTENSION: &str = crate::session::TASKS_EXTENSION;
 /// `_meta` key of the client's name.
 const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 
 impl Upstream {
     /// Whether the server speaks 2026-07-28 only (its requests are stamped).
-    pub(super) fn speaks_modern(&self) -> bool {
+    pub(crate) fn speaks_modern(&self) -> bool {
         self.modern.load(Ordering::SeqCst)
+    }
+
+    /// A client's message on its way to the server, in the revision the server speaks:
+    /// the client's 2026-07-28 keys of `_meta` are taken out (a 2026-07-28 server's
+    /// requests get the gateway's, [`stamp_request`]), but a request that declared the
+    /// tasks extension keeps it declared to a 2026-07-28 server, which may then answer
+    /// with a task: a task that goes, as it is, to the client that can take it.
+    pub(crate) fn outgoing(&self, bytes: Vec<u8>) -> Vec<u8> {
+        if !self.speaks_modern() || memchr::memmem::find(&bytes, TASKS_EXTENSION.as_bytes()).is_none() {
+            return crate::rewrite::without_protocol_meta(bytes);
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else { return bytes };
+        let declared = message
+            .pointer("/params/_meta")
+            .and_then(|meta| meta.get(CLIENT_CAPABILITIES_META))
+            .and_then(|capabilities| capabilities.get("extensions"))
+            .is_some_and(|extensions| extensions.get(TASKS_EXTENSION).is_some());
+        crate::rewrite::strip_protocol_meta(&mut message);
+        if declared {
+            let mut capabilities = gateway_capabilities();
+            capabilities["extensions"][TASKS_EXTENSION] = json!({});
+            message["params"]["_meta"][CLIENT_CAPABILITIES_META] = capabilities;
+        }
+        crate::rewrite::encode(&message)
     }
 
     /// After `initialize` failed: `server/discover`, and what it says as an `initialize`
@@ -52,6 +79,11 @@ impl Upstream {
     }
 }
 
+/// What the gateway itself can take: requests for input come back to it in results.
+fn gateway_capabilities() -> Value {
+    json!({"elicitation": {}, "sampling": {}, "roots": {}})
+}
+
 /// A request for a 2026-07-28 server, with the revision, the gateway's capabilities and
 /// name in its `_meta` (those it carries already stay); anything else as it is.
 pub(super) fn stamp_request(message: Vec<u8>) -> Vec<u8> {
@@ -67,8 +99,7 @@ pub(super) fn stamp_request(message: Vec<u8>) -> Vec<u8> {
     }
     let meta = value["params"]["_meta"].as_object_mut().expect("an object");
     meta.entry(PROTOCOL_VERSION_META).or_insert_with(|| json!(MODERN));
-    // What the gateway itself can take: requests for input come back to it in results.
-    meta.entry(CLIENT_CAPABILITIES_META).or_insert_with(|| json!({"elicitation": {}, "sampling": {}, "roots": {}}));
+    meta.entry(CLIENT_CAPABILITIES_META).or_insert_with(gateway_capabilities);
     meta.entry(CLIENT_INFO_META)
         .or_insert_with(|| json!({"name": "clawai-gateway", "version": env!("CARGO_PKG_VERSION")}));
     serde_json::to_vec(&value).expect("a JSON value encodes")

@@ -1,5 +1,6 @@
 //! The results stage: what a server returns (`tools/call`, `resources/read`,
-//! `prompts/get`, `tasks/result` results) on its way to the client.
+//! `prompts/get`, `tasks/result` results, and `tasks/get`'s, where a task of the
+//! 2026-07-28 extension hands its result over) on its way to the client.
 //!
 //! * Credentials (the shapes the audit trail redacts: private keys, cloud and API tokens,
 //!   passwords in URLs) are replaced by `[REDACTED]`, unless `[guards] results = "flag"`:
@@ -40,8 +41,10 @@ struct Read {
     may_hold_secrets: bool,
 }
 
-/// The methods whose results the stage reads.
-const GUARDED: [&str; 4] = [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET, methods::TASKS_RESULT];
+/// The methods whose results the stage reads. `tasks/get`: a task of the 2026-07-28 tasks
+/// extension hands over its result there (there is no `tasks/result`).
+const GUARDED: [&str; 5] =
+    [methods::TOOLS_CALL, methods::RESOURCES_READ, methods::PROMPTS_GET, methods::TASKS_RESULT, methods::TASKS_GET];
 
 /// The scanner of result text (no other servers' names: results mention tools freely).
 static SCANNER: LazyLock<Scanner> = LazyLock::new(Scanner::default);
