@@ -202,6 +202,20 @@ pub fn return_freed_memory() {
     }
 }
 
+/// Caps glibc's malloc arenas at two for the rest of the process, to be called at start
+/// when a model will run. Each thread that allocates may otherwise get an arena of its
+/// own (up to 8 per core), and an embedding pass leaves tens of MiB free in each: with
+/// 5,000 tools the gateway's RSS after the pass was 276 MiB (freed memory given back)
+/// and 185 MiB with two arenas, whose pass was also faster (57 s against 84 s, fewer
+/// pages faulted in). Does nothing outside glibc.
+pub fn few_allocator_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets one of glibc's allocator parameters; it takes no pointer.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 /// The dot product of two vectors; for [`Embedder::embed`]'s unit vectors, their cosine.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

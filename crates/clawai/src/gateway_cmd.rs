@@ -346,6 +346,7 @@ fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
         }
     }
     check_model(dir)?;
+    clawai_embed::few_allocator_arenas();
     let dir = dir.to_owned();
     Ok(SearchModel::start(Box::new(move || {
         let model = clawai_embed::Embedder::load(&dir).map_err(|error| error.to_string())?;
