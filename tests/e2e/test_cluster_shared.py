@@ -5,6 +5,7 @@ session's calls go round-robin straight to three replicas, and while Redis is aw
 nothing is allowed that one replica would refuse; once it is back, clients go on."""
 
 import concurrent.futures
+import hashlib
 import json
 import os
 import pathlib
@@ -369,3 +370,27 @@ def test_a_call_held_on_one_replica_is_approved_from_anywhere(tmp_path, redis):
             "the standing approval written from r1's call lets r2's identical call through"
     finally:
         stop_all([proc for proc, _ in replicas.values()] + [ui])
+
+
+def test_each_replica_records_the_newest_line_of_the_other_in_a_checkpoint(tmp_path, redis, monkeypatch):
+    """The trail of the replica that stops last names the final line of the one that
+    stopped first (what `clawai audit verify --postgres` checks in the database)."""
+    monkeypatch.setenv("CLAWAI_CHECKPOINT_SECONDS", "0.5")
+    replicas = start_gateways(tmp_path, redis, names=("r1", "r2"))
+    try:
+        for name, (_, port) in replicas.items():
+            session = initialize(port)
+            assert call(port, session, 1, "ext__echo", {"text": name})[0] == 200
+        time.sleep(1.5)
+        stop(replicas["r2"][0])
+        time.sleep(1.5)
+    finally:
+        stop_all([proc for proc, _ in replicas.values()])
+    last_of_r2 = (tmp_path / "r2" / "audit.jsonl").read_bytes().splitlines(keepends=True)[-1]
+    final = json.loads(last_of_r2)
+    seen = [head for event in read_audit(tmp_path / "r1" / "audit.jsonl") if event.get("kind") == "checkpoint"
+            for head in event["heads"] if head["writer"] == final["writer"]]
+    assert seen, "r1 recorded r2's heads"
+    assert seen[-1] == {"writer": final["writer"], "seq": final["seq"],
+                        "hash": hashlib.sha256(last_of_r2).hexdigest()}, "r1's last checkpoint names r2's final line"
+    assert all(earlier["seq"] < later["seq"] for earlier, later in zip(seen, seen[1:])), "a head is recorded once"

@@ -15,6 +15,8 @@
 //! * [`RedisDocuments`]: the pins, each server's a document with a version that every
 //!   write counts up (and a write that names the version it read, so the first
 //!   writer of a server's pins wins).
+//! * [`Redis::publish_head`] / [`Redis::published_heads`]: each audit writer's newest
+//!   line, which the others record in their `checkpoint` events.
 //!
 //! The traits are synchronous (the policy decides without awaiting): each step runs on
 //! this crate's own small runtime, where the connection lives, and the calling thread
@@ -22,6 +24,7 @@
 
 mod bridge;
 mod documents;
+mod heads;
 mod held;
 mod keyring;
 mod relay;
@@ -34,6 +37,7 @@ use std::time::Duration;
 use clawai_store::{Stores, Unavailable};
 
 pub use documents::{RedisAlways, RedisDocuments};
+pub use heads::PublishedHead;
 pub use held::RedisHeld;
 pub use keyring::RedisKeyring;
 pub use relay::{pending, relay};
@@ -117,6 +121,11 @@ impl Redis {
     /// replica's guards and appended to by "always" answers.
     pub fn approvals(&self) -> Arc<RedisDocuments> {
         Arc::new(RedisDocuments::new(self.clone(), "approvals"))
+    }
+
+    /// The replica id this connection names itself by.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// True when Redis answers a `PING` now.
