@@ -18,8 +18,8 @@ import pytest
 
 from conftest import ROOT, clawai_bin, read_audit
 from gateway_support import gateway_args, own_state, scripted, write_config
-from test_cluster import (PROTOCOL, REPLICAS, RedisServer, deployed, health, post, redis, start_haproxy, stop,
-                          stop_all, wait_listening)
+from test_cluster import (PROTOCOL, REPLICAS, RedisServer, deployed, health, post, redis, start_haproxy, start_nginx,
+                          stop, stop_all, wait_listening)
 from test_conformance import free_port
 
 __all__ = ["redis"]  # the fixture, used by name
@@ -120,8 +120,10 @@ def tool_names(port: int, session: str, number: int) -> set[str]:
     return {tool["name"] for tool in reply["result"]["tools"]}
 
 
-def test_a_session_survives_kill_9_of_its_replica_behind_haproxy(tmp_path, gateways):
-    balancer, front = start_haproxy(tmp_path, gateways)
+@pytest.mark.parametrize("balancer_name", ["haproxy", "nginx"])
+def test_a_session_survives_kill_9_of_its_replica_behind_a_balancer(tmp_path, gateways, balancer_name):
+    starter = start_haproxy if balancer_name == "haproxy" else start_nginx
+    balancer, front = starter(tmp_path, gateways)
     try:
         session = initialize(front)
         owner = session.split(".", 1)[0]
@@ -142,7 +144,9 @@ def test_a_session_survives_kill_9_of_its_replica_behind_haproxy(tmp_path, gatew
         assert "claude-flow__memory_store" in names, "the skill is still active on the replica that took over"
         refusal = denied_by(call(front, session, 7, "claude-flow__memory_store", {"key": "k", "value": "v"})[1])
         assert refusal and "no-store-when-tainted" in refusal, "the taint still denies"
-        print(f"first answer after kill -9: {first_answer:.2f} s")
+        print(f"first answer after kill -9 through {balancer_name}: {first_answer:.2f} s")
+        # The bound ("first answer within 3 s"); typically well under it.
+        assert first_answer < 3, f"the first answer after kill -9 took {first_answer:.2f} s"
         survivors = {name for name in REPLICAS if name != owner}
         took_over = [name for name in survivors if any(event.get("tool") == "memory_store"
                                                        for event in read_audit(tmp_path / name / "audit.jsonl"))]
