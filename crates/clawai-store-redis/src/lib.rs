@@ -107,7 +107,7 @@ impl Redis {
     pub fn stores(&self) -> Result<Stores, ConnectError> {
         let sessions = Arc::new(RedisSessions::new(self.clone()));
         let keyring = RedisKeyring::load(self).map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-        let pins = Arc::new(RedisDocuments::new(self.clone(), "pins"));
+        let pins = self.pins();
         Ok(Stores {
             sessions: sessions.clone(),
             keyring: Arc::new(keyring),
@@ -115,6 +115,11 @@ impl Redis {
             pins: Some(pins),
             approvals: Some(self.approvals()),
         })
+    }
+
+    /// The pins replicas share: one document per server.
+    pub fn pins(&self) -> Arc<RedisDocuments> {
+        Arc::new(RedisDocuments::new(self.clone(), "pins"))
     }
 
     /// The standing approvals replicas share: one document, [`APPROVALS`], read by every
