@@ -18,9 +18,9 @@
 use std::path::Path;
 
 use axum::http::StatusCode;
-use clawai_pins::store::PinStore;
 use clawai_pins::diff;
 use clawai_pins::review::{self, ReviewError, Row};
+use clawai_pins::store::PinStore;
 use clawai_pins::{Entry, Flag, Kind, Version};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -217,8 +217,7 @@ pub fn approve(pins: &Pins, body: &[u8]) -> Result<Value, PinsError> {
             diff::escape_invisible(&request.kind)
         )));
     }
-    let approved =
-        review::approve_in(&pins.store, &request.server, Some(&request.kind), &request.name, &request.hash)?;
+    let approved = review::approve_in(&pins.store, &request.server, Some(&request.kind), &request.name, &request.hash)?;
     let file = pins.store.load(&approved.name).map_err(ReviewError::from)?;
     let row = file.as_ref().and_then(|file| {
         review::rows(file)
@@ -401,7 +400,8 @@ mod tests {
         assert_eq!(other_kind.status(), StatusCode::NOT_FOUND);
         let bad_kind = approve(&Pins::dir(dir.path()), &body("files", "gadget", "wipe", &wipe)).unwrap_err();
         assert_eq!(bad_kind.status(), StatusCode::BAD_REQUEST);
-        let no_hash = approve(&Pins::dir(dir.path()), br#"{"server": "files", "kind": "tool", "name": "wipe"}"#).unwrap_err();
+        let no_hash =
+            approve(&Pins::dir(dir.path()), br#"{"server": "files", "kind": "tool", "name": "wipe"}"#).unwrap_err();
         assert_eq!(no_hash.status(), StatusCode::BAD_REQUEST);
         let nothing_waits = approve(&Pins::dir(dir.path()), &body("files", "tool", "read", &wipe)).unwrap_err();
         assert_eq!(nothing_waits.status(), StatusCode::CONFLICT);

@@ -68,8 +68,7 @@ async fn wait_listening(port: u16) -> Result<()> {
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
         || Path::new("/usr/sbin").join(program).is_file()
 }
 
@@ -252,7 +251,9 @@ async fn takeovers(setup: &Setup, rounds: usize) -> Result<Vec<Duration>> {
     let config = setup.dir.path().join("haproxy.cfg");
     std::fs::write(&config, haproxy_config(front, &ports)?)?;
     let haproxy = if on_path("haproxy") { "haproxy" } else { "/usr/sbin/haproxy" };
-    let _balancer = Killed(Command::new(haproxy).arg("-db").arg("-f").arg(&config).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?);
+    let _balancer = Killed(
+        Command::new(haproxy).arg("-db").arg("-f").arg(&config).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?,
+    );
     wait_listening(front).await?;
     // Every replica marked up (`rise 2`).
     tokio::time::sleep(HEALTH_CHECK * 3).await;
@@ -300,17 +301,17 @@ fn report(figures: &Figures, firsts: Option<&[Duration]>, rate: u32, seconds: u3
         met(ratio >= 0.95)
     );
     println!(
-        "| counted call p50 (µs) | {single_p50:.0} | {cluster_p50:.0} | +{:.0} µs | ≤ 150 µs: {} |",
+        "| counted call p50 (µs) | {single_p50:.0} | {cluster_p50:.0} | {:+.0} µs | ≤ 150 µs: {} |",
         cluster_p50 - single_p50,
         met(cluster_p50 - single_p50 <= 150.0)
     );
     println!(
-        "| counted call p99 (µs) | {single_p99:.0} | {cluster_p99:.0} | +{:.0} µs | ≤ 1000 µs: {} |",
+        "| counted call p99 (µs) | {single_p99:.0} | {cluster_p99:.0} | {:+.0} µs | ≤ 1000 µs: {} |",
         cluster_p99 - single_p99,
         met(cluster_p99 - single_p99 <= 1000.0)
     );
     println!(
-        "| --cluster: counted vs uncounted call, p50 / p99 (µs) | | {cluster_p50:.0} / {cluster_p99:.0} vs {plain_p50:.0} / {plain_p99:.0} | +{:.0} / +{:.0} µs | |",
+        "| --cluster: counted vs uncounted call, p50 / p99 (µs) | | {cluster_p50:.0} / {cluster_p99:.0} vs {plain_p50:.0} / {plain_p99:.0} | {:+.0} / {:+.0} µs | |",
         cluster_p50 - plain_p50,
         cluster_p99 - plain_p99
     );
