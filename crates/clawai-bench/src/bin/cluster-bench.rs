@@ -381,5 +381,8 @@ async fn main() -> Result<()> {
     let figures = single_vs_cluster(&setup, rounds, rate, seconds).await?;
     let firsts = if on_path("haproxy") { Some(takeovers(&setup, rounds).await?) } else { None };
     report(&figures, firsts.as_deref(), rate, seconds, rounds);
+    if quick {
+        println!("(a quick run: it shows that the benchmark runs; its figures and verdicts mean nothing)");
+    }
     Ok(())
 }

@@ -241,12 +241,14 @@ fn first_sight_is_written_once_and_a_listing_that_differs_from_it_is_held() {
     );
 }
 
+/// A document's version and body (`None` once reset).
+type Counted = (u64, Option<Vec<u8>>);
+
 /// Documents kept in memory with counted versions, as a shared store keeps them; `lose`
 /// forgets them all (Redis back without its data).
 #[derive(Debug, Default)]
 struct CountedDocuments {
-    /// Each document's version and body (`None` once reset).
-    documents: Mutex<HashMap<String, (u64, Option<Vec<u8>>)>>,
+    documents: Mutex<HashMap<String, Counted>>,
     writes: std::sync::atomic::AtomicU64,
 }
 
