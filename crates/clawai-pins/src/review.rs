@@ -155,6 +155,8 @@ pub struct Approved {
     pub kind: Option<Kind>,
     /// The store file written.
     pub path: PathBuf,
+    /// Its name in the store.
+    pub name: String,
 }
 
 /// True when `file` has something of `kind` (a [`Kind::as_str`] word, or
@@ -222,7 +224,7 @@ fn approve_once(
                 if !store.save_if(&document, &file, read)? {
                     return Err(ReviewError::Store(PinError::Raced));
                 }
-                return Ok(Approved { kind: approved, path: store.location(&document) });
+                return Ok(Approved { kind: approved, path: store.location(&document), name: document });
             }
             crate::Approval::Stale { current } => stale = Some(current),
             crate::Approval::NothingWaits => nothing_waits = true,

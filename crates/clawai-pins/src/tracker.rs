@@ -184,9 +184,11 @@ impl Tracker {
         let fresh = match self.store.load(&self.name) {
             Ok(Some(file)) => file,
             // A shared store (versions it counts) that lost the pins (Redis back without
-            // its data) gets them back from here: nothing held is released by a loss.
-            // Locally, a file removed is a reset (`clawai pins reset`).
-            Ok(None) if inner.stamp.is_some_and(|stamp| stamp.count().is_some()) => {
+            // its data: no version either) gets them back from here: nothing held is
+            // released by a loss. Locally, a file removed is a reset (`clawai pins
+            // reset`); in a shared store a reset removes the pins and counts their
+            // version on, which tells it from a loss.
+            Ok(None) if now.is_none() && inner.stamp.is_some_and(|stamp| stamp.count().is_some()) => {
                 tracing::warn!("{}: the shared pins were gone; written again from this replica's copy", self.name);
                 inner.stamp = None;
                 self.save(&mut inner);

@@ -29,6 +29,19 @@ return redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
     )
 });
 
+/// Removes document `ARGV[1]` and counts its version on, so that a reader tells a reset
+/// from a Redis that lost its data (no version then): 1 when there was one, else 0.
+/// KEYS: the documents' hash, their versions' hash.
+static RESET: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+return 1
+",
+    )
+});
+
 /// The documents of one kind (`pins`) in Redis.
 pub struct RedisDocuments {
     redis: Redis,
@@ -54,6 +67,21 @@ impl RedisDocuments {
 
     fn error(&self, name: &str, why: Unavailable) -> DocumentError {
         DocumentError { location: self.location(name).display().to_string(), source: std::io::Error::other(why) }
+    }
+
+    /// Removes document `name` as a reset (`clawai pins reset --cluster`): readers find
+    /// none, under a new version. False when there was none.
+    pub fn reset(&self, name: &str) -> Result<bool, DocumentError> {
+        let (bodies, versions, field) = (self.bodies.clone(), self.versions.clone(), name.to_owned());
+        let removed: i64 = self
+            .redis
+            .bridge
+            .block(move |mut connection| async move {
+                RESET.key(bodies).key(versions).arg(field).invoke_async(&mut connection).await
+            })
+            .map_err(|why| self.error(name, why))?;
+        self.known.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+        Ok(removed == 1)
     }
 
     fn remember(&self, name: &str, version: u64) {

@@ -15,6 +15,8 @@
 //! * [`RedisDocuments`]: the pins, each server's a document with a version that every
 //!   write counts up (and a write that names the version it read, so the first
 //!   writer of a server's pins wins).
+//! * [`Redis::publish_head`] / [`Redis::published_heads`]: each audit writer's newest
+//!   line, which the others record in their `checkpoint` events.
 //!
 //! The traits are synchronous (the policy decides without awaiting): each step runs on
 //! this crate's own small runtime, where the connection lives, and the calling thread
@@ -22,6 +24,7 @@
 
 mod bridge;
 mod documents;
+mod heads;
 mod held;
 mod keyring;
 mod relay;
@@ -34,6 +37,7 @@ use std::time::Duration;
 use clawai_store::{Stores, Unavailable};
 
 pub use documents::{RedisAlways, RedisDocuments};
+pub use heads::PublishedHead;
 pub use held::RedisHeld;
 pub use keyring::RedisKeyring;
 pub use relay::{pending, relay};
@@ -103,7 +107,7 @@ impl Redis {
     pub fn stores(&self) -> Result<Stores, ConnectError> {
         let sessions = Arc::new(RedisSessions::new(self.clone()));
         let keyring = RedisKeyring::load(self).map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-        let pins = Arc::new(RedisDocuments::new(self.clone(), "pins"));
+        let pins = self.pins();
         Ok(Stores {
             sessions: sessions.clone(),
             keyring: Arc::new(keyring),
@@ -113,10 +117,20 @@ impl Redis {
         })
     }
 
+    /// The pins replicas share: one document per server.
+    pub fn pins(&self) -> Arc<RedisDocuments> {
+        Arc::new(RedisDocuments::new(self.clone(), "pins"))
+    }
+
     /// The standing approvals replicas share: one document, [`APPROVALS`], read by every
     /// replica's guards and appended to by "always" answers.
     pub fn approvals(&self) -> Arc<RedisDocuments> {
         Arc::new(RedisDocuments::new(self.clone(), "approvals"))
+    }
+
+    /// The replica id this connection names itself by.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// True when Redis answers a `PING` now.

@@ -155,3 +155,21 @@ fn redis_that_does_not_answer_at_start_is_a_clear_error() {
     assert!(matches!(error, ConnectError::Unreachable(_)), "{error}");
     assert!(error.to_string().contains("start Redis"), "{error}");
 }
+
+#[test]
+fn each_writer_sees_the_heads_the_others_published_and_not_its_own() {
+    let redis = RedisServer::start();
+    let (r1, r2) = (Redis::connect(&redis.url(), "r1").unwrap(), Redis::connect(&redis.url(), "r2").unwrap());
+    let head = |writer: &str, seq: u64| clawai_store_redis::PublishedHead {
+        writer: writer.to_owned(),
+        seq,
+        hash: format!("{seq:064x}"),
+    };
+    r1.publish_head(&head("aaaa000000000001", 3)).unwrap();
+    r2.publish_head(&head("bbbb000000000002", 9)).unwrap();
+    r2.publish_head(&head("bbbb000000000002", 12)).unwrap();
+    assert_eq!(r1.published_heads("aaaa000000000001").unwrap(), [head("bbbb000000000002", 12)], "the newest only");
+    assert_eq!(r2.published_heads("bbbb000000000002").unwrap(), [head("aaaa000000000001", 3)]);
+    let everyone = r1.published_heads("").unwrap();
+    assert_eq!(everyone, [head("aaaa000000000001", 3), head("bbbb000000000002", 12)]);
+}

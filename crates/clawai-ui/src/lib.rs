@@ -49,6 +49,9 @@ pub struct UiOptions {
     pub grant_window: Duration,
     /// The pin store whose items the page shows and approves (`clawai pins`'s).
     pub pins: PathBuf,
+    /// The pins shown and approved instead of `pins` (cluster mode: the ones replicas
+    /// share in Redis), with how the page names them.
+    pub shared_pins: Option<(clawai_pins::store::PinStore, String)>,
     /// What checks the trail's hash chain for the page ([`ChainFields`] by default: it
     /// only tells whether the trail has a chain).
     pub chain: Arc<dyn ChainCheck>,
@@ -71,6 +74,7 @@ impl UiOptions {
             approvals: clawai_approvals::approvals_file(),
             always: None,
             pins: clawai_pins::store::default_dir(),
+            shared_pins: None,
             grant_window,
             chain: Arc::new(ChainFields),
         }
@@ -157,7 +161,11 @@ pub async fn run(options: UiOptions, shutdown: impl Future<Output = ()>) -> Resu
         vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
     });
     let chain = chain::ChainWatch::new(options.chain.clone(), options.audit.clone());
-    let web = Arc::new(web::Web { broker: broker.clone(), feed, chain, token, hosts, pins: options.pins.clone() });
+    let pins = match &options.shared_pins {
+        Some((store, shown)) => pins::Pins::shared(store.clone(), shown),
+        None => pins::Pins::dir(&options.pins),
+    };
+    let web = Arc::new(web::Web { broker: broker.clone(), feed, chain, token, hosts, pins });
 
     let sockets = tokio::spawn(socket::serve(unix, broker.clone()));
     let sweeper = {

@@ -20,9 +20,32 @@ use std::path::Path;
 use axum::http::StatusCode;
 use clawai_pins::diff;
 use clawai_pins::review::{self, ReviewError, Row};
+use clawai_pins::store::PinStore;
 use clawai_pins::{Entry, Flag, Kind, Version};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// The pin store the page shows and approves in: a directory of this machine, or (in
+/// cluster mode) the pins replicas share in Redis.
+#[derive(Debug, Clone)]
+pub struct Pins {
+    store: PinStore,
+    /// How the page names it (`dir` in `GET /api/pins`).
+    shown: String,
+}
+
+impl Pins {
+    /// The pins kept as files in `dir` (`clawai pins`'s directory).
+    pub fn dir(dir: &Path) -> Pins {
+        Pins { store: PinStore::dir(dir), shown: dir.display().to_string() }
+    }
+
+    /// The pins in `store`, named `shown` on the page (`clawai ui --cluster`: the
+    /// shared pins).
+    pub fn shared(store: PinStore, shown: &str) -> Pins {
+        Pins { store, shown: shown.to_owned() }
+    }
+}
 
 /// Why a request about pins was not answered.
 #[derive(Debug, thiserror::Error)]
@@ -91,15 +114,15 @@ fn row_json(server: &str, row: &Row<'_>) -> Value {
     })
 }
 
-/// Every pinned item of every server in `dir`, in the order `clawai pins list` shows
+/// Every pinned item of every server in `pins`, in the order `clawai pins list` shows
 /// them (by server, the instructions first, then by kind and name).
-pub fn list(dir: &Path) -> Result<Value, PinsError> {
-    let files = clawai_pins::store::load_all(dir).map_err(ReviewError::from)?;
+pub fn list(pins: &Pins) -> Result<Value, PinsError> {
+    let files = pins.store.load_all().map_err(ReviewError::from)?;
     let items: Vec<Value> = files
         .iter()
         .flat_map(|(_, file)| review::rows(file).into_iter().map(|row| row_json(&file.server, &row)))
         .collect();
-    Ok(json!({"dir": dir.display().to_string(), "items": items}))
+    Ok(json!({"dir": pins.shown, "items": items}))
 }
 
 fn version_json(version: Option<&Version>) -> Value {
@@ -146,8 +169,8 @@ fn is(row: &Row<'_>, kind: &str, name: &str) -> bool {
 /// `instructions`) of server `server`. When the name is configured with more than one
 /// command, the first store file where the item waits for approval is shown, else the
 /// first that has it.
-pub fn review(dir: &Path, server: &str, kind: &str, name: &str) -> Result<Value, PinsError> {
-    let files = review::files_of(dir, server)?;
+pub fn review(pins: &Pins, server: &str, kind: &str, name: &str) -> Result<Value, PinsError> {
+    let files = review::files_in(&pins.store, server)?;
     let rows = files.iter().flat_map(|(_, file)| review::rows(file).into_iter().filter(|row| is(row, kind, name)));
     let mut found: Option<Row<'_>> = None;
     for row in rows {
@@ -182,7 +205,7 @@ fn known_kind(kind: &str) -> bool {
 
 /// Approves what `body` (`{server, kind, name, hash}`) names, with the reviewed hash:
 /// [`review::approve`], as `clawai pins approve` does. Answers the item's new row.
-pub fn approve(dir: &Path, body: &[u8]) -> Result<Value, PinsError> {
+pub fn approve(pins: &Pins, body: &[u8]) -> Result<Value, PinsError> {
     let request: ApproveBody = serde_json::from_slice(body).map_err(|e| {
         PinsError::BadRequest(format!(
             "expected {{\"server\": S, \"kind\": K, \"name\": N, \"hash\": H}} with the hash of the version reviewed ({e})"
@@ -194,8 +217,8 @@ pub fn approve(dir: &Path, body: &[u8]) -> Result<Value, PinsError> {
             diff::escape_invisible(&request.kind)
         )));
     }
-    let approved = review::approve(dir, &request.server, Some(&request.kind), &request.name, &request.hash)?;
-    let file = clawai_pins::store::load(&approved.path).map_err(ReviewError::from)?;
+    let approved = review::approve_in(&pins.store, &request.server, Some(&request.kind), &request.name, &request.hash)?;
+    let file = pins.store.load(&approved.name).map_err(ReviewError::from)?;
     let row = file.as_ref().and_then(|file| {
         review::rows(file)
             .into_iter()
@@ -268,7 +291,7 @@ mod tests {
     }
 
     fn items(dir: &Path) -> Vec<Value> {
-        list(dir).unwrap()["items"].as_array().unwrap().clone()
+        list(&Pins::dir(dir)).unwrap()["items"].as_array().unwrap().clone()
     }
 
     fn item<'a>(items: &'a [Value], name: &str) -> &'a Value {
@@ -311,23 +334,23 @@ mod tests {
     fn the_review_escapes_invisibles_and_marks_annotation_flips() {
         let dir = tempfile::tempdir().unwrap();
         let (wipe, _) = store_dir(dir.path());
-        let shown = review(dir.path(), "files", "tool", "wipe").unwrap();
+        let shown = review(&Pins::dir(dir.path()), "files", "tool", "wipe").unwrap();
         let text = shown["text"].as_str().unwrap();
         assert!(text.contains("+  \"description\": \"Deletes\\u{200B}\","), "{text}");
         assert!(!text.contains('\u{200B}'), "{text}");
         assert!(text.contains("! annotations.destructiveHint: false -> true\n"), "{text}");
         assert_eq!(shown["flips"], json!(["! annotations.destructiveHint: false -> true"]));
         assert_eq!(shown["approve_hash"], wipe);
-        let pinned = review(dir.path(), "files", "tool", "read").unwrap();
+        let pinned = review(&Pins::dir(dir.path()), "files", "tool", "read").unwrap();
         assert_eq!(pinned["approve_hash"], Value::Null);
         assert!(pinned["text"].as_str().unwrap().contains("\"description\": \"Reads\""));
-        let add = review(dir.path(), "other", "tool", "add").unwrap();
+        let add = review(&Pins::dir(dir.path()), "other", "tool", "add").unwrap();
         let text = add["text"].as_str().unwrap();
         assert!(text.starts_with("--- pinned (none: the scan held it when it was first seen)\n"), "{text}");
         assert!(text.contains("<img src=x onerror=alert(1)>"), "sent as text, for the page to show as text: {text}");
         assert_eq!(add["quarantined_by"], json!({"class": "override_phrase", "severity": "critical"}));
         assert_eq!(add["held_on_sight"], true);
-        let missing = review(dir.path(), "files", "prompt", "wipe").unwrap_err();
+        let missing = review(&Pins::dir(dir.path()), "files", "prompt", "wipe").unwrap_err();
         assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     }
 
@@ -339,12 +362,12 @@ mod tests {
     fn approving_the_reviewed_hash_pins_the_item() {
         let dir = tempfile::tempdir().unwrap();
         let (wipe, add) = store_dir(dir.path());
-        let answer = approve(dir.path(), &body("files", "tool", "wipe", &wipe)).unwrap();
+        let answer = approve(&Pins::dir(dir.path()), &body("files", "tool", "wipe", &wipe)).unwrap();
         assert_eq!(answer["item"]["state"], "pinned");
         assert_eq!(answer["item"]["hash"], wipe);
         assert_eq!(item(&items(dir.path()), "wipe")["state"], "pinned");
         // A quarantined tool, approved by its reviewed hash.
-        approve(dir.path(), &body("other", "tool", "add", &add)).unwrap();
+        approve(&Pins::dir(dir.path()), &body("other", "tool", "add", &add)).unwrap();
         let files = store::load_all(dir.path()).unwrap();
         assert_eq!(files[1].1.tools["add"].state(), State::Pinned);
     }
@@ -353,35 +376,36 @@ mod tests {
     fn a_stale_hash_is_refused_and_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (wipe, _) = store_dir(dir.path());
-        let before = list(dir.path()).unwrap();
+        let before = list(&Pins::dir(dir.path())).unwrap();
         let pinned = item(&items(dir.path()), "wipe")["hash"].as_str().unwrap().to_owned();
-        let refused = approve(dir.path(), &body("files", "tool", "wipe", &pinned)).unwrap_err();
+        let refused = approve(&Pins::dir(dir.path()), &body("files", "tool", "wipe", &pinned)).unwrap_err();
         assert_eq!(refused.status(), StatusCode::CONFLICT);
         assert!(refused.to_string().contains("not the one the server lists now"), "{refused}");
         assert_eq!(refused.body()["current"], wipe);
-        assert_eq!(list(dir.path()).unwrap(), before, "nothing changed");
+        assert_eq!(list(&Pins::dir(dir.path())).unwrap(), before, "nothing changed");
     }
 
     #[test]
     fn unknown_servers_items_kinds_and_bad_bodies_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (wipe, _) = store_dir(dir.path());
-        let before = list(dir.path()).unwrap();
-        let unknown = approve(dir.path(), &body("nope", "tool", "wipe", &wipe)).unwrap_err();
+        let before = list(&Pins::dir(dir.path())).unwrap();
+        let unknown = approve(&Pins::dir(dir.path()), &body("nope", "tool", "wipe", &wipe)).unwrap_err();
         assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
         assert!(unknown.to_string().contains("no pins for a server named `nope`"), "{unknown}");
         assert!(unknown.to_string().contains("files, other"), "{unknown}");
-        let no_item = approve(dir.path(), &body("files", "tool", "nothing", &wipe)).unwrap_err();
+        let no_item = approve(&Pins::dir(dir.path()), &body("files", "tool", "nothing", &wipe)).unwrap_err();
         assert_eq!(no_item.status(), StatusCode::NOT_FOUND);
-        let other_kind = approve(dir.path(), &body("files", "prompt", "wipe", &wipe)).unwrap_err();
+        let other_kind = approve(&Pins::dir(dir.path()), &body("files", "prompt", "wipe", &wipe)).unwrap_err();
         assert_eq!(other_kind.status(), StatusCode::NOT_FOUND);
-        let bad_kind = approve(dir.path(), &body("files", "gadget", "wipe", &wipe)).unwrap_err();
+        let bad_kind = approve(&Pins::dir(dir.path()), &body("files", "gadget", "wipe", &wipe)).unwrap_err();
         assert_eq!(bad_kind.status(), StatusCode::BAD_REQUEST);
-        let no_hash = approve(dir.path(), br#"{"server": "files", "kind": "tool", "name": "wipe"}"#).unwrap_err();
+        let no_hash =
+            approve(&Pins::dir(dir.path()), br#"{"server": "files", "kind": "tool", "name": "wipe"}"#).unwrap_err();
         assert_eq!(no_hash.status(), StatusCode::BAD_REQUEST);
-        let nothing_waits = approve(dir.path(), &body("files", "tool", "read", &wipe)).unwrap_err();
+        let nothing_waits = approve(&Pins::dir(dir.path()), &body("files", "tool", "read", &wipe)).unwrap_err();
         assert_eq!(nothing_waits.status(), StatusCode::CONFLICT);
-        assert_eq!(list(dir.path()).unwrap(), before, "nothing changed");
+        assert_eq!(list(&Pins::dir(dir.path())).unwrap(), before, "nothing changed");
     }
 
     #[test]

@@ -7,7 +7,6 @@
 //! and every `/api/` call carries the random token.
 
 use std::convert::Infallible;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -54,8 +53,8 @@ pub(crate) struct Web {
     pub token: String,
     /// `Host` values accepted (`127.0.0.1:PORT`, ...); `None` accepts any (`--public`).
     pub hosts: Option<Vec<String>>,
-    /// The pin store shown and approved in (`clawai pins`'s).
-    pub pins: PathBuf,
+    /// The pin store shown and approved in (`clawai pins`'s, or the cluster's).
+    pub pins: pins::Pins,
 }
 
 /// The router: every path goes through [`handle`].

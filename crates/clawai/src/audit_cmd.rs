@@ -185,6 +185,10 @@ fn render(event: &Value) -> String {
     let words = AuditLine::of(event);
     match words.and_then(|line| line.kind()) {
         Some(EventKind::Sandbox) => return format!("{} {:<8} started: {}", s("time"), s("server"), s("reason")),
+        Some(EventKind::Checkpoint) => {
+            let seen = event.get("heads").and_then(Value::as_array).map_or(0, Vec::len);
+            return format!("{} checkpoint of {}: saw {seen} other writer(s)' newest lines", s("time"), s("session"));
+        }
         Some(EventKind::Response) => {
             let ms =
                 event.get("duration_ms").and_then(Value::as_f64).map(|d| format!(" {d:.1} ms")).unwrap_or_default();

@@ -123,6 +123,9 @@ pub fn verify(url: String) -> Result<ExitCode> {
             ),
         }
     }
+    for cut in &found.cut_heads {
+        print_cut_head(cut);
+    }
     if !found.is_whole() {
         return Ok(ExitCode::Failure);
     }
@@ -132,4 +135,27 @@ pub fn verify(url: String) -> Result<ExitCode> {
     }
     crate::audit_verify::print_writers(verdict);
     Ok(ExitCode::Ok)
+}
+
+/// A writer's newest line that another writer's checkpoint saw, missing or changed.
+fn print_cut_head(cut: &clawai_audit_ship::verify::CutHead) {
+    let rows = clawai_audit_ship::verify::ROW_SOURCE;
+    let (writer, seq) = (&cut.head.writer, cut.head.seq);
+    let seen = format!(
+        "the checkpoint of writer {} ({rows}:{}) saw event #{seq} of writer {writer}",
+        cut.by, cut.checkpoint_row
+    );
+    match (cut.found_row, cut.newest) {
+        (Some(row), _) => println!("{rows}:{row}: edited: {seen} with another hash"),
+        (None, Some(newest)) => println!(
+            "{rows}:{}: cut: {seen}, which is not in the database (its newest row is #{newest}): the newest \
+             lines of writer {writer} were deleted, or are not shipped yet",
+            cut.checkpoint_row
+        ),
+        (None, None) => println!(
+            "{rows}:{}: cut: {seen}, and the database has no row of writer {writer}: its lines were deleted, or \
+             are not shipped yet",
+            cut.checkpoint_row
+        ),
+    }
 }

@@ -1,12 +1,14 @@
 //! `clawai audit verify`: check the trail's hash chains across its rotated files.
 
-use std::io::BufReader;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use clawai_proxy::AuditLog;
 use clawai_proxy::audit::verify::{Verdict, Verifier};
+use clawai_proxy::audit::{ChainHead, checkpoint_heads};
 
 use crate::ExitCode;
 use crate::audit_cmd::FileArg;
@@ -63,9 +65,31 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
             .add_file(&file.display().to_string(), BufReader::new(opened))
             .with_context(|| format!("cannot read {}", file.display()))?;
     }
-    let verdict = verifier.finish_with_heads(older_files_missing(&files[0]), &args.heads);
+    // Cluster mode: a replica's checkpoints name the other writers' newest lines; those
+    // of writers whose lines are among these files must be there too.
+    let seen = seen_by_checkpoints(&files)?;
+    let mut heads = args.heads.clone();
+    heads.extend(seen.values().map(|(_, head)| head.hash.clone()));
+    let mut verdict = verifier.finish_with_heads(older_files_missing(&files[0]), &heads);
     let names = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+    let cut: Vec<&(String, ChainHead)> = seen
+        .values()
+        .filter(|(_, head)| verdict.heads_missing.contains(&head.hash))
+        .filter(|(_, head)| verdict.writers.iter().any(|w| w.writer == head.writer))
+        .collect();
+    // Those of writers whose trails were not given cannot be checked here.
+    verdict.heads_missing.retain(|hash| args.heads.contains(hash));
     print_unchained(&verdict);
+    if verdict.problem.is_none() && !cut.is_empty() {
+        for (by, head) in &cut {
+            println!(
+                "{names}: cut: the checkpoint of writer {by} saw event #{} of writer {} (sha256 {}), which no line here has: the newest lines of writer {} were removed or changed",
+                head.seq, head.writer, head.hash, head.writer
+            );
+        }
+        println!("the chains of the {} event(s) there are whole, but the trail is not what it was", verdict.checked);
+        return Ok(ExitCode::Failure);
+    }
     match &verdict.problem {
         Some(problem) => {
             println!("{problem}");
@@ -93,6 +117,25 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode> {
             Ok(ExitCode::Ok)
         }
     }
+}
+
+/// For each writer a `checkpoint` line in `files` names, the newest of its lines named,
+/// with the writer of that checkpoint.
+fn seen_by_checkpoints(files: &[PathBuf]) -> Result<HashMap<String, (String, ChainHead)>> {
+    let mut seen: HashMap<String, (String, ChainHead)> = HashMap::new();
+    for file in files {
+        let opened = std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+        for line in BufReader::new(opened).split(b'\n') {
+            let line = line.with_context(|| format!("cannot read {}", file.display()))?;
+            let Some((by, heads)) = std::str::from_utf8(&line).ok().and_then(checkpoint_heads) else { continue };
+            for head in heads {
+                if seen.get(&head.writer).is_none_or(|(_, newest)| newest.seq < head.seq) {
+                    seen.insert(head.writer.clone(), (by.clone(), head));
+                }
+            }
+        }
+    }
+    Ok(seen)
 }
 
 fn print_unchained(verdict: &Verdict) {

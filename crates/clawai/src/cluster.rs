@@ -1,9 +1,7 @@
 //! `--cluster URL` (or `CLAWAI_CLUSTER`) and `--replica-id ID`: the options of cluster
 //! mode, where replicas behind a balancer keep the state that must outlive one of them
 //! in Redis: sessions (takeover, taint, grants, the active skill), rate windows, pins,
-//! held and standing approvals, and the keyring. `clawai pins reset` cannot remove shared
-//! pins yet: it refuses `--cluster`, saying so, rather than act on this machine's files
-//! while the user believes it acts on the cluster's.
+//! held and standing approvals, and the keyring.
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -17,20 +15,7 @@ pub(crate) struct ClusterArg {
     pub(crate) url: Option<String>,
 }
 
-/// What to do instead, said whenever `--cluster` is refused.
-const NOT_BUILT: &str = "`clawai pins reset` cannot remove the pins replicas share in Redis yet (every other pins \
-     verb, and sessions, rate windows, approvals and the keyring, are shared). Approve what a server changed with \
-     `clawai pins diff|approve --cluster URL` instead, or reset this machine's pins without --cluster";
-
 impl ClusterArg {
-    /// Without `--cluster`: nothing to do, nothing connects anywhere. With it: the URL
-    /// is checked, then the command is refused (its state is not shared yet).
-    pub(crate) fn refuse_until_built(&self) -> Result<()> {
-        let Some(url) = &self.url else { return Ok(()) };
-        check_redis_url(url)?;
-        bail!("--cluster (CLAWAI_CLUSTER) {}: {NOT_BUILT}", clawai_audit_ship::redacted(url))
-    }
-
     /// For a replica (`gateway --listen`, `proxy --listen`): without `--cluster`, `None`
     /// (nothing connects anywhere); with it, the URL and `--replica-id` are checked and
     /// the replica joins the cluster: the stores in Redis.
@@ -136,11 +121,8 @@ mod tests {
     }
 
     #[test]
-    fn commands_whose_state_is_not_shared_yet_refuse_a_cluster_and_a_replica_needs_an_id() {
+    fn a_replica_needs_an_id() {
         let arg = ClusterArg { url: Some("redis://127.0.0.1:6379/0".into()) };
-        let error = arg.refuse_until_built().expect_err("refused").to_string();
-        assert!(error.contains("cannot remove the pins replicas share"), "{error}");
-        assert!(ClusterArg { url: None }.refuse_until_built().is_ok());
         let error = arg.join(None).expect_err("needs an id").to_string();
         assert!(error.contains("--replica-id"), "{error}");
         assert!(ClusterArg { url: None }.join(Some("r1")).expect("nothing to join").is_none());

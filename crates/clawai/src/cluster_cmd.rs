@@ -46,9 +46,14 @@ pub fn run_shared(command: SharedCommand) -> Result<ExitCode> {
             | PinsCommand::Diff { pins, .. }
             | PinsCommand::Approve { pins, .. }
             | PinsCommand::Reset { pins, .. }) = &cmd;
-            let stores = connect(&pins.cluster)?.stores()?;
-            let pins = stores.pins.expect("the stores in Redis keep pins");
-            crate::pins_cmd::run_in(&PinStore::in_documents(pins), cmd)
+            let shared = connect(&pins.cluster)?.pins();
+            let store = PinStore::in_documents(shared.clone());
+            match cmd {
+                PinsCommand::Reset { server, .. } => {
+                    crate::pins_cmd::reset_shared(&store, server.as_deref(), |name| Ok(shared.reset(name)?))
+                }
+                cmd => crate::pins_cmd::run_in(&store, cmd),
+            }
         }
         Shared::Approvals(args) => {
             let redis = connect(&args.cluster)?;

@@ -263,6 +263,7 @@ fn serve(
     let grace = options.grace;
     crate::proxy_cmd::adopt_orphans();
     let rt = runtime()?;
+    let checkpoints = crate::checkpoints::start(&guarded.audit);
     let code = rt.block_on(async move {
         let gateway = Gateway::start(&config, guarded.policy.clone(), guarded.audit.clone(), options)?;
         let dirs = skill_dirs(&served.skills);
@@ -325,7 +326,12 @@ fn serve(
         gateway.shutdown().await;
         tokio::task::spawn_blocking(move || clawai_proxy::process_tree::end_adopted(grace)).await?;
         anyhow::Ok(code)
-    })?;
+    });
+    // After the gateway stopped: its last lines are in the head this publishes.
+    if let Some(checkpoints) = checkpoints {
+        checkpoints.finish();
+    }
+    let code = code?;
     // stdin is read on a blocking thread that cannot be interrupted.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::Code(code))

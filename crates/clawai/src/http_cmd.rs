@@ -55,7 +55,8 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         };
         let target = args.upstream.clone().unwrap_or_else(|| args.command.join(" "));
         crate::proxy_cmd::adopt_orphans();
-        return runtime()?.block_on(async move {
+        let checkpoints = crate::checkpoints::start(&audit);
+        let served = runtime()?.block_on(async move {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr}; is the port in use?"))?;
@@ -66,6 +67,11 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             tokio::task::spawn_blocking(move || clawai_proxy::process_tree::end_adopted(grace)).await?;
             Ok(ExitCode::Code(0))
         });
+        // After the front stopped: its last lines are in the head this publishes.
+        if let Some(checkpoints) = checkpoints {
+            checkpoints.finish();
+        }
+        return served;
     }
     if let Some(remote) = remote {
         let ask = args.ask_options();

@@ -8,6 +8,7 @@ mod audit_cmd;
 mod audit_follow;
 pub mod audit_postgres;
 mod audit_verify;
+mod checkpoints;
 mod clients_cmd;
 mod cluster;
 pub mod cluster_cmd;

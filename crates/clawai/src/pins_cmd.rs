@@ -87,9 +87,6 @@ pub(crate) fn run(cmd: PinsCommand, http: HttpTransport) -> Result<ExitCode> {
     | PinsCommand::Approve { pins, .. }
     | PinsCommand::Reset { pins, .. }) = &cmd;
     if pins.cluster.url.is_some() {
-        if let PinsCommand::Reset { pins, .. } = &cmd {
-            pins.cluster.refuse_until_built()?;
-        }
         return match http {
             HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
             HttpTransport::InProcess(runners) => {
@@ -290,6 +287,47 @@ fn reset(dir: &Path, server: Option<&str>) -> Result<ExitCode> {
         match server {
             Some(server) => println!("nothing pinned for a server named `{server}` in {}", dir.display()),
             None => println!("nothing pinned in {}", dir.display()),
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+/// `clawai pins reset --cluster`: removes the shared pins of `server` (every server's
+/// without one) with `forget`, which counts their version on, so that every replica
+/// releases what it held of them within a second and pins its next listing anew.
+pub(crate) fn reset_shared(
+    store: &PinStore,
+    server: Option<&str>,
+    forget: impl Fn(&str) -> Result<bool>,
+) -> Result<ExitCode> {
+    let mut forgotten = 0;
+    for name in store.names()? {
+        let whose = match store.load(&name) {
+            Ok(Some(file)) => file.server,
+            Ok(None) => continue,
+            // Unreadable: matched by the name it was stored under, as a file is.
+            Err(_) => format!("(unreadable) {name}"),
+        };
+        let named = match server {
+            None => true,
+            Some(server) if whose.starts_with("(unreadable)") => {
+                let stem = clawai_proxy::pins::Identity::command(server, &[]).file_stem();
+                stem.rsplit_once('-').is_some_and(|(safe, _)| name.starts_with(&format!("{safe}-")))
+            }
+            Some(server) => server == whose,
+        };
+        if named && forget(&name)? {
+            println!(
+                "forgot the shared pins of server `{whose}` ({}); every replica pins its next listing anew",
+                store.location(&name).display()
+            );
+            forgotten += 1;
+        }
+    }
+    if forgotten == 0 {
+        match server {
+            Some(server) => println!("nothing pinned for a server named `{server}` in the cluster"),
+            None => println!("nothing pinned in the cluster"),
         }
     }
     Ok(ExitCode::Ok)

@@ -12,6 +12,10 @@ use clawai_store::Stores;
 /// The stores in Redis, once this process joined a cluster.
 static CLUSTER: OnceLock<Stores> = OnceLock::new();
 
+/// The connection to the cluster's Redis, once this process joined one (audit
+/// checkpoints publish and read chain heads through it).
+static CLUSTER_REDIS: OnceLock<clawai_store_redis::Redis> = OnceLock::new();
+
 /// Where calls are held for a person once this process joined a cluster.
 static CLUSTER_HELD: OnceLock<Arc<dyn clawai_approvals::HeldApprovals>> = OnceLock::new();
 
@@ -37,6 +41,7 @@ pub(crate) fn join_cluster(url: &str, replica: &str) -> anyhow::Result<Stores> {
     let redis = clawai_store_redis::Redis::connect(url, replica)
         .map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
     let stores = redis.stores().map_err(|error| anyhow::anyhow!("--cluster (CLAWAI_CLUSTER) {shown}: {error}"))?;
+    CLUSTER_REDIS.get_or_init(|| redis.clone());
     CLUSTER_HELD.get_or_init(|| Arc::new(clawai_store_redis::RedisHeld::new(redis)));
     Ok(CLUSTER.get_or_init(|| stores).clone())
 }
@@ -45,6 +50,11 @@ pub(crate) fn join_cluster(url: &str, replica: &str) -> anyhow::Result<Stores> {
 /// Redis, relayed to any `clawai ui --cluster`); `None` before it joined.
 pub(crate) fn cluster_held() -> Option<Arc<dyn clawai_approvals::HeldApprovals>> {
     CLUSTER_HELD.get().cloned()
+}
+
+/// The cluster's Redis, once this process joined a cluster.
+pub(crate) fn cluster_redis() -> Option<clawai_store_redis::Redis> {
+    CLUSTER_REDIS.get().cloned()
 }
 
 /// How the guards of this process ask a person: within `timeout`, with the standing

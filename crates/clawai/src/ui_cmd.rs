@@ -51,6 +51,9 @@ pub fn run_ui(args: UiArgs) -> Result<ExitCode> {
             // "Always" answers go to the approvals every replica reads.
             let always = clawai_store_redis::RedisAlways::new(redis.approvals(), clawai_store_redis::APPROVALS);
             options.always = Some(std::sync::Arc::new(always));
+            // The pins view shows and approves the pins every replica reads.
+            let pins = clawai_proxy::pins::store::PinStore::in_documents(redis.pins());
+            options.shared_pins = Some((pins, format!("the cluster's shared pins (Redis at {shown})")));
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let relay = clawai_store_redis::relay(redis, clawai_approvals::socket_path(), stop.clone())
                 .context("cannot start relaying the cluster's held calls")?;

@@ -241,11 +241,14 @@ fn first_sight_is_written_once_and_a_listing_that_differs_from_it_is_held() {
     );
 }
 
+/// A document's version and body (`None` once reset).
+type Counted = (u64, Option<Vec<u8>>);
+
 /// Documents kept in memory with counted versions, as a shared store keeps them; `lose`
 /// forgets them all (Redis back without its data).
 #[derive(Debug, Default)]
 struct CountedDocuments {
-    documents: Mutex<HashMap<String, (u64, Vec<u8>)>>,
+    documents: Mutex<HashMap<String, Counted>>,
     writes: std::sync::atomic::AtomicU64,
 }
 
@@ -253,22 +256,29 @@ impl CountedDocuments {
     fn lose(&self) {
         self.documents.lock().unwrap().clear();
     }
+
+    /// What `clawai pins reset --cluster` does: the body goes, the version counts on.
+    fn reset(&self, name: &str) {
+        let count = self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        self.documents.lock().unwrap().insert(name.to_owned(), (count, None));
+    }
 }
 
 impl clawai_store::Documents for CountedDocuments {
     fn load(&self, name: &str) -> Result<Option<Vec<u8>>, clawai_store::DocumentError> {
-        Ok(self.documents.lock().unwrap().get(name).map(|(_, bytes)| bytes.clone()))
+        Ok(self.documents.lock().unwrap().get(name).and_then(|(_, bytes)| bytes.clone()))
     }
     fn save(&self, name: &str, bytes: &[u8]) -> Result<(), clawai_store::DocumentError> {
         let count = self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        self.documents.lock().unwrap().insert(name.to_owned(), (count, bytes.to_vec()));
+        self.documents.lock().unwrap().insert(name.to_owned(), (count, Some(bytes.to_vec())));
         Ok(())
     }
     fn version(&self, name: &str) -> Option<DocumentVersion> {
         self.documents.lock().unwrap().get(name).map(|(count, _)| DocumentVersion::counted(*count))
     }
     fn names(&self) -> Result<Vec<String>, clawai_store::DocumentError> {
-        Ok(self.documents.lock().unwrap().keys().cloned().collect())
+        let documents = self.documents.lock().unwrap();
+        Ok(documents.iter().filter(|(_, (_, body))| body.is_some()).map(|(name, _)| name.clone()).collect())
     }
     fn location(&self, name: &str) -> PathBuf {
         PathBuf::from(format!("memory:{name}"))
@@ -292,4 +302,23 @@ fn pins_a_shared_store_lost_are_written_again_and_nothing_held_is_released() {
     let other =
         Tracker::open_in(PinStore::in_documents(documents), Identity::command("s", &["server".to_owned()])).unwrap();
     assert_eq!(other.refusal(Kind::Tool, "a"), Some(Refusal::Held), "another replica reads them back");
+}
+
+#[test]
+fn pins_reset_in_a_shared_store_release_what_was_held_and_the_next_listing_is_pinned_anew() {
+    let documents = Arc::new(CountedDocuments::default());
+    let identity = || Identity::command("s", &["server".to_owned()]);
+    let pins = Tracker::open_in(PinStore::in_documents(documents.clone()), identity()).unwrap();
+    pins.filter_list("tools/list", &list(json!([{"name": "a"}])), SCAN);
+    pins.filter_list("tools/list", &list(json!([{"name": "a", "description": "changed"}])), SCAN);
+    assert_eq!(pins.refusal(Kind::Tool, "a"), Some(Refusal::Held));
+    let name = store::name_of(&identity());
+    documents.reset(&name);
+    assert_eq!(pins.refresh(), vec![Kind::Tool], "a reset releases what was held (its clients list again)");
+    assert_eq!(pins.refusal(Kind::Tool, "a"), None);
+    assert!(clawai_store::Documents::load(&*documents, &name).unwrap().is_none(), "not written back");
+    pins.filter_list("tools/list", &list(json!([{"name": "a", "description": "changed"}])), SCAN);
+    assert_eq!(pins.refusal(Kind::Tool, "a"), None, "pinned anew as first seen");
+    let other = Tracker::open_in(PinStore::in_documents(documents), identity()).unwrap();
+    assert_eq!(other.refusal(Kind::Tool, "a"), None, "another replica reads the new pins");
 }

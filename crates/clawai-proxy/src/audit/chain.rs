@@ -55,6 +55,13 @@ impl Chain {
         std::str::from_utf8(&self.writer).expect("hex digits")
     }
 
+    /// The last line written: `None` before the first.
+    pub(super) fn head(&self) -> Option<ChainHead> {
+        let seq = self.seq.checked_sub(1)?;
+        let hash = std::str::from_utf8(&self.prev).expect("hex digits").to_owned();
+        Some(ChainHead { writer: self.writer().to_owned(), seq, hash })
+    }
+
     /// Appends `lines` (JSON objects, each ending `}\n`, as [`super::Event::write_json`]
     /// and a newline make them) to `out`, each with `,"writer":…,"seq":…,"prev":…` added
     /// before its closing brace, and moves the chain past them.
@@ -97,4 +104,75 @@ fn hex_into(bytes: &[u8], out: &mut [u8]) {
         pair[0] = DIGITS[usize::from(byte >> 4)];
         pair[1] = DIGITS[usize::from(byte & 0xf)];
     }
+}
+
+/// A writer's newest line as another writer saw it: its id, its `seq` and the hex
+/// SHA-256 of the line (what the writer's next line would name as `prev`). In cluster
+/// mode each writer publishes its own and records the others' in `checkpoint` events,
+/// so that a verifier can tell when one writer's newest lines were cut (design §12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainHead {
+    /// The writer's id ([`WRITER_DIGITS`] hex digits).
+    pub writer: String,
+    /// The line's number in that writer's chain.
+    pub seq: u64,
+    /// The hex SHA-256 of the line, newline included.
+    pub hash: String,
+}
+
+impl ChainHead {
+    /// A head read from elsewhere (the shared store, a trail line), if its members have
+    /// the shapes a writer gives them: what is written back into the trail must need no
+    /// escaping.
+    pub fn checked(writer: &str, seq: u64, hash: &str) -> Option<ChainHead> {
+        let hex =
+            |text: &str, len: usize| text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        (hex(writer, WRITER_DIGITS) && hex(hash, 64)).then(|| ChainHead {
+            writer: writer.to_owned(),
+            seq,
+            hash: hash.to_owned(),
+        })
+    }
+}
+
+/// Appends `,"heads":[{"writer":…,"seq":…,"hash":…},…]`.
+pub(super) fn write_heads(out: &mut Vec<u8>, heads: &[ChainHead]) {
+    out.extend_from_slice(b",\"heads\":[");
+    for (n, head) in heads.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        // Checked shapes ([`ChainHead::checked`], or made by [`Chain::head`]): hex only.
+        out.extend_from_slice(b"{\"writer\":\"");
+        out.extend_from_slice(head.writer.as_bytes());
+        out.extend_from_slice(b"\",\"seq\":");
+        out.extend_from_slice(itoa::Buffer::new().format(head.seq).as_bytes());
+        out.extend_from_slice(b",\"hash\":\"");
+        out.extend_from_slice(head.hash.as_bytes());
+        out.extend_from_slice(b"\"}");
+    }
+    out.push(b']');
+}
+
+/// The heads a `checkpoint` line records, with the line's own writer; `None` for any
+/// other line (or a checkpoint whose heads are not in the shape a writer writes).
+pub fn checkpoint_heads(line: &str) -> Option<(String, Vec<ChainHead>)> {
+    // Most lines are not checkpoints: a substring test spares parsing them.
+    if !line.contains("\"checkpoint\"") {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    if value.get("kind")?.as_str()? != super::EventKind::Checkpoint.as_str() {
+        return None;
+    }
+    let writer = value.get("writer")?.as_str()?.to_owned();
+    let heads = value
+        .get("heads")?
+        .as_array()?
+        .iter()
+        .map(|head| {
+            ChainHead::checked(head.get("writer")?.as_str()?, head.get("seq")?.as_u64()?, head.get("hash")?.as_str()?)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((writer, heads))
 }

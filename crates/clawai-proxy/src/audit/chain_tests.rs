@@ -403,3 +403,37 @@ proptest! {
         prop_assert!(expected_lines.contains(&problem.at.line), "{change:?}: {problem}");
     }
 }
+
+#[test]
+fn a_checkpoint_records_other_writers_heads_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    let (log_a, log_b) = (AuditLog::open(&a, u64::MAX, 0).unwrap(), AuditLog::open(&b, u64::MAX, 0).unwrap());
+    assert_eq!(log_b.head(), None, "no line yet, no head");
+    log_b.record_decision(&event("1"));
+    log_b.record_decision(&event("2"));
+    let seen = log_b.head().expect("two lines");
+    let last_of_b = fs::read(&b).unwrap();
+    let last_of_b = lines_of(&last_of_b).pop().unwrap();
+    assert_eq!((seen.seq, seen.hash.as_bytes()), (1, &line_hash(&last_of_b)[..]), "the head is b's newest line");
+
+    let after = log_a.record_checkpoint("r1", std::slice::from_ref(&seen)).expect("a wrote its checkpoint");
+    assert_eq!((after.writer.as_str(), after.seq), (log_a.writer_id().as_str(), 0));
+    let line = fs::read_to_string(&a).unwrap();
+    let (by, heads) = checkpoint_heads(line.trim_end()).expect("a checkpoint line");
+    assert_eq!((by, heads), (log_a.writer_id(), vec![seen]));
+    let parsed: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((parsed["kind"].as_str(), parsed["session"].as_str()), (Some("checkpoint"), Some("r1")));
+    assert_eq!(checkpoint_heads(&String::from_utf8(last_of_b).unwrap()), None, "other lines are no checkpoints");
+    let verdict = verify(&read_trail(&a));
+    assert!(verdict.problem.is_none(), "a checkpoint is chained like any line: {verdict:?}");
+}
+
+#[test]
+fn heads_read_from_elsewhere_must_have_the_shapes_a_writer_gives_them() {
+    let hash = "ab".repeat(32);
+    assert!(chain::ChainHead::checked("0123456789abcdef", 4, &hash).is_some());
+    assert!(chain::ChainHead::checked("0123456789abcdeF", 4, &hash).is_none(), "upper case");
+    assert!(chain::ChainHead::checked("0123456789abcdef\"", 4, &hash).is_none(), "a quote");
+    assert!(chain::ChainHead::checked("0123456789abcdef", 4, &hash[1..]).is_none(), "short hash");
+}

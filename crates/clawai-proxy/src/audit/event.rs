@@ -89,6 +89,8 @@ pub struct Event<'a> {
     /// in one: written on the events of `tools/call` requests and their responses, so
     /// that a call the server failed is seen with the sandbox it ran in.
     pub sandbox: Option<&'a str>,
+    /// Of a `checkpoint`: the other writers' chain heads this writer saw.
+    pub heads: Option<&'a [super::chain::ChainHead]>,
 }
 
 impl Event<'_> {
@@ -152,6 +154,9 @@ impl Event<'_> {
         }
         if self.method == Some("tools/call") || self.kind == super::EventKind::Sandbox {
             str_field(out, b",\"sandbox\":", self.sandbox);
+        }
+        if let Some(heads) = self.heads {
+            super::chain::write_heads(out, heads);
         }
         out.push(b'}');
     }

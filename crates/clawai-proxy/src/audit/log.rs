@@ -286,6 +286,34 @@ impl AuditLog {
         self.shared.output.lock().unwrap_or_else(|p| p.into_inner()).chain.writer().to_owned()
     }
 
+    /// This log's newest line once everything recorded so far is written (`None`
+    /// before its first line, or for a disabled log).
+    pub fn head(&self) -> Option<super::chain::ChainHead> {
+        if !self.enabled {
+            return None;
+        }
+        self.flush();
+        self.shared.output.lock().unwrap_or_else(|p| p.into_inner()).chain.head()
+    }
+
+    /// Records a `checkpoint` naming `heads` (the other writers' newest lines this
+    /// process saw) as `replica`, writes it, and returns this log's head after it.
+    pub fn record_checkpoint(
+        &self,
+        replica: &str,
+        heads: &[super::chain::ChainHead],
+    ) -> Option<super::chain::ChainHead> {
+        let event = Event {
+            time: jiff::Timestamp::now(),
+            session: replica,
+            kind: super::EventKind::Checkpoint,
+            heads: Some(heads),
+            ..Event::default()
+        };
+        self.append(&event, false);
+        self.head()
+    }
+
     /// Writes every buffered event now.
     pub fn flush(&self) {
         self.shared.write_waiting();

@@ -33,6 +33,7 @@ pub mod stamp;
 pub mod verify;
 pub mod words;
 
+pub use chain::{ChainHead, checkpoint_heads};
 pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
 pub use log::{AuditLog, FLUSH_EVERY};

@@ -120,6 +120,7 @@ fn events_are_json_with_every_field_escaped() {
         by: Some("client \"x\""),
         tainted: Some(&labels),
         sandbox: Some("landlock-files,pid-ns"),
+        heads: None,
     };
     let mut out = Vec::new();
     event.write_json(&mut out, &mut Encoder::default());

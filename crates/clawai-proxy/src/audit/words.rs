@@ -63,6 +63,8 @@ words! {
         Result = "result",
         /// What a sandboxed server had in force when it started.
         Sandbox = "sandbox",
+        /// The other writers' chain heads this writer saw (cluster mode).
+        Checkpoint = "checkpoint",
     }
 }
 

@@ -308,3 +308,45 @@ fn follow_json_prints_each_new_event_as_written_across_a_rotation() {
         child.wait().unwrap();
     }
 }
+
+#[test]
+fn the_newest_lines_of_one_replicas_trail_cut_are_named_by_anothers_checkpoint() {
+    use clawai_proxy::AuditLog;
+    use clawai_proxy::audit::{Decision, Event, EventKind};
+    let dir = tempfile::tempdir().unwrap();
+    let (a_path, b_path) = (dir.path().join("audit-r1.jsonl"), dir.path().join("audit-r2.jsonl"));
+    let (a, b) = (AuditLog::open(&a_path, u64::MAX, 0).unwrap(), AuditLog::open(&b_path, u64::MAX, 0).unwrap());
+    for n in 0..4 {
+        let id = n.to_string();
+        b.record_decision(&Event {
+            session: "s",
+            kind: EventKind::Request,
+            method: Some("tools/call"),
+            id: Some(&id),
+            decision: Some(Decision::Allow),
+            ..Default::default()
+        });
+    }
+    let seen = b.head().unwrap();
+    a.record_checkpoint("r1", std::slice::from_ref(&seen));
+    let writer_b = b.writer_id();
+    drop((a, b));
+    let both = [a_path.to_str().unwrap(), b_path.to_str().unwrap()];
+    let (code, out, err) = audit(&["verify", both[0], both[1]]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // r2's trail loses its newest line: its own chain is still whole.
+    let text = std::fs::read_to_string(&b_path).unwrap();
+    let kept: Vec<&str> = text.lines().take(3).collect();
+    std::fs::write(&b_path, kept.join("\n") + "\n").unwrap();
+    let (code, out, _) = audit(&["verify", both[1]]);
+    assert_eq!(code, 0, "r2's trail alone is whole: {out}");
+    let (code, out, _) = audit(&["verify", both[0], both[1]]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("cut: the checkpoint of writer ") && out.contains(&format!("saw event #3 of writer {writer_b}")),
+        "{out}"
+    );
+    let (code, out, _) = audit(&["verify", both[0]]);
+    assert_eq!(code, 0, "a head of a writer whose trail was not given is not checked: {out}");
+}

@@ -243,3 +243,68 @@ fn a_shipper_whose_role_may_only_insert_ships_and_cannot_rewrite() {
     assert!(!rewrite.status.success(), "the shipper's role rewrote a shipped line");
     assert!(String::from_utf8_lossy(&rewrite.stderr).contains("permission denied"), "{rewrite:?}");
 }
+
+#[test]
+fn the_newest_rows_of_one_writer_deleted_are_named_by_anothers_checkpoint() {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (trail_a, trail_b) = (dir.path().join("audit-r1.jsonl"), dir.path().join("audit-r2.jsonl"));
+    let (a, b) = (AuditLog::open(&trail_a, u64::MAX, 0).unwrap(), AuditLog::open(&trail_b, u64::MAX, 0).unwrap());
+    write_calls(&a, 0, 5);
+    write_calls(&b, 0, 8);
+    // What replica r1 records when replica r2 published its newest line in Redis.
+    let seen = b.head().expect("r2 wrote lines");
+    assert_eq!(seen.seq, 7);
+    let after = a.record_checkpoint("r1", std::slice::from_ref(&seen)).expect("r1's head");
+    write_calls(&a, 5, 2);
+    let writer_b = b.writer_id();
+    drop((a, b));
+    for trail in [&trail_a, &trail_b] {
+        let shipped = ship_once(&db, trail);
+        assert!(shipped.status.success(), "{}", text(&shipped));
+    }
+    let checked = verify(&db);
+    assert!(checked.status.success(), "{}", text(&checked));
+    let checkpoint = db.count(&format!(
+        "SELECT id FROM clawai_audit_events WHERE writer = '{}' AND seq = {}",
+        after.writer, after.seq
+    ));
+
+    // r2's chain alone stays whole when its newest lines go: r1's checkpoint tells.
+    db.sql(&format!("DELETE FROM clawai_audit_events WHERE writer = '{writer_b}' AND seq >= 6"));
+    let checked = verify(&db);
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        said.starts_with(&format!(
+            "clawai_audit_events id:{checkpoint}: cut: the checkpoint of writer {} (clawai_audit_events \
+             id:{checkpoint}) saw event #7 of writer {writer_b}, which is not in the database (its newest row is #5)",
+            after.writer
+        )),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_writers_newest_row_changed_is_named_by_anothers_checkpoint() {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (trail_a, trail_b) = (dir.path().join("audit-r1.jsonl"), dir.path().join("audit-r2.jsonl"));
+    let (a, b) = (AuditLog::open(&trail_a, u64::MAX, 0).unwrap(), AuditLog::open(&trail_b, u64::MAX, 0).unwrap());
+    write_calls(&b, 0, 3);
+    a.record_checkpoint("r1", &[b.head().expect("r2 wrote lines")]);
+    let writer_b = b.writer_id();
+    drop((a, b));
+    for trail in [&trail_a, &trail_b] {
+        assert!(ship_once(&db, trail).status.success());
+    }
+    let changed = db.sql(&format!(
+        "UPDATE clawai_audit_events SET line = replace(line, 'read_file', 'write_file') \
+         WHERE writer = '{writer_b}' AND seq = 2 RETURNING id"
+    ));
+    let checked = verify(&db);
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(said.starts_with(&format!("clawai_audit_events id:{changed}: edited: the checkpoint of writer")), "{said}");
+    assert!(said.contains(&format!("saw event #2 of writer {writer_b} with another hash")), "{said}");
+}

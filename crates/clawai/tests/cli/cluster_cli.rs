@@ -1,8 +1,7 @@
 //! `--cluster` and `--replica-id` on the command line: a replica id is checked, a
 //! `--cluster` URL is checked before anything connects, a Redis that does not answer
-//! stops a command with what to do, and `pins reset` refuses `--cluster` (shared pins
-//! cannot be removed yet). Cluster mode against a real Redis: `clawai-store-redis`'s
-//! tests and tests/e2e/test_cluster*.py.
+//! stops a command with what to do. Cluster mode against a real Redis:
+//! `clawai-store-redis`'s tests and tests/e2e/test_cluster*.py.
 
 use std::net::TcpListener;
 use std::process::{Command, Output};
@@ -56,10 +55,6 @@ fn cluster_on_a_replica_needs_a_replica_id_and_a_redis_that_answers() {
     let stdio = run(&["gateway", "--config", "/nonexistent.json", "--cluster", &url], None);
     assert_eq!(stdio.status.code(), Some(2));
     assert!(stderr(&stdio).contains("--cluster is for replicas"), "{}", stderr(&stdio));
-
-    let reset = run(&["pins", "reset"], Some(&url));
-    assert_eq!(reset.status.code(), Some(2));
-    assert!(stderr(&reset).contains("cannot remove the pins replicas share"), "{}", stderr(&reset));
 
     assert_eq!(
         redis_stand_in.accept().map_err(|e| e.kind()).err(),
