@@ -2,6 +2,7 @@
 //! What the benchmark binaries share: a JSON-RPC session over a child's stdio, the
 //! release binaries built beside the running one, and the statistics of the tables.
 
+pub mod http;
 pub mod results;
 pub mod stats;
 pub mod stdio;

@@ -18,13 +18,14 @@
 //! without them it says what it skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clawai_bench::http::{Endpoint, Killed, free_port, wait_listening};
 use clawai_bench::stats::median;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const CONCURRENCY: usize = 16;
 const ROUNDS: usize = 5;
@@ -42,30 +43,6 @@ id = "allow-all"
 action = "allow"
 method = "**"
 "#;
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// A child killed (SIGKILL) when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn wait_listening(port: u16) -> Result<()> {
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    bail!("nothing listens on port {port}")
-}
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
@@ -102,56 +79,18 @@ impl Setup {
     }
 }
 
-struct Endpoint {
-    client: reqwest::Client,
-    url: String,
-    session: String,
-}
-
-impl Endpoint {
-    async fn open(port: u16) -> Result<Endpoint> {
-        let url = format!("http://127.0.0.1:{port}/mcp");
-        let client = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(5)).build()?;
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                          "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let response = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string())
-            .send()
-            .await?;
-        let session = response.headers().get("mcp-session-id").context("no session id")?.to_str()?.to_string();
-        response.bytes().await?;
-        Ok(Endpoint { client, url, session })
+/// One `tools/call` of `calculator` (counted by no rule) or `echo` (counted).
+async fn call(endpoint: &Endpoint, id: u64, counted: bool) -> Result<Duration> {
+    let params = if counted {
+        json!({"name": "echo", "arguments": {"text": "hi"}})
+    } else {
+        json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}})
+    };
+    let (elapsed, answer) = endpoint.call(id, params).await?;
+    if answer["result"]["isError"] == true || answer["result"]["content"][0]["text"].as_str().is_none() {
+        bail!("unexpected answer {answer}");
     }
-
-    /// One `tools/call` of `calculator` (counted by no rule) or `echo` (counted).
-    async fn call(&self, id: u64, counted: bool) -> Result<Duration> {
-        let params = if counted {
-            json!({"name": "echo", "arguments": {"text": "hi"}})
-        } else {
-            json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}})
-        };
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-        let started = Instant::now();
-        let response = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body.to_string())
-            .send()
-            .await?;
-        let answer: Value = serde_json::from_slice(&response.bytes().await?)?;
-        let elapsed = started.elapsed();
-        if answer["result"]["isError"] == true || answer["result"]["content"][0]["text"].as_str().is_none() {
-            bail!("unexpected answer {answer}");
-        }
-        Ok(elapsed)
-    }
+    Ok(elapsed)
 }
 
 /// Open loop: one call every 1/rate s; p50 and p99 in µs.
@@ -163,7 +102,7 @@ async fn fixed_rate(endpoint: &Arc<Endpoint>, counted: bool, rate: u32, seconds:
     for id in 0..total {
         tokio::time::sleep_until((start + interval * id as u32).into()).await;
         let endpoint = Arc::clone(endpoint);
-        tasks.push(tokio::spawn(async move { endpoint.call(id + 1, counted).await }));
+        tasks.push(tokio::spawn(async move { call(&endpoint, id + 1, counted).await }));
     }
     let mut latencies = Vec::with_capacity(tasks.len());
     for task in tasks {
@@ -183,7 +122,7 @@ async fn throughput(endpoint: &Arc<Endpoint>, seconds: u32) -> Result<f64> {
         workers.push(tokio::spawn(async move {
             let mut done = 0u64;
             while Instant::now() < deadline {
-                endpoint.call(worker as u64 * 1_000_000 + done, false).await?;
+                call(&endpoint, worker as u64 * 1_000_000 + done, false).await?;
                 done += 1;
             }
             anyhow::Ok(done)
@@ -210,8 +149,8 @@ async fn single_vs_cluster(setup: &Setup, rounds: usize, rate: u32, seconds: u32
     let (single_port, cluster_port) = (free_port()?, free_port()?);
     let _single = setup.proxy(single_port, None).await?;
     let _cluster = setup.proxy(cluster_port, Some("r0")).await?;
-    let single = Arc::new(Endpoint::open(single_port).await?);
-    let cluster = Arc::new(Endpoint::open(cluster_port).await?);
+    let single = Arc::new(Endpoint::open(format!("http://127.0.0.1:{single_port}/mcp")).await?);
+    let cluster = Arc::new(Endpoint::open(format!("http://127.0.0.1:{cluster_port}/mcp")).await?);
     for endpoint in [&single, &cluster] {
         fixed_rate(endpoint, false, 200, 1).await?; // warm up
         fixed_rate(endpoint, true, 200, 1).await?;
@@ -260,14 +199,14 @@ async fn takeovers(setup: &Setup, rounds: usize) -> Result<Vec<Duration>> {
     let mut firsts = Vec::new();
     for round in 1..=rounds {
         eprintln!("takeover after kill -9: round {round}/{rounds}");
-        let endpoint = Endpoint::open(front).await?;
-        endpoint.call(1, false).await?;
-        let owner = names.iter().position(|name| endpoint.session.starts_with(&format!("{name}.")));
+        let endpoint = Endpoint::open(format!("http://127.0.0.1:{front}/mcp")).await?;
+        call(&endpoint, 1, false).await?;
+        let owner = names.iter().position(|name| endpoint.session().starts_with(&format!("{name}.")));
         let owner = owner.context("the session id names no replica")?;
         drop(replicas[owner].take()); // SIGKILL
         let killed = Instant::now();
         let mut id = 2;
-        while endpoint.call(id, false).await.is_err() {
+        while call(&endpoint, id, false).await.is_err() {
             id += 1;
             anyhow::ensure!(killed.elapsed() < Duration::from_secs(30), "no answer within 30 s of the kill");
         }

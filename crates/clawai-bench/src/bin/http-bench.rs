@@ -7,84 +7,25 @@
 //! http-bench [--rate 500] [--seconds 3]      (run from the workspace root, after building)
 //! ```
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use clawai_bench::http::{Endpoint, Killed, free_port, wait_listening};
+use serde_json::json;
 
 const CONCURRENCY: usize = 16;
 const ROUNDS: usize = 3;
 
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// One `tools/call` of the calculator's `add`, checked.
+async fn call(endpoint: &Endpoint, id: u64) -> Result<Duration> {
+    let params = json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}});
+    let (elapsed, answer) = endpoint.call(id, params).await?;
+    if answer["result"]["content"][0]["text"] != "Result: 5" {
+        bail!("unexpected answer {answer}");
     }
-}
-
-async fn wait_listening(port: u16) -> Result<()> {
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    bail!("nothing listens on port {port}")
-}
-
-struct Endpoint {
-    client: reqwest::Client,
-    url: String,
-    session: String,
-}
-
-impl Endpoint {
-    async fn open(url: String) -> Result<Endpoint> {
-        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                          "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let response = client
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string())
-            .send()
-            .await?;
-        let session = response.headers().get("mcp-session-id").context("no session id")?.to_str()?.to_string();
-        response.bytes().await?;
-        Ok(Endpoint { client, url, session })
-    }
-
-    async fn call(&self, id: u64) -> Result<Duration> {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}}});
-        let started = Instant::now();
-        let response = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body.to_string())
-            .send()
-            .await?;
-        let answer: Value = serde_json::from_slice(&response.bytes().await?)?;
-        let elapsed = started.elapsed();
-        if answer["result"]["content"][0]["text"] != "Result: 5" {
-            bail!("unexpected answer {answer}");
-        }
-        Ok(elapsed)
-    }
+    Ok(elapsed)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -102,7 +43,7 @@ async fn fixed_rate(endpoint: Arc<Endpoint>, rate: u32, seconds: u32) -> Result<
         let due = start + interval * id as u32;
         tokio::time::sleep_until(due.into()).await;
         let endpoint = Arc::clone(&endpoint);
-        tasks.push(tokio::spawn(async move { endpoint.call(id + 1).await }));
+        tasks.push(tokio::spawn(async move { call(&endpoint, id + 1).await }));
     }
     let mut latencies = Vec::with_capacity(tasks.len());
     for task in tasks {
@@ -121,7 +62,7 @@ async fn throughput(endpoint: Arc<Endpoint>, seconds: u32) -> Result<f64> {
         workers.push(tokio::spawn(async move {
             let mut done = 0u64;
             while Instant::now() < deadline {
-                endpoint.call(worker as u64 * 1_000_000 + done).await?;
+                call(&endpoint, worker as u64 * 1_000_000 + done).await?;
                 done += 1;
             }
             anyhow::Ok(done)
