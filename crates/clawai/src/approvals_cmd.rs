@@ -7,8 +7,6 @@ use clap::Args;
 use clawai_approvals::{Client, Error, PendingItem, Scope, State};
 
 use crate::ExitCode;
-use crate::cluster_cmd::{Shared, SharedCommand};
-use crate::proxy_cmd::HttpTransport;
 
 /// Options of `clawai approvals`.
 #[derive(Debug, Args)]
@@ -67,19 +65,8 @@ fn with_broker<T>(request: impl FnOnce(Client) -> Result<T, Error>) -> Result<Re
     }
 }
 
-/// Runs `shared` in the `clawai-http` binary (which has the Redis client).
-fn in_cluster(http: HttpTransport, shared: SharedCommand) -> Result<ExitCode> {
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.shared)(shared),
-    }
-}
-
 /// `clawai approvals [--json]`.
-pub(crate) fn list(args: ListArgs, http: HttpTransport) -> Result<ExitCode> {
-    if args.cluster.url.is_some() {
-        return in_cluster(http, SharedCommand::new(Shared::Approvals(args)));
-    }
+pub(crate) fn list(args: ListArgs) -> Result<ExitCode> {
     let items = match with_broker(Client::list)? {
         Ok(items) => items,
         Err(code) => return Ok(code),
@@ -168,10 +155,7 @@ impl DenyArgs {
 }
 
 /// `clawai approve ID [--session | --always]`.
-pub(crate) fn approve(args: ApproveArgs, http: HttpTransport) -> Result<ExitCode> {
-    if args.cluster.url.is_some() {
-        return in_cluster(http, SharedCommand::new(Shared::Approve(args)));
-    }
+pub(crate) fn approve(args: ApproveArgs) -> Result<ExitCode> {
     let scope = args.scope();
     let id = args.id();
     Ok(match with_broker(|client| client.approve(&id, scope))? {
@@ -190,10 +174,7 @@ pub(crate) fn approve(args: ApproveArgs, http: HttpTransport) -> Result<ExitCode
 }
 
 /// `clawai deny ID`.
-pub(crate) fn deny(args: DenyArgs, http: HttpTransport) -> Result<ExitCode> {
-    if args.cluster.url.is_some() {
-        return in_cluster(http, SharedCommand::new(Shared::Deny(args)));
-    }
+pub(crate) fn deny(args: DenyArgs) -> Result<ExitCode> {
     let id = args.id();
     Ok(match with_broker(|client| client.deny(&id))? {
         Ok(()) => {

@@ -1,7 +1,7 @@
 //! `clawai audit tail|query|verify`: read the audit trail, and check its hash chains.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::ExitCode;
 use crate::audit_verify::VerifyArgs;
-use crate::paths;
+use crate::common_args::FileArg;
 
 /// Read the audit trail.
 #[derive(Debug, Subcommand)]
@@ -28,20 +28,6 @@ pub(crate) enum AuditCommand {
     /// stopped (`--once`: catch up and exit); resumes where the database says after a
     /// restart, and waits while PostgreSQL is away.
     Ship(crate::audit_postgres::ShipArgs),
-}
-
-/// Which audit file.
-#[derive(Debug, Args)]
-pub(crate) struct FileArg {
-    /// The audit trail [default: $XDG_STATE_HOME/clawai/audit.jsonl].
-    #[arg(long = "audit", env = "CLAWAI_AUDIT", value_name = "FILE")]
-    path: Option<PathBuf>,
-}
-
-impl FileArg {
-    pub(crate) fn resolve(&self) -> PathBuf {
-        self.path.clone().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"))
-    }
 }
 
 #[derive(Debug, Args)]
@@ -161,16 +147,15 @@ pub(crate) fn parse_since(text: &str) -> Result<jiff::Timestamp, String> {
     jiff::Timestamp::now().checked_sub(ago).map_err(|_| help())
 }
 
-pub(crate) fn run(cmd: AuditCommand, http: crate::HttpTransport) -> Result<ExitCode> {
+/// The `clawai audit` commands this binary runs (`ship` and `verify --postgres` run in
+/// `clawai-http`: the root sends them there).
+pub(crate) fn run(cmd: AuditCommand) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Tail(args) => tail(args),
         AuditCommand::Query(args) => query(args),
-        AuditCommand::Verify(VerifyArgs { postgres: Some(url), .. }) => match http {
-            crate::HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-            crate::HttpTransport::InProcess(runners) => (runners.audit_verify_postgres)(url),
-        },
         AuditCommand::Verify(args) => crate::audit_verify::verify(args),
-        AuditCommand::Ship(args) => crate::audit_postgres::run_ship(args, http),
+        // The root sends it to `clawai-http`; never here.
+        AuditCommand::Ship(_) => anyhow::bail!("`clawai audit ship` runs in the clawai-http binary"),
     }
 }
 

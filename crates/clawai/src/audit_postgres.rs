@@ -10,8 +10,7 @@ use clap::Args;
 use clawai_audit_ship::{Postgres, ShipOptions};
 
 use crate::ExitCode;
-use crate::audit_cmd::FileArg;
-use crate::proxy_cmd::HttpTransport;
+use crate::common_args::FileArg;
 
 /// Options of `clawai audit ship`.
 #[derive(Debug, Args)]
@@ -32,14 +31,6 @@ pub struct ShipArgs {
     /// The most lines stored in one transaction.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     batch_lines: usize,
-}
-
-/// `clawai audit ship` (or `verify --postgres`): in the `clawai-http` binary.
-pub fn run_ship(args: ShipArgs, http: HttpTransport) -> Result<ExitCode> {
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.audit_ship)(args),
-    }
 }
 
 /// Ships the trail, in process.

@@ -11,7 +11,7 @@ use clawai_proxy::audit::verify::{Verdict, Verifier};
 use clawai_proxy::audit::{ChainHead, checkpoint_heads};
 
 use crate::ExitCode;
-use crate::audit_cmd::FileArg;
+use crate::common_args::FileArg;
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {

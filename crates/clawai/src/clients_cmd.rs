@@ -11,7 +11,7 @@ use clawai_clients::known::{self, Dirs};
 use clawai_clients::{Client, ClientError, KnownFile, Options, Scope, Selection, ops};
 
 use crate::ExitCode;
-use crate::paths;
+use crate::paths::{self, home_relative};
 use crate::policy_in_use::{self, PolicyState};
 
 /// Which files to work on.
@@ -132,13 +132,6 @@ fn files(targets: &Targets) -> Vec<KnownFile> {
         })
         .filter(|f| f.path.exists() || targets.config.is_some())
         .collect()
-}
-
-pub(crate) fn home_relative(path: &Path) -> String {
-    match std::env::var_os("HOME").map(PathBuf::from) {
-        Some(home) if path.starts_with(&home) => format!("~/{}", path.strip_prefix(&home).unwrap().display()),
-        _ => path.display().to_string(),
-    }
 }
 
 /// The settings of a change.

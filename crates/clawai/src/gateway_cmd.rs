@@ -12,10 +12,13 @@ use clawai_http::{Front, Upstream};
 use clawai_proxy::AskOptions;
 use clawai_proxy::{AuditLog, PolicyHandle};
 
+mod check;
+
 use crate::ExitCode;
-use crate::http_cmd::{FrontSettings, ListenArgs, runtime, shutdown_signal};
-use crate::policy_cmd::PolicyArg;
-use crate::proxy_cmd::{Guarded, HttpTransport};
+use crate::common_args::PolicyArg;
+use crate::guarded::Guarded;
+use crate::http_cmd::{FrontSettings, runtime, shutdown_signal};
+use crate::listen_args::ListenArgs;
 
 /// Options of `clawai gateway`.
 #[derive(Debug, Args)]
@@ -115,22 +118,6 @@ pub(crate) fn load_skills(dirs: &[PathBuf]) -> clawai_gateway::skills::Loaded {
     loaded
 }
 
-/// Runs `clawai gateway` (in the `clawai-http` binary).
-pub fn run(args: GatewayArgs, http: HttpTransport) -> Result<ExitCode> {
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.gateway)(args),
-    }
-}
-
-/// Runs `clawai mcp-server` (in the `clawai-http` binary).
-pub fn run_mcp_server_command(args: McpServerArgs, http: HttpTransport) -> Result<ExitCode> {
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.mcp_server)(args),
-    }
-}
-
 /// clawai's built-in tools and the skills over stdio, in process: a gateway whose one
 /// server is the built-in tools, so they pass the same guards as any server's.
 pub fn run_mcp_server(args: McpServerArgs) -> Result<ExitCode> {
@@ -198,7 +185,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
         if let Some(dir) = args.served.embeddings.as_ref().or(config.embeddings.as_ref()) {
             check_model(dir)?;
         }
-        return crate::gateway_check::check(&args.served, config, &args.config, options);
+        return check::check(&args.served, config, &args.config, options);
     }
     let listen = match args.front.listen {
         Some(_) => Some(args.front.options(FrontSettings {
@@ -215,7 +202,7 @@ pub fn run_gateway(args: GatewayArgs) -> Result<ExitCode> {
 
 impl ServedArgs {
     fn ask_options(&self) -> AskOptions {
-        crate::proxy_cmd::ask_options(self.ask_timeout, self.approvals.as_ref())
+        crate::guarded::ask_options(self.ask_timeout, self.approvals.as_ref())
     }
 }
 
@@ -261,7 +248,7 @@ fn serve(
     options.ask = listen.as_ref().map_or_else(|| served.ask_options(), |(_, front)| front.ask.clone());
     options.max_message = served.max_message_size;
     let grace = options.grace;
-    crate::proxy_cmd::adopt_orphans();
+    crate::guarded::adopt_orphans();
     let rt = runtime()?;
     let checkpoints = crate::checkpoints::start(&guarded.audit);
     let code = rt.block_on(async move {

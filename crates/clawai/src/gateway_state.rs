@@ -100,7 +100,7 @@ pub(crate) fn report() -> String {
             "\nclawai gateway (pid {}, {}) — {}",
             gateway.pid,
             gateway.serving,
-            crate::clients_cmd::home_relative(&gateway.config)
+            crate::paths::home_relative(&gateway.config)
         );
         for server in &gateway.report.servers {
             let held = if server.held > 0 { format!(", {} held by pinning", server.held) } else { String::new() };

@@ -1,17 +1,17 @@
 //! `clawai proxy --listen` and `--upstream`, and the stdio proxy with `--otlp`: what
-//! the `clawai-http` binary runs (see [`crate::proxy_cmd::HttpTransport`]).
+//! the `clawai-http` binary runs (see [`crate::http_helper`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
 use clawai_http::{Front, ListenOptions, RemoteOptions, Upstream};
 use clawai_protocol::origin::HostPolicy;
 use clawai_proxy::Guard;
 
 use crate::ExitCode;
-use crate::proxy_cmd::{Guarded, ProxyArgs};
+use crate::listen_args::ListenArgs;
+use crate::proxy_cmd::ProxyArgs;
 
 /// Runs the HTTP transport the arguments ask for, or the stdio proxy exporting to an
 /// OpenTelemetry collector.
@@ -22,7 +22,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let mut guarded = match Guarded::open(&args) {
+    let mut guarded = match args.open_guarded() {
         Ok(guarded) => guarded,
         // A client on stdio reads why in its own window; an HTTP front has none yet.
         Err(error) if args.front.listen.is_none() => return crate::not_started::answer_with(error),
@@ -54,7 +54,7 @@ pub fn run_http(args: ProxyArgs) -> Result<ExitCode> {
             None => Upstream::Command(args.command.clone()),
         };
         let target = args.upstream.clone().unwrap_or_else(|| args.command.join(" "));
-        crate::proxy_cmd::adopt_orphans();
+        crate::guarded::adopt_orphans();
         let checkpoints = crate::checkpoints::start(&audit);
         let served = runtime()?.block_on(async move {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -134,48 +134,6 @@ fn public_origin(url: Option<&str>) -> Result<Option<String>> {
         bail!("--public-url {url}: expected an http(s) URL such as https://mcp.example.com");
     }
     Ok(Some(parsed.origin().ascii_serialization()))
-}
-
-/// The options of an HTTP front (`--listen` and what goes with it), shared by `clawai
-/// proxy` and `clawai gateway`.
-#[derive(Debug, Args)]
-pub struct ListenArgs {
-    /// Serve Streamable HTTP on this address (`127.0.0.1:8080`, or a bare port for
-    /// 127.0.0.1) instead of stdio.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) listen: Option<String>,
-    /// The endpoint path with --listen.
-    #[arg(long = "path", default_value = "/mcp", value_name = "PATH", requires = "listen")]
-    pub(crate) endpoint_path: String,
-    /// With --listen: clients must send `Authorization: Bearer <token>`, the token being
-    /// the value of this environment variable.
-    #[arg(long, value_name = "VAR", requires = "listen")]
-    pub(crate) auth_token_env: Option<String>,
-    /// With --listen: also answer to this host name (`Host`/`Origin`); repeatable. By
-    /// default a loopback address answers only to localhost, 127.0.0.1 and [::1].
-    #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
-    pub(crate) allowed_hosts: Vec<String>,
-    /// With --listen: the origin clients use (`https://mcp.example.com`) when clawai sits
-    /// behind a TLS-terminating proxy; names the endpoint in OAuth metadata.
-    #[arg(long, value_name = "URL", requires = "listen")]
-    pub(crate) public_url: Option<String>,
-    /// With --listen: close sessions unused for this many seconds.
-    #[arg(long, default_value_t = 1800.0, value_name = "SECONDS", requires = "listen")]
-    pub(crate) session_idle: f64,
-    /// With --listen: the most sessions at once.
-    #[arg(long, default_value_t = 1000, value_name = "N", requires = "listen")]
-    pub(crate) max_sessions: usize,
-    /// With --listen: this replica's id behind a load balancer (letters, digits and -):
-    /// every session id it issues starts with `ID.`, so the balancer routes a session's
-    /// requests by that prefix (docs/cluster.md).
-    #[arg(long, value_name = "ID", value_parser = crate::cluster::parse_replica_id, requires = "listen")]
-    pub(crate) replica_id: Option<String>,
-    /// With --listen: after SIGTERM or SIGINT, keep serving this many seconds while
-    /// `/healthz` answers 503, so that a balancer stops sending new sessions first.
-    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", requires = "listen")]
-    pub(crate) shutdown_drain: f64,
-    #[command(flatten)]
-    pub(crate) cluster: crate::cluster::ClusterArg,
 }
 
 /// What a front takes from its command besides [`ListenArgs`].

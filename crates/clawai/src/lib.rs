@@ -12,10 +12,13 @@ mod checkpoints;
 mod clients_cmd;
 mod cluster;
 pub mod cluster_cmd;
-mod gateway_check;
+mod common_args;
 pub mod gateway_cmd;
 mod gateway_state;
+mod guarded;
 pub mod http_cmd;
+mod http_helper;
+mod listen_args;
 mod not_started;
 mod paths;
 mod pins_cmd;
@@ -30,7 +33,7 @@ mod stores;
 mod telemetry_cmd;
 pub mod ui_cmd;
 
-pub use proxy_cmd::{HttpRunners, HttpTransport};
+pub use http_helper::{HttpRunners, HttpTransport};
 
 use clap::{Parser, Subcommand};
 
@@ -133,6 +136,51 @@ fn forget_empty_settings() {
     }
 }
 
+/// Runs `command`: here, or in `clawai-http` when it needs the HTTP stack, Redis or
+/// PostgreSQL (see [`http_helper`]). The one place that decides which: the commands
+/// themselves are plain functions of their arguments.
+fn run(command: Command, http: HttpTransport) -> anyhow::Result<ExitCode> {
+    use audit_cmd::AuditCommand;
+    use audit_verify::VerifyArgs;
+    use cluster_cmd::{Shared, SharedCommand};
+    let shared = |shared: Shared| SharedCommand::new(shared);
+    match command {
+        Command::Policy(cmd) => policy_cmd::run(cmd),
+        Command::Proxy(args) => {
+            proxy_cmd::check(&args)?;
+            if args.needs_http() { http.serve(args, |r| r.proxy) } else { proxy_cmd::run(args) }
+        }
+        Command::Gateway(args) => http.serve(args, |r| r.gateway),
+        Command::McpServer(args) => http.serve(args, |r| r.mcp_server),
+        Command::Audit(AuditCommand::Ship(args)) => http.serve(args, |r| r.audit_ship),
+        Command::Audit(AuditCommand::Verify(VerifyArgs { postgres: Some(url), .. })) => {
+            http.serve(url, |r| r.audit_verify_postgres)
+        }
+        Command::Audit(cmd) => audit_cmd::run(cmd),
+        Command::Wrap(args) => clients_cmd::change(args, true),
+        Command::Unwrap(args) => clients_cmd::change(args, false),
+        Command::Status(args) => clients_cmd::status(args),
+        Command::Watch(args) => clients_cmd::watch(args),
+        Command::Run(args) => clients_cmd::run(args),
+        Command::Ui(args) => http.serve(args, |r| r.ui),
+        Command::Approvals(args) if args.cluster.url.is_some() => {
+            http.serve(shared(Shared::Approvals(args)), |r| r.shared)
+        }
+        Command::Approvals(args) => approvals_cmd::list(args),
+        Command::Approve(args) if args.cluster.url.is_some() => http.serve(shared(Shared::Approve(args)), |r| r.shared),
+        Command::Approve(args) => approvals_cmd::approve(args),
+        Command::Deny(args) if args.cluster.url.is_some() => http.serve(shared(Shared::Deny(args)), |r| r.shared),
+        Command::Deny(args) => approvals_cmd::deny(args),
+        Command::Pins(cmd) if cmd.in_cluster() => http.serve(shared(Shared::Pins(cmd)), |r| r.shared),
+        Command::Pins(cmd) => pins_cmd::run(cmd),
+        Command::Scan(args) => {
+            scan_cmd::check_args(&args)?;
+            http.serve(args, |r| r.scan)
+        }
+        Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
+    }
+}
+
 /// Parses the command line, runs the command and exits with its code.
 pub fn main(http: HttpTransport) -> ! {
     forget_empty_settings();
@@ -162,25 +210,7 @@ pub fn main(http: HttpTransport) -> ! {
     ) {
         stop_quietly_when_the_reader_goes();
     }
-    let result = match cli.command {
-        Command::Policy(cmd) => policy_cmd::run(cmd),
-        Command::Proxy(args) => proxy_cmd::run(args, http),
-        Command::Gateway(args) => gateway_cmd::run(args, http),
-        Command::McpServer(args) => gateway_cmd::run_mcp_server_command(args, http),
-        Command::Audit(cmd) => audit_cmd::run(cmd, http),
-        Command::Wrap(args) => clients_cmd::change(args, true),
-        Command::Unwrap(args) => clients_cmd::change(args, false),
-        Command::Status(args) => clients_cmd::status(args),
-        Command::Watch(args) => clients_cmd::watch(args),
-        Command::Run(args) => clients_cmd::run(args),
-        Command::Ui(args) => ui_cmd::run(args, http),
-        Command::Approvals(args) => approvals_cmd::list(args, http),
-        Command::Approve(args) => approvals_cmd::approve(args, http),
-        Command::Deny(args) => approvals_cmd::deny(args, http),
-        Command::Pins(cmd) => pins_cmd::run(cmd, http),
-        Command::Scan(args) => scan_cmd::run(args, http),
-        Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
-    };
+    let result = run(cli.command, http);
     let code = match result {
         Ok(ExitCode::Ok) => 0,
         Ok(ExitCode::Failure) => 1,

@@ -1,6 +1,6 @@
 //! Where clawai keeps its files by default (XDG base directories).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn home() -> PathBuf {
     std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
@@ -56,4 +56,12 @@ pub(crate) fn shell_word(text: &str) -> String {
 /// unset), else `$XDG_STATE_HOME/clawai/pins/`.
 pub(crate) fn pins_dir(flag: Option<&PathBuf>) -> PathBuf {
     flag.filter(|p| !p.as_os_str().is_empty()).cloned().unwrap_or_else(|| state_dir().join("pins"))
+}
+
+/// `path` with the home directory written `~`, for people to read.
+pub(crate) fn home_relative(path: &Path) -> String {
+    match std::env::var_os("HOME").map(PathBuf::from) {
+        Some(home) if path.starts_with(&home) => format!("~/{}", path.strip_prefix(&home).unwrap().display()),
+        _ => path.display().to_string(),
+    }
 }

@@ -12,7 +12,6 @@ use serde_json::json;
 
 use crate::ExitCode;
 use crate::paths;
-use crate::proxy_cmd::HttpTransport;
 use crate::scan_cmd::one_line;
 
 /// Where the pins are: `--pins DIR` (or `CLAWAI_PINS`).
@@ -79,22 +78,25 @@ pub(crate) enum PinsCommand {
     },
 }
 
-/// Runs a `clawai pins` command: on the pins in Redis with `--cluster` (in the
-/// `clawai-http` binary, which has the Redis client), else on the pins directory.
-pub(crate) fn run(cmd: PinsCommand, http: HttpTransport) -> Result<ExitCode> {
-    let (PinsCommand::List { pins, .. }
-    | PinsCommand::Diff { pins, .. }
-    | PinsCommand::Approve { pins, .. }
-    | PinsCommand::Reset { pins, .. }) = &cmd;
-    if pins.cluster.url.is_some() {
-        return match http {
-            HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-            HttpTransport::InProcess(runners) => {
-                (runners.shared)(crate::cluster_cmd::SharedCommand::new(crate::cluster_cmd::Shared::Pins(cmd)))
-            }
-        };
+impl PinsCommand {
+    /// Whether the command works on the pins in Redis (`--cluster`): it then runs in the
+    /// `clawai-http` binary, which has the Redis client.
+    pub(crate) fn in_cluster(&self) -> bool {
+        self.pins().cluster.url.is_some()
     }
-    let store = PinStore::dir(&pins.resolve());
+
+    fn pins(&self) -> &PinsDirArg {
+        let (PinsCommand::List { pins, .. }
+        | PinsCommand::Diff { pins, .. }
+        | PinsCommand::Approve { pins, .. }
+        | PinsCommand::Reset { pins, .. }) = self;
+        pins
+    }
+}
+
+/// Runs a `clawai pins` command on the pins directory.
+pub(crate) fn run(cmd: PinsCommand) -> Result<ExitCode> {
+    let store = PinStore::dir(&cmd.pins().resolve());
     run_in(&store, cmd)
 }
 

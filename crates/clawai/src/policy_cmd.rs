@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use clawai_policy::{
-    Action, Call, FollowLinks, Format, Policy, ToolAnnotations, convert, fixture, load_file, starter::STARTER_POLICY,
+    Action, Call, FollowLinks, Format, ToolAnnotations, convert, fixture, load_file, starter::STARTER_POLICY,
 };
 use serde_json::{Map, Value, json};
 
 use crate::ExitCode;
+use crate::common_args::{PolicyArg, load};
 use crate::paths;
 
 /// Write, check and test policies.
@@ -52,21 +53,6 @@ pub(crate) enum PolicyCommand {
         #[arg(long, value_enum)]
         from: Option<ImportFormat>,
     },
-}
-
-/// `--policy FILE`, also read from `CLAWAI_POLICY`.
-#[derive(Debug, Args)]
-pub(crate) struct PolicyArg {
-    /// The policy file [default: $XDG_CONFIG_HOME/clawai/policy.toml].
-    #[arg(long = "policy", env = "CLAWAI_POLICY", value_name = "FILE")]
-    pub path: Option<PathBuf>,
-}
-
-impl PolicyArg {
-    /// The path to read.
-    pub(crate) fn resolve(&self) -> PathBuf {
-        paths::policy_path(self.path.clone())
-    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -156,16 +142,6 @@ pub(crate) struct ExplainArgs {
 
 fn parse_action(s: &str) -> Result<Action, String> {
     s.parse()
-}
-
-/// Loads a policy for a command, with the error text people need.
-/// What a conversion from another format shaped or left out is logged as a warning.
-pub(crate) fn load(path: &Path) -> Result<Policy> {
-    let policy = load_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for note in policy.notes() {
-        tracing::warn!("{}: {note}", path.display());
-    }
-    Ok(policy)
 }
 
 pub(crate) fn run(cmd: PolicyCommand) -> Result<ExitCode> {

@@ -26,8 +26,9 @@ use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
 use serde_json::{Value, json};
 
 use crate::ExitCode;
-use crate::audit_cmd::{FileArg, parse_since};
+use crate::audit_cmd::parse_since;
 use crate::audit_verify::trail_files;
+use crate::common_args::FileArg;
 
 /// The text the audit trail writes in place of a secret.
 const REDACTED: &str = "[REDACTED]";
@@ -60,7 +61,7 @@ struct Replayed {
 
 /// Runs `clawai policy replay`.
 pub(crate) fn run(args: ReplayArgs) -> Result<ExitCode> {
-    let policy = crate::policy_cmd::load(&args.policy)?;
+    let policy = crate::common_args::load(&args.policy)?;
     let trail = args.file.resolve();
     let files = trail_files(&trail);
     if !files.iter().any(|file| file.exists()) {

@@ -1,17 +1,18 @@
 //! `clawai proxy`: run an MCP server behind the policy.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use clawai_proxy::pins::{Identity, Tracker};
-use clawai_proxy::{AskOptions, AuditLog, FileStamp, Guard, PolicyHandle, StdioOptions};
+use clawai_proxy::{AskOptions, AuditLog, Guard, PolicyHandle, StdioOptions};
 
 use crate::ExitCode;
+use crate::common_args::PolicyArg;
+use crate::guarded::Guarded;
 use crate::paths;
-use crate::policy_cmd::PolicyArg;
 
 /// Options of `clawai proxy`.
 #[derive(Debug, Args)]
@@ -57,7 +58,7 @@ pub struct ProxyArgs {
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "upstream")]
     pub(crate) headers: Vec<String>,
     #[command(flatten)]
-    pub(crate) front: crate::http_cmd::ListenArgs,
+    pub(crate) front: crate::listen_args::ListenArgs,
     #[command(flatten)]
     pub(crate) otlp: crate::telemetry_cmd::OtlpArgs,
     #[command(flatten)]
@@ -65,40 +66,6 @@ pub struct ProxyArgs {
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
-}
-
-/// How `clawai proxy` runs the HTTP transports (`--listen`, `--upstream`) and the
-/// OpenTelemetry export (`--otlp`). They live in a second binary, `clawai-http`, so that
-/// the stdio proxy (what clients launch for every server) stays small: the HTTP stack
-/// (tokio, hyper, rustls) would add about 4 MB to its binary, 2 MiB to its memory and
-/// half a millisecond to its start.
-#[derive(Clone, Copy)]
-pub enum HttpTransport {
-    /// Replace this process with the `clawai-http` binary beside it (same arguments).
-    Helper,
-    /// Run them here (the `clawai-http` binary itself).
-    InProcess(HttpRunners),
-}
-
-/// What the `clawai-http` binary runs in process: the commands that need the HTTP stack.
-#[derive(Clone, Copy)]
-pub struct HttpRunners {
-    /// `clawai proxy --listen` / `--upstream` / `--otlp`.
-    pub proxy: fn(ProxyArgs) -> Result<ExitCode>,
-    /// `clawai ui`.
-    pub ui: fn(crate::ui_cmd::UiArgs) -> Result<ExitCode>,
-    /// `clawai gateway`.
-    pub gateway: fn(crate::gateway_cmd::GatewayArgs) -> Result<ExitCode>,
-    /// `clawai mcp-server`.
-    pub mcp_server: fn(crate::gateway_cmd::McpServerArgs) -> Result<ExitCode>,
-    /// `clawai scan`.
-    pub scan: fn(crate::scan_cmd::ScanArgs) -> Result<ExitCode>,
-    /// `clawai audit ship`.
-    pub audit_ship: fn(crate::audit_postgres::ShipArgs) -> Result<ExitCode>,
-    /// `clawai audit verify --postgres URL`.
-    pub audit_verify_postgres: fn(String) -> Result<ExitCode>,
-    /// `clawai pins|approvals|approve|deny --cluster URL` (the Redis client lives here).
-    pub shared: fn(crate::cluster_cmd::SharedCommand) -> Result<ExitCode>,
 }
 
 impl ProxyArgs {
@@ -134,20 +101,21 @@ impl ProxyArgs {
         }
     }
 
+    /// Loads the policy (refusing to start without a valid one) and opens the trail.
+    pub(crate) fn open_guarded(&self) -> Result<Guarded> {
+        let also: Vec<PathBuf> = self.approvals.iter().cloned().collect();
+        let pins = paths::pins_dir(self.pins.as_ref());
+        Guarded::open_with(&self.policy, self.audit.as_ref(), self.audit_max_bytes, self.no_reload, Some(&pins), &also)
+    }
+
     /// How a call a `prompt` rule holds is asked about.
     pub(crate) fn ask_options(&self) -> AskOptions {
-        ask_options(self.ask_timeout, self.approvals.as_ref())
+        crate::guarded::ask_options(self.ask_timeout, self.approvals.as_ref())
     }
 }
 
-/// How a call a `prompt` rule holds is asked about: `--ask-timeout`, `--approvals`,
-/// and the stores chosen for this process.
-pub(crate) fn ask_options(timeout: f64, approvals: Option<&PathBuf>) -> AskOptions {
-    crate::stores::ask_options(Duration::from_secs_f64(timeout), paths::approvals_path(approvals))
-}
-
 /// `clawai proxy`: guards one server (a command, or `--upstream URL`) for one client.
-pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
+pub(crate) fn check(args: &ProxyArgs) -> Result<()> {
     if args.upstream.is_some() && !args.command.is_empty() {
         bail!("give either --upstream URL or a command after `--`, not both");
     }
@@ -170,13 +138,20 @@ pub fn run(args: ProxyArgs, http: HttpTransport) -> Result<ExitCode> {
              not to a remote server (--upstream): that process is not clawai's to confine"
         );
     }
-    if args.front.listen.is_some() || args.upstream.is_some() || args.otlp.wanted() {
-        return match http {
-            HttpTransport::Helper => exec_http_helper(),
-            HttpTransport::InProcess(runners) => (runners.proxy)(args),
-        };
+    Ok(())
+}
+
+impl ProxyArgs {
+    /// Whether the command needs the HTTP stack (`--listen`, `--upstream`, `--otlp`): it
+    /// then runs in the `clawai-http` binary (see [`crate::http_helper`]).
+    pub(crate) fn needs_http(&self) -> bool {
+        self.front.listen.is_some() || self.upstream.is_some() || self.otlp.wanted()
     }
-    let guarded = match Guarded::open(&args) {
+}
+
+/// `clawai proxy -- CMD` over stdio, after [`check`].
+pub(crate) fn run(args: ProxyArgs) -> Result<ExitCode> {
+    let guarded = match args.open_guarded() {
         Ok(guarded) => guarded,
         Err(error) => return crate::not_started::answer_with(error),
     };
@@ -201,20 +176,10 @@ pub(crate) fn run_stdio(args: ProxyArgs, guarded: Guarded) -> Result<ExitCode> {
         grace: Duration::from_secs_f64(args.grace),
         max_message: args.max_message_size,
     };
-    adopt_orphans();
+    crate::guarded::adopt_orphans();
     let code = clawai_proxy::stdio::run_sandboxed(guard, &options, sandbox)?;
     clawai_proxy::process_tree::end_adopted(options.grace);
     Ok(ExitCode::Code(code))
-}
-
-/// From now on, what the servers start and orphan is clawai's to end (see
-/// [`clawai_proxy::process_tree`]); without it, a server's tree is its process group.
-pub(crate) fn adopt_orphans() {
-    if let Err(error) = clawai_proxy::process_tree::adopt_orphans() {
-        tracing::warn!(
-            "cannot adopt the processes servers leave behind ({error}); only their process groups are ended"
-        );
-    }
 }
 
 /// The host of a URL (`https://mcp.example.com/x` → `mcp.example.com`), read without a
@@ -225,69 +190,4 @@ fn reqwest_free_host(url: &str) -> String {
     let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
     let host = if host.starts_with('[') { host } else { host.split(':').next().unwrap_or(host) };
     if host.is_empty() { "server".to_owned() } else { host.to_owned() }
-}
-
-/// Replaces this process with `clawai-http` (same pid, same stdin/stdout, same args).
-pub(crate) fn exec_http_helper() -> Result<ExitCode> {
-    use std::os::unix::process::CommandExt;
-    let here = std::env::current_exe().context("cannot find the clawai binary's own path")?;
-    let helper = here.with_file_name("clawai-http");
-    if !helper.exists() {
-        bail!(
-            "--listen, --upstream, --otlp, `clawai gateway`, `clawai mcp-server`, `clawai ui` and `clawai audit ship` are served by `clawai-http`, which should be installed beside {} (cargo install --path crates/clawai installs both)",
-            here.display()
-        );
-    }
-    let error = std::process::Command::new(&helper).args(std::env::args_os().skip(1)).exec();
-    Err(anyhow::Error::new(error).context(format!("cannot start {}", helper.display())))
-}
-
-/// What every transport needs: the policy in force (reloaded on change) and the audit
-/// trail.
-pub(crate) struct Guarded {
-    pub(crate) policy: PolicyHandle,
-    pub(crate) audit: AuditLog,
-}
-
-impl Guarded {
-    /// Loads the policy (refusing to start without a valid one) and opens the trail.
-    pub(crate) fn open(args: &ProxyArgs) -> Result<Guarded> {
-        let also: Vec<PathBuf> = args.approvals.iter().cloned().collect();
-        let pins = paths::pins_dir(args.pins.as_ref());
-        Guarded::open_with(&args.policy, args.audit.as_ref(), args.audit_max_bytes, args.no_reload, Some(&pins), &also)
-    }
-
-    /// [`Guarded::open`] from the options themselves (`clawai gateway` has them too);
-    /// `pins`: the pin store; `protect_also`: files besides the policy and the trail that
-    /// no tool call may change.
-    pub(crate) fn open_with(
-        policy: &PolicyArg,
-        audit: Option<&PathBuf>,
-        audit_max_bytes: u64,
-        no_reload: bool,
-        pins: Option<&Path>,
-        protect_also: &[PathBuf],
-    ) -> Result<Guarded> {
-        let policy_path = policy.resolve();
-        if !policy_path.exists() {
-            bail!(
-                "no policy at {}; clawai will not run a server unguarded. Create one with `{}`, or pass --policy FILE (or set CLAWAI_POLICY)",
-                policy_path.display(),
-                paths::init_command(&policy_path)
-            );
-        }
-        // Taken before the file is read: an edit after this moment is reloaded.
-        let read = FileStamp::of(&policy_path);
-        let policy =
-            crate::policy_cmd::load(&policy_path).context("the policy is invalid, so the server was not started")?;
-        let audit_path = audit.cloned().unwrap_or_else(|| paths::state_dir().join("audit.jsonl"));
-        let audit = AuditLog::open(&audit_path, audit_max_bytes, AuditLog::DEFAULT_KEEP)
-            .with_context(|| format!("cannot open the audit trail {}; pass --audit FILE", audit_path.display()))?;
-        let protection = crate::protected::self_protection(&policy_path, &audit_path, pins, protect_also);
-        let handle = PolicyHandle::new(policy).with_self_protection(protection);
-        if !no_reload && let Err(e) = handle.watch_in_background(&policy_path, read) {
-            tracing::warn!("cannot watch {} for changes ({e}); edits need a restart", policy_path.display());
-        }
-        Ok(Guarded { policy: handle, audit })
-    }
 }

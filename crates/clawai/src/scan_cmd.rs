@@ -21,7 +21,6 @@ use clawai_scan::{Finding, ItemKind, Scanner, Severity};
 use serde_json::Value;
 
 use crate::ExitCode;
-use crate::proxy_cmd::HttpTransport;
 use name::{NamedBy, default_name};
 pub(crate) use report::one_line;
 use session::{Listed, Session};
@@ -65,16 +64,8 @@ pub struct ScanArgs {
     command: Vec<String>,
 }
 
-/// Runs `clawai scan` (in the `clawai-http` binary).
-pub fn run(args: ScanArgs, http: HttpTransport) -> Result<ExitCode> {
-    check_args(&args)?;
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.scan)(args),
-    }
-}
-
-fn check_args(args: &ScanArgs) -> Result<()> {
+/// What `clawai scan` refuses before it starts anything (checked again in `clawai-http`).
+pub(crate) fn check_args(args: &ScanArgs) -> Result<()> {
     let given = usize::from(!args.command.is_empty())
         + usize::from(args.upstream.is_some())
         + usize::from(args.config.is_some());

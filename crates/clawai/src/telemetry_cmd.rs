@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use clawai_telemetry::Telemetry;
 
-use crate::proxy_cmd::Guarded;
+use crate::guarded::Guarded;
 
 /// The option shared by `proxy`, `gateway` and `mcp-server`.
 #[derive(Debug, Args)]

@@ -1,5 +1,5 @@
 //! `clawai ui`: the approval broker and its web page, run by the `clawai-http` binary
-//! (see [`crate::proxy_cmd::HttpTransport`]).
+//! (see [`crate::http_helper`]).
 
 use std::path::PathBuf;
 
@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::ExitCode;
-use crate::proxy_cmd::HttpTransport;
 
 /// Options of `clawai ui`.
 #[derive(Debug, Args)]
@@ -25,14 +24,6 @@ pub struct UiArgs {
     /// The pin store whose tools the page shows and approves (`clawai pins`'s).
     #[command(flatten)]
     pins: crate::pins_cmd::PinsDirArg,
-}
-
-/// Runs `clawai ui`, in the `clawai-http` binary.
-pub fn run(args: UiArgs, http: HttpTransport) -> Result<ExitCode> {
-    match http {
-        HttpTransport::Helper => crate::proxy_cmd::exec_http_helper(),
-        HttpTransport::InProcess(runners) => (runners.ui)(args),
-    }
 }
 
 /// The broker and page, in process (the `clawai-http` binary's runner).

@@ -9,10 +9,10 @@ use anyhow::Result;
 use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use clawai_proxy::AuditLog;
 
+use super::ServedArgs;
 use crate::ExitCode;
-use crate::gateway_cmd::ServedArgs;
+use crate::guarded::Guarded;
 use crate::http_cmd::runtime;
-use crate::proxy_cmd::Guarded;
 
 /// How long the check waits for servers that are still starting.
 const STARTING_WAIT: Duration = Duration::from_secs(60);
@@ -36,12 +36,12 @@ pub(crate) fn check(
         }
     };
     let options = GatewayOptions { pins_dir: None, one_client: true, ..options };
-    crate::proxy_cmd::adopt_orphans();
+    crate::guarded::adopt_orphans();
     let grace = options.grace;
     let rt = runtime()?;
     let report = rt.block_on(async move {
         let gateway = Gateway::start(&config, policy, audit, options)?;
-        gateway.set_skills(crate::gateway_cmd::load_skills(&crate::gateway_cmd::skill_dirs(&served.skills)));
+        gateway.set_skills(super::load_skills(&super::skill_dirs(&served.skills)));
         gateway.wait_until_started(STARTING_WAIT).await;
         let report = gateway.report();
         gateway.shutdown().await;
@@ -60,5 +60,5 @@ pub(crate) fn check(
 
 /// What reading the configuration warned of (skipped entries), read again to say it here.
 fn config_warnings(config_file: &Path) -> Vec<String> {
-    crate::gateway_cmd::read_config(config_file).map(|config| config.warnings).unwrap_or_default()
+    super::read_config(config_file).map(|config| config.warnings).unwrap_or_default()
 }
