@@ -7,6 +7,7 @@ use std::time::Duration;
 use clawai_store::Unavailable;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::breaker::{Admitted, Breaker};
 use crate::{ConnectError, STEP_TIMEOUT, unreachable};
 
 /// The connection manager and the runtime its connection is driven on.
@@ -15,6 +16,8 @@ pub(crate) struct Bridge {
     /// inside another runtime (a test) does not block it.
     runtime: Option<tokio::runtime::Runtime>,
     connection: ConnectionManager,
+    /// Whether Redis answered lately: while it is away, steps fail at once.
+    breaker: Breaker,
 }
 
 impl Drop for Bridge {
@@ -56,7 +59,7 @@ impl Bridge {
             Ok(Err(_)) => return Err(ConnectError::Unreachable("no answer within 3 s".into())),
             Err(error) => return Err(ConnectError::Runtime(error)),
         };
-        Ok(Bridge { runtime: Some(runtime), connection })
+        Ok(Bridge { runtime: Some(runtime), connection, breaker: Breaker::default() })
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
@@ -74,10 +77,15 @@ impl Bridge {
             .map_or_else(|| "of unknown version".to_owned(), |version| version.trim().to_owned()))
     }
 
+    /// Whether Redis answers a `PING` now. It always tries (`/healthz` says what is true
+    /// now), and an answer closes the breaker.
     pub(crate) async fn ping(&self) -> bool {
-        let ping =
-            self.run(|mut connection| async move { redis::cmd("PING").query_async::<String>(&mut connection).await });
-        ping.await.is_ok()
+        let joined = self
+            .start(|mut connection| async move { redis::cmd("PING").query_async::<String>(&mut connection).await })
+            .await
+            .map_err(|error| error.to_string());
+        self.breaker.record(Admitted::Normally, away(&joined));
+        settle(joined).is_ok()
     }
 
     /// Starts one step on the connection's runtime, with its time limit (the timer is
@@ -99,7 +107,10 @@ impl Bridge {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
-        settle(self.start(step).await.map_err(|error| error.to_string()))
+        let admitted = self.breaker.admit()?;
+        let joined = self.start(step).await.map_err(|error| error.to_string());
+        self.breaker.record(admitted, away(&joined));
+        settle(joined)
     }
 
     /// Runs one step on the connection's runtime and waits for it, blocking this thread
@@ -110,12 +121,28 @@ impl Bridge {
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
-        settle(wait(self.runtime(), self.start(step)))
+        let admitted = self.breaker.admit()?;
+        let joined = wait(self.runtime(), self.start(step));
+        self.breaker.record(admitted, away(&joined));
+        settle(joined)
     }
 }
 
 /// A step's result, or that its time ran out.
 type Stepped<T> = Result<redis::RedisResult<T>, tokio::time::error::Elapsed>;
+
+/// Whether a step found Redis away (no connection, no answer in time), as opposed to an
+/// answer, an error of Redis's own included.
+fn away<T>(joined: &Result<Stepped<T>, String>) -> bool {
+    match joined {
+        Ok(Ok(Ok(_))) => false,
+        Ok(Ok(Err(error))) => {
+            error.is_io_error() || error.is_timeout() || error.is_connection_dropped() || error.is_connection_refusal()
+        }
+        Ok(Err(_elapsed)) => true,
+        Err(_joined) => true,
+    }
+}
 
 /// What a step came to, for the caller: its value, or why Redis did not give it.
 fn settle<T>(joined: Result<Stepped<T>, String>) -> Result<T, Unavailable> {

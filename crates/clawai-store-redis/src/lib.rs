@@ -22,6 +22,7 @@
 //! this crate's own small runtime, where the connection lives, and the calling thread
 //! waits for it (a runtime worker hands its other tasks on while it waits).
 
+mod breaker;
 mod bridge;
 mod documents;
 mod heads;

@@ -121,6 +121,13 @@ async fn while_redis_is_away_writes_fail_and_they_work_again_once_it_is_back() {
         memory.count("flood", MINUTE, 5, Duration::ZERO, Count::Record),
         Err(Unavailable::Unreachable(_))
     ));
+    // The steps that follow fail at once, saying why, instead of each waiting for its
+    // own time-out (the breaker); a ping still tries.
+    // (A step that comes after the window is the probe, and fails as Redis does: the
+    // next one falls in the new window.)
+    let refusals: Vec<String> =
+        (0..10).map(|_| memory.add_labels(&["secret".into()]).unwrap_err().to_string()).collect();
+    assert!(refusals.iter().any(|r| r.contains("did not answer")), "{refusals:?}");
     assert!(claims(&r1).still_owned("r1.away").await.is_err());
     assert!(!claims(&r1).reachable().await);
     assert_eq!(memory.labels().len(), 1, "the owner still reads what it holds");
