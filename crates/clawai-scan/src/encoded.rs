@@ -68,11 +68,14 @@ pub(crate) fn decode_base64(run: &str) -> Option<String> {
     let body = run.trim_end_matches('=');
     // A last group of one character carries no whole byte: drop it.
     let body = if body.len() % 4 == 1 { &body[..body.len() - 1] } else { body };
-    let engine = if body.contains(['-', '_']) { &URL_SAFE } else { &STANDARD };
+    let url_safe = |text: &str| text.bytes().any(|b| matches!(b, b'-' | b'_'));
     // The first six bytes first: a run of binary (an image, a hash, a path read as
     // base64) has a control byte or a broken UTF-8 sequence in them nearly always, and
-    // the whole decode would be refused for it anyway.
+    // the whole decode would be refused for it anyway. Before anything reads the whole
+    // run (a megabyte of image): the head's own characters say its alphabet (a head
+    // with none of `+/-_` decodes the same in both).
     if let Some(head) = body.get(..8) {
+        let engine = if url_safe(head) { &URL_SAFE } else { &STANDARD };
         let mut bytes = [0u8; 6];
         let length = engine.decode_slice(head, &mut bytes).ok()?;
         let head = &bytes[..length];
@@ -81,6 +84,7 @@ pub(crate) fn decode_base64(run: &str) -> Option<String> {
             return None;
         }
     }
+    let engine = if url_safe(body) { &URL_SAFE } else { &STANDARD };
     let bytes = engine.decode(body).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let printable = text.chars().all(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r' | '\u{1B}'));
