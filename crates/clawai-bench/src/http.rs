@@ -2,6 +2,7 @@
 //! HTTP that times `tools/call`.
 
 use std::process::Child;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -80,4 +81,67 @@ impl Endpoint {
         let answer: Value = serde_json::from_slice(&response.bytes().await?)?;
         Ok((started.elapsed(), answer))
     }
+}
+
+/// The `tools/call` a loop sends, and what its answer must say.
+#[derive(Clone)]
+pub struct Call {
+    /// The request's params.
+    pub params: Value,
+    /// Whether the answer is the one expected (an error fails the benchmark).
+    pub answered: fn(&Value) -> bool,
+}
+
+impl Call {
+    /// One call: how long it took.
+    pub async fn once(&self, endpoint: &Endpoint, id: u64) -> Result<Duration> {
+        let (elapsed, answer) = endpoint.call(id, self.params.clone()).await?;
+        if !(self.answered)(&answer) {
+            bail!("unexpected answer {answer}");
+        }
+        Ok(elapsed)
+    }
+}
+
+/// Open loop: one call every 1/`rate` s for `seconds`, whatever the previous ones do;
+/// p50 and p99 in µs.
+pub async fn fixed_rate(endpoint: &Arc<Endpoint>, call: &Call, rate: u32, seconds: u32) -> Result<(f64, f64)> {
+    let total = u64::from(rate * seconds);
+    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(total as usize);
+    for id in 0..total {
+        tokio::time::sleep_until((start + interval * id as u32).into()).await;
+        let (endpoint, call) = (Arc::clone(endpoint), call.clone());
+        tasks.push(tokio::spawn(async move { call.once(&endpoint, id + 1).await }));
+    }
+    let mut latencies = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        latencies.push(task.await??);
+    }
+    latencies.sort();
+    let micros = |p| crate::stats::percentile(&latencies, p).as_secs_f64() * 1e6;
+    Ok((micros(0.5), micros(0.99)))
+}
+
+/// Closed loop: `callers` callers as fast as they can for `seconds`; calls per second.
+pub async fn closed_loop(endpoint: &Arc<Endpoint>, call: &Call, callers: usize, seconds: u32) -> Result<f64> {
+    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
+    let mut workers = Vec::new();
+    for worker in 0..callers {
+        let (endpoint, call) = (Arc::clone(endpoint), call.clone());
+        workers.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                call.once(&endpoint, worker as u64 * 1_000_000 + done).await?;
+                done += 1;
+            }
+            anyhow::Ok(done)
+        }));
+    }
+    let mut total = 0;
+    for worker in workers {
+        total += worker.await??;
+    }
+    Ok(total as f64 / f64::from(seconds))
 }

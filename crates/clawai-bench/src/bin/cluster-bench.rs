@@ -22,8 +22,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use clawai_bench::http::{Endpoint, Killed, free_port, wait_listening};
+use anyhow::{Context, Result};
+use clawai_bench::http::{Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, wait_listening};
 use clawai_bench::stats::median;
 use serde_json::json;
 
@@ -79,60 +79,18 @@ impl Setup {
     }
 }
 
-/// One `tools/call` of `calculator` (counted by no rule) or `echo` (counted).
-async fn call(endpoint: &Endpoint, id: u64, counted: bool) -> Result<Duration> {
+/// A `tools/call` of `echo` (counted by the rate rule) or of `calculator` (counted by
+/// none), whose answer must be a text and no error.
+fn call(counted: bool) -> Call {
     let params = if counted {
         json!({"name": "echo", "arguments": {"text": "hi"}})
     } else {
         json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}})
     };
-    let (elapsed, answer) = endpoint.call(id, params).await?;
-    if answer["result"]["isError"] == true || answer["result"]["content"][0]["text"].as_str().is_none() {
-        bail!("unexpected answer {answer}");
+    Call {
+        params,
+        answered: |answer| answer["result"]["isError"] != true && answer["result"]["content"][0]["text"].is_string(),
     }
-    Ok(elapsed)
-}
-
-/// Open loop: one call every 1/rate s; p50 and p99 in µs.
-async fn fixed_rate(endpoint: &Arc<Endpoint>, counted: bool, rate: u32, seconds: u32) -> Result<(f64, f64)> {
-    let total = u64::from(rate * seconds);
-    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
-    let start = Instant::now();
-    let mut tasks = Vec::with_capacity(total as usize);
-    for id in 0..total {
-        tokio::time::sleep_until((start + interval * id as u32).into()).await;
-        let endpoint = Arc::clone(endpoint);
-        tasks.push(tokio::spawn(async move { call(&endpoint, id + 1, counted).await }));
-    }
-    let mut latencies = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        latencies.push(task.await??);
-    }
-    latencies.sort();
-    let micros = |p| clawai_bench::stats::percentile(&latencies, p).as_secs_f64() * 1e6;
-    Ok((micros(0.5), micros(0.99)))
-}
-
-/// Closed loop: CONCURRENCY callers of uncounted calls, flat out; calls per second.
-async fn throughput(endpoint: &Arc<Endpoint>, seconds: u32) -> Result<f64> {
-    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
-    let mut workers = Vec::new();
-    for worker in 0..CONCURRENCY {
-        let endpoint = Arc::clone(endpoint);
-        workers.push(tokio::spawn(async move {
-            let mut done = 0u64;
-            while Instant::now() < deadline {
-                call(&endpoint, worker as u64 * 1_000_000 + done, false).await?;
-                done += 1;
-            }
-            anyhow::Ok(done)
-        }));
-    }
-    let mut total = 0;
-    for worker in workers {
-        total += worker.await??;
-    }
-    Ok(total as f64 / f64::from(seconds))
 }
 
 /// The figures of one round: single-node and cluster, interleaved.
@@ -152,17 +110,17 @@ async fn single_vs_cluster(setup: &Setup, rounds: usize, rate: u32, seconds: u32
     let single = Arc::new(Endpoint::open(format!("http://127.0.0.1:{single_port}/mcp")).await?);
     let cluster = Arc::new(Endpoint::open(format!("http://127.0.0.1:{cluster_port}/mcp")).await?);
     for endpoint in [&single, &cluster] {
-        fixed_rate(endpoint, false, 200, 1).await?; // warm up
-        fixed_rate(endpoint, true, 200, 1).await?;
+        fixed_rate(endpoint, &call(false), 200, 1).await?; // warm up
+        fixed_rate(endpoint, &call(true), 200, 1).await?;
     }
     let mut figures = Figures::default();
     for round in 1..=rounds {
         eprintln!("single node vs --cluster: round {round}/{rounds}");
-        figures.single_rps.push(throughput(&single, seconds).await?);
-        figures.cluster_rps.push(throughput(&cluster, seconds).await?);
-        figures.single_counted.push(fixed_rate(&single, true, rate, seconds).await?);
-        figures.cluster_counted.push(fixed_rate(&cluster, true, rate, seconds).await?);
-        figures.cluster_uncounted.push(fixed_rate(&cluster, false, rate, seconds).await?);
+        figures.single_rps.push(closed_loop(&single, &call(false), CONCURRENCY, seconds).await?);
+        figures.cluster_rps.push(closed_loop(&cluster, &call(false), CONCURRENCY, seconds).await?);
+        figures.single_counted.push(fixed_rate(&single, &call(true), rate, seconds).await?);
+        figures.cluster_counted.push(fixed_rate(&cluster, &call(true), rate, seconds).await?);
+        figures.cluster_uncounted.push(fixed_rate(&cluster, &call(false), rate, seconds).await?);
     }
     Ok(figures)
 }
@@ -200,13 +158,13 @@ async fn takeovers(setup: &Setup, rounds: usize) -> Result<Vec<Duration>> {
     for round in 1..=rounds {
         eprintln!("takeover after kill -9: round {round}/{rounds}");
         let endpoint = Endpoint::open(format!("http://127.0.0.1:{front}/mcp")).await?;
-        call(&endpoint, 1, false).await?;
+        call(false).once(&endpoint, 1).await?;
         let owner = names.iter().position(|name| endpoint.session().starts_with(&format!("{name}.")));
         let owner = owner.context("the session id names no replica")?;
         drop(replicas[owner].take()); // SIGKILL
         let killed = Instant::now();
         let mut id = 2;
-        while call(&endpoint, id, false).await.is_err() {
+        while call(false).once(&endpoint, id).await.is_err() {
             id += 1;
             anyhow::ensure!(killed.elapsed() < Duration::from_secs(30), "no answer within 30 s of the kill");
         }

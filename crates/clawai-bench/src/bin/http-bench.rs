@@ -9,70 +9,20 @@
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use clawai_bench::http::{Endpoint, Killed, free_port, wait_listening};
+use anyhow::{Context, Result};
+use clawai_bench::http::{Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, wait_listening};
 use serde_json::json;
 
 const CONCURRENCY: usize = 16;
 const ROUNDS: usize = 3;
 
-/// One `tools/call` of the calculator's `add`, checked.
-async fn call(endpoint: &Endpoint, id: u64) -> Result<Duration> {
-    let params = json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}});
-    let (elapsed, answer) = endpoint.call(id, params).await?;
-    if answer["result"]["content"][0]["text"] != "Result: 5" {
-        bail!("unexpected answer {answer}");
+/// The calculator's `add`, whose answer says `Result: 5`.
+fn add() -> Call {
+    Call {
+        params: json!({"name": "calculator", "arguments": {"operation": "add", "a": 2, "b": 3}}),
+        answered: |answer| answer["result"]["content"][0]["text"] == "Result: 5",
     }
-    Ok(elapsed)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index].as_secs_f64() * 1e6
-}
-
-/// Open-loop: one request every 1/rate s, whatever the previous ones do.
-async fn fixed_rate(endpoint: Arc<Endpoint>, rate: u32, seconds: u32) -> Result<(f64, f64)> {
-    let total = u64::from(rate * seconds);
-    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
-    let start = Instant::now();
-    let mut tasks = Vec::with_capacity(total as usize);
-    for id in 0..total {
-        let due = start + interval * id as u32;
-        tokio::time::sleep_until(due.into()).await;
-        let endpoint = Arc::clone(&endpoint);
-        tasks.push(tokio::spawn(async move { call(&endpoint, id + 1).await }));
-    }
-    let mut latencies = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        latencies.push(task.await??);
-    }
-    latencies.sort();
-    Ok((percentile(&latencies, 0.5), percentile(&latencies, 0.99)))
-}
-
-/// Closed-loop: CONCURRENCY callers as fast as they can for `seconds`.
-async fn throughput(endpoint: Arc<Endpoint>, seconds: u32) -> Result<f64> {
-    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
-    let mut workers = Vec::new();
-    for worker in 0..CONCURRENCY {
-        let endpoint = Arc::clone(&endpoint);
-        workers.push(tokio::spawn(async move {
-            let mut done = 0u64;
-            while Instant::now() < deadline {
-                call(&endpoint, worker as u64 * 1_000_000 + done).await?;
-                done += 1;
-            }
-            anyhow::Ok(done)
-        }));
-    }
-    let mut total = 0;
-    for worker in workers {
-        total += worker.await??;
-    }
-    Ok(total as f64 / f64::from(seconds))
 }
 
 #[tokio::main]
@@ -121,20 +71,20 @@ async fn main() -> Result<()> {
     let direct = Arc::new(Endpoint::open(format!("http://127.0.0.1:{server_port}/mcp")).await?);
     let guarded = Arc::new(Endpoint::open(format!("http://127.0.0.1:{proxy_port}/mcp")).await?);
     for endpoint in [&direct, &guarded] {
-        fixed_rate(Arc::clone(endpoint), 200, 1).await?; // warm up
+        fixed_rate(endpoint, &add(), 200, 1).await?; // warm up
     }
     // Interleaved rounds, medians reported: this machine's noise moves single runs a lot.
     let mut rounds: [Vec<f64>; 6] = Default::default();
     for round in 1..=round_count {
         eprintln!("round {round}/{round_count}");
-        let (p50, p99) = fixed_rate(Arc::clone(&direct), rate, seconds).await?;
+        let (p50, p99) = fixed_rate(&direct, &add(), rate, seconds).await?;
         rounds[0].push(p50);
         rounds[1].push(p99);
-        let (p50, p99) = fixed_rate(Arc::clone(&guarded), rate, seconds).await?;
+        let (p50, p99) = fixed_rate(&guarded, &add(), rate, seconds).await?;
         rounds[2].push(p50);
         rounds[3].push(p99);
-        rounds[4].push(throughput(Arc::clone(&direct), seconds).await?);
-        rounds[5].push(throughput(Arc::clone(&guarded), seconds).await?);
+        rounds[4].push(closed_loop(&direct, &add(), CONCURRENCY, seconds).await?);
+        rounds[5].push(closed_loop(&guarded, &add(), CONCURRENCY, seconds).await?);
     }
     let [direct_p50, direct_p99, guarded_p50, guarded_p99, direct_rps, guarded_rps] = rounds.map(|mut values| {
         values.sort_by(f64::total_cmp);
