@@ -1,7 +1,8 @@
 //! What the HTTP benchmarks share: ports, children, and an MCP session over Streamable
 //! HTTP that times `tools/call`.
 
-use std::process::Child;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,21 @@ pub async fn wait_listening(port: u16) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     bail!("nothing listens on port {port}")
+}
+
+/// Starts the SDK's calculator example (in `bins`/examples) serving Streamable HTTP on
+/// a free port, once it listens: the child and its port.
+pub async fn start_calculator(bins: &Path) -> Result<(Killed, u16)> {
+    let port = free_port()?;
+    let child = Killed(
+        Command::new(bins.join("examples/calculator"))
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .context("build it first: cargo build --release -p clawai-sdk --examples")?,
+    );
+    wait_listening(port).await?;
+    Ok((child, port))
 }
 
 /// An initialized MCP session at `url`.

@@ -143,7 +143,6 @@ fn run(command: Command, http: HttpTransport) -> anyhow::Result<ExitCode> {
     use audit_cmd::AuditCommand;
     use audit_verify::VerifyArgs;
     use cluster_cmd::{Shared, SharedCommand};
-    let shared = |shared: Shared| SharedCommand::new(shared);
     match command {
         Command::Policy(cmd) => policy_cmd::run(cmd),
         Command::Proxy(args) => {
@@ -164,14 +163,18 @@ fn run(command: Command, http: HttpTransport) -> anyhow::Result<ExitCode> {
         Command::Run(args) => clients_cmd::run(args),
         Command::Ui(args) => http.serve(args, |r| r.ui),
         Command::Approvals(args) if args.cluster.url.is_some() => {
-            http.serve(shared(Shared::Approvals(args)), |r| r.shared)
+            http.serve(SharedCommand::new(Shared::Approvals(args)), |r| r.shared)
         }
         Command::Approvals(args) => approvals_cmd::list(args),
-        Command::Approve(args) if args.cluster.url.is_some() => http.serve(shared(Shared::Approve(args)), |r| r.shared),
+        Command::Approve(args) if args.cluster.url.is_some() => {
+            http.serve(SharedCommand::new(Shared::Approve(args)), |r| r.shared)
+        }
         Command::Approve(args) => approvals_cmd::approve(args),
-        Command::Deny(args) if args.cluster.url.is_some() => http.serve(shared(Shared::Deny(args)), |r| r.shared),
+        Command::Deny(args) if args.cluster.url.is_some() => {
+            http.serve(SharedCommand::new(Shared::Deny(args)), |r| r.shared)
+        }
         Command::Deny(args) => approvals_cmd::deny(args),
-        Command::Pins(cmd) if cmd.in_cluster() => http.serve(shared(Shared::Pins(cmd)), |r| r.shared),
+        Command::Pins(cmd) if cmd.in_cluster() => http.serve(SharedCommand::new(Shared::Pins(cmd)), |r| r.shared),
         Command::Pins(cmd) => pins_cmd::run(cmd),
         Command::Scan(args) => {
             scan_cmd::check_args(&args)?;

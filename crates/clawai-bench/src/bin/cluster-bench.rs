@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clawai_bench::http::{Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, wait_listening};
+use clawai_bench::http::{
+    Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, start_calculator, wait_listening,
+};
 use clawai_bench::stats::median;
 use serde_json::json;
 
@@ -260,15 +262,7 @@ async fn main() -> Result<()> {
             .spawn()?,
     );
     wait_listening(redis_port).await?;
-    let server_port = free_port()?;
-    let _server = Killed(
-        Command::new(bins.join("examples/calculator"))
-            .args(["--http", &format!("127.0.0.1:{server_port}")])
-            .stderr(Stdio::null())
-            .spawn()
-            .context("build it first: cargo build --release -p clawai-sdk --examples")?,
-    );
-    wait_listening(server_port).await?;
+    let (_server, server_port) = start_calculator(&bins).await?;
     let setup = Setup {
         bins,
         dir,

@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clawai_bench::http::{Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, wait_listening};
+use clawai_bench::http::{
+    Call, Endpoint, Killed, closed_loop, fixed_rate, free_port, start_calculator, wait_listening,
+};
 use serde_json::json;
 
 const CONCURRENCY: usize = 16;
@@ -44,15 +46,7 @@ async fn main() -> Result<()> {
     std::fs::write(&policy, "[[rule]]\nid = \"allow-all\"\naction = \"allow\"\nmethod = \"**\"\n")?;
     let audit = std::env::temp_dir().join("clawai-http-bench-audit.jsonl");
 
-    let server_port = free_port()?;
-    let _server = Killed(
-        Command::new(release.join("examples/calculator"))
-            .args(["--http", &format!("127.0.0.1:{server_port}")])
-            .stderr(Stdio::null())
-            .spawn()
-            .context("build it first: cargo build --release -p clawai-sdk --examples")?,
-    );
-    wait_listening(server_port).await?;
+    let (_server, server_port) = start_calculator(&release).await?;
     let proxy_port = free_port()?;
     let _proxy = Killed(
         Command::new(release.join("clawai"))
