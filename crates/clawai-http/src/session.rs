@@ -161,9 +161,9 @@ impl Session {
         lock(&self.last_used).elapsed() >= limit && lock(&self.routes).waiting.is_empty()
     }
 
-    /// Sends a message the guard allowed to the server; the audit trail is written first.
+    /// Sends a message the guard let through to the server (the guard wrote the event that
+    /// decided it before it returned the verdict).
     pub(crate) async fn send_to_server(&self, message: Vec<u8>) -> Result<(), ()> {
-        self.guard.write_pending_decisions();
         let sender = lock(&self.to_server).clone().ok_or(())?;
         sender.send(message).await.map_err(|_| ())
     }
@@ -243,7 +243,6 @@ impl Session {
 
     /// Sends a server message where it belongs.
     async fn deliver(&self, message: Vec<u8>) {
-        self.guard.write_pending_decisions();
         let route = Route::of_message_or_batch(&message);
         let target = {
             let mut routes = lock(&self.routes);

@@ -21,8 +21,7 @@ use crate::link::{FromServer, Link};
 
 type ServerSender = Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>;
 
-async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
-    guard.write_pending_decisions();
+async fn to_server(server: &ServerSender, message: Vec<u8>) {
     let sender = server.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(sender) = sender {
         let _ = sender.send(message).await;
@@ -30,10 +29,10 @@ async fn to_server(guard: &Guard, server: &ServerSender, message: Vec<u8>) {
 }
 
 /// Sends each message of a verdict to its side.
-async fn deliver(guard: &Guard, server: &ServerSender, client: &mpsc::Sender<Vec<u8>>, deliveries: Deliveries<'_>) {
+async fn deliver(server: &ServerSender, client: &mpsc::Sender<Vec<u8>>, deliveries: Deliveries<'_>) {
     for delivery in deliveries {
         match delivery.to {
-            Side::Server => to_server(guard, server, delivery.bytes.into_owned()).await,
+            Side::Server => to_server(server, delivery.bytes.into_owned()).await,
             Side::Client => {
                 let _ = client.send(delivery.bytes.into_owned()).await;
             }
@@ -58,7 +57,7 @@ impl Outlet for FrontOutlet {
         let server = Arc::clone(&self.server);
         self.runtime.spawn(async move {
             let messages = guard.settle(later);
-            deliver(&guard, &server, &client, dispatched(messages)).await;
+            deliver(&server, &client, dispatched(messages)).await;
         });
     }
 }
@@ -78,11 +77,9 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
         runtime: tokio::runtime::Handle::current(),
     }));
 
-    let writer_guard = Arc::clone(&guard);
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(mut message) = client_queue.recv().await {
-            writer_guard.write_pending_decisions();
             if !message.ends_with(b"\n") {
                 message.push(b'\n');
             }
@@ -102,12 +99,11 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
             match item {
                 FromServer::Message(message) => {
                     let verdict = pump_guard.from_server(&message);
-                    deliver(&pump_guard, &pump_server, &pump_client, verdict.deliveries(message, Side::Server)).await;
+                    deliver(&pump_server, &pump_client, verdict.deliveries(message, Side::Server)).await;
                 }
                 FromServer::Oversize { prefix, length } => {
                     let verdict = pump_guard.oversize_from_server(&prefix, length, max_message);
-                    deliver(&pump_guard, &pump_server, &pump_client, verdict.deliveries(Vec::new(), Side::Server))
-                        .await;
+                    deliver(&pump_server, &pump_client, verdict.deliveries(Vec::new(), Side::Server)).await;
                 }
                 FromServer::Closed(reason) => {
                     for error in pump_guard.server_gone(&reason) {
@@ -131,7 +127,7 @@ pub async fn run(guard: Arc<Guard>, link: Link, max_message: usize) -> io::Resul
                     (reader_guard.oversize_from_client(&prefix, length, max_message), Vec::new())
                 }
             };
-            deliver(&reader_guard, &reader_server, &reader_client, verdict.deliveries(line, Side::Client)).await;
+            deliver(&reader_server, &reader_client, verdict.deliveries(line, Side::Client)).await;
         }
     });
     drop(to_client);

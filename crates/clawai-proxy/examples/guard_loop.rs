@@ -34,9 +34,6 @@ fn main() {
         );
         assert_eq!(guard.from_client(call.as_bytes()), Verdict::Forward);
         assert_eq!(guard.from_server(response.as_bytes()), Verdict::Forward);
-        if i % 64 == 0 {
-            guard.write_pending_decisions();
-        }
     }
     guard.flush_audit();
 }

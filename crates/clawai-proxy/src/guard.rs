@@ -13,7 +13,10 @@
 //! [`credentials`]), a person (`approvals`, `broker`), and the audit trail (the event is
 //! recorded before anything leaves); a result goes through pinning, `results` and
 //! `hiding`. A stage may hold a message; everything else keeps flowing meanwhile.
-//! [`Verdict::deliveries`] turns what the guard decided into what the transport sends.
+//! [`Verdict::deliveries`] turns what the guard decided into what the transport sends,
+//! and every public entry point returns only once the events that decided its verdict
+//! are on disk (`Guard::on_disk`; the stdio relay's batched `Outbox` is the one exception,
+//! and writes the trail itself before its bytes leave).
 
 use clawai_protocol::methods;
 
@@ -47,6 +50,7 @@ use std::time::Instant;
 pub use alone::{Alone, decide_alone};
 pub use approvals::{AskOptions, INPUT_KEY, Later, Outlet};
 pub use arguments::{RULE_ID as SECRETS_IN_ARGUMENTS, decided_with_credential};
+pub(crate) use deliver::Outbox;
 pub use deliver::{Deliveries, Delivery, Side, dispatched};
 pub use own::{OwnRequest, OwnRequests, OwnVerdict};
 pub use pinning::scan_settings;
@@ -241,30 +245,31 @@ impl Guard {
         self.audit.flush();
     }
 
-    /// Writes the audit trail now if a decision waits in it. Transports call it before
-    /// any forwarded byte leaves, so that a message never leaves before the event that
-    /// decided it is on disk; other events are left for later, off the message's path.
-    pub fn write_pending_decisions(&self) {
-        if self.audit.has_decision() {
-            self.audit.flush();
-        }
-    }
-
-    /// A mark for the decisions this thread has recorded so far: a transport that
-    /// decides and queues on the same thread keeps the highest mark of what it queued
-    /// and calls [`Guard::write_decisions_through`] with it before the bytes leave. Unlike
-    /// [`Guard::write_pending_decisions`], it does not write the trail for decisions
-    /// another thread recorded for messages it sends itself.
-    pub fn decision_mark(&self) -> u64 {
+    /// A mark for the decisions this thread has recorded so far: the batched outbox of
+    /// the stdio relay ([`deliver::Outbox`]), which decides and queues on one thread,
+    /// keeps the highest mark of what it queued and writes the trail through it before
+    /// the bytes leave. It does not write the trail for decisions another thread
+    /// recorded for messages it sends itself.
+    pub(crate) fn decision_mark(&self) -> u64 {
         AuditLog::last_decision_of_this_thread()
     }
 
     /// Writes the audit trail now unless every decision up to `mark` (from
     /// [`Guard::decision_mark`]) is already on disk.
-    pub fn write_decisions_through(&self, mark: u64) {
+    pub(crate) fn write_decisions_through(&self, mark: u64) {
         if !self.audit.decisions_written(mark) {
             self.audit.flush();
         }
+    }
+
+    /// `decided`, once the decisions this thread recorded for it are on disk: every
+    /// public entry point returns through here, so whatever a transport then sends of a
+    /// verdict, the event that decided it was written first. Only the stdio relay's
+    /// batched outbox takes verdicts before that (the `*_queued` entry points), and it
+    /// writes the trail itself before its bytes leave.
+    fn on_disk<T>(&self, decided: T) -> T {
+        self.write_decisions_through(self.decision_mark());
+        decided
     }
 
     /// The annotations recorded for a tool, if it was listed.
@@ -298,15 +303,18 @@ impl Guard {
         }
     }
 
-    /// A message from the client, arrived now.
+    /// A message from the client, arrived now. The event that decided it is on disk when
+    /// this returns.
     pub fn from_client(&self, line: &[u8]) -> Verdict {
-        self.from_client_at(line, stamp())
+        self.on_disk(self.queued_from_client(line, stamp()))
     }
 
-    /// A message from the client that arrived `at`. A transport takes one [`stamp`] per
-    /// read and passes it with every line that read brought: they arrived together, and
-    /// a clock read per message is a measurable share of a pipelined call in a VM.
-    pub fn from_client_at(&self, line: &[u8], at: Stamp) -> Verdict {
+    /// A message from the client that arrived `at`, for the stdio relay's batched outbox:
+    /// the decision may not be on disk yet (see [`Guard::on_disk`]). The relay takes one
+    /// [`stamp`] per read and passes it with every line that read brought: they arrived
+    /// together, and a clock read per message is a measurable share of a pipelined call
+    /// in a VM.
+    pub(crate) fn queued_from_client(&self, line: &[u8], at: Stamp) -> Verdict {
         if self.batches.allowed()
             && line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
             && let Some(verdict) = self.batch_from_client(line, at)
@@ -429,18 +437,20 @@ impl Guard {
         }
     }
 
-    /// A message from the server.
+    /// A message from the server. The event that decided it is on disk when this
+    /// returns.
     pub fn from_server(&self, line: &[u8]) -> Verdict {
         let mut deferred = Deferred::default();
-        let verdict = self.from_server_deferred(line, stamp(), &mut deferred);
+        let verdict = self.queued_from_server(line, stamp(), &mut deferred);
         self.record_deferred(&mut deferred);
-        verdict
+        self.on_disk(verdict)
     }
 
-    /// A message from the server that arrived `at` (see [`Guard::from_client_at`]); the
-    /// audit event of a response is left in `deferred` for [`Guard::record_deferred`],
-    /// which the transport calls once the response is on its way (and before it exits).
-    pub fn from_server_deferred(&self, line: &[u8], at: Stamp, deferred: &mut Deferred) -> Verdict {
+    /// A message from the server that arrived `at`, for the stdio relay's batched outbox
+    /// (see [`Guard::queued_from_client`]); the audit event of a response is left in
+    /// `deferred` for [`Guard::record_deferred`], which the relay calls once the response
+    /// is on its way (and before it exits).
+    pub(crate) fn queued_from_server(&self, line: &[u8], at: Stamp, deferred: &mut Deferred) -> Verdict {
         let verdict = self.server_line(line, at, deferred);
         self.gather_verdict(line, verdict)
     }
@@ -538,8 +548,13 @@ impl Guard {
         Verdict::Forward
     }
 
-    /// The server is gone: an error for every client request still waiting.
+    /// The server is gone: an error for every client request still waiting, each
+    /// recorded and on disk.
     pub fn server_gone(&self, why: &str) -> Vec<Vec<u8>> {
+        self.on_disk(self.fail_waiting_requests(why))
+    }
+
+    fn fail_waiting_requests(&self, why: &str) -> Vec<Vec<u8>> {
         let answers: Vec<Vec<u8>> = self
             .from_client
             .drain()

@@ -13,7 +13,7 @@
 //! waiting.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -26,7 +26,7 @@ use clawai_protocol::{FrameRef, LineReader};
 use nix::sys::signal::Signal;
 
 use crate::audit::{Stamp, stamp};
-use crate::guard::{Deferred, Deliveries, Guard, Later, Outlet, Side, dispatched};
+use crate::guard::{Deferred, Deliveries, Guard, Later, Outbox, Outlet, Side, dispatched};
 use crate::pipe::enlarge_pipe;
 use crate::process_tree::{ServerTag, ServerTree, TAG_VARIABLE, spawn_own};
 use clawai_sandbox::Prepared;
@@ -50,52 +50,6 @@ enum Event {
 }
 
 type Shared<W> = Arc<Mutex<W>>;
-
-/// Bytes batched towards one side before a write. As large as a read from the other
-/// side: a burst of pipelined calls read at once then leaves in one write, after one
-/// write of the audit trail for all of them. (At 16 KiB the trail was written four times
-/// as often, in pieces that cost ext4 more per byte: 13% more CPU per pipelined call.)
-const OUT_BUFFER: usize = 64 * 1024;
-
-/// Buffered output towards one side. Before anything it holds leaves, the decisions
-/// that let it through are written to the audit trail.
-struct Outbound<W: Write> {
-    writer: BufWriter<W>,
-    /// The highest [`Guard::decision_mark`] among the messages queued.
-    decisions: u64,
-}
-
-impl<W: Write> Outbound<W> {
-    fn new(inner: W) -> Self {
-        Outbound { writer: BufWriter::with_capacity(OUT_BUFFER, inner), decisions: 0 }
-    }
-
-    /// Queues one message (newline added when missing), decided (if at all) on the
-    /// calling thread.
-    fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
-        self.decisions = self.decisions.max(guard.decision_mark());
-        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
-            // The buffer is about to go out (or the message bypasses it).
-            guard.write_decisions_through(self.decisions);
-        }
-        self.writer.write_all(bytes)?;
-        if !bytes.ends_with(b"\n") {
-            self.writer.write_all(b"\n")?;
-        }
-        Ok(())
-    }
-
-    /// Sends what is queued, after the decisions that let it through are on disk. Other
-    /// events (responses, messages no rule decides, decisions the other direction has
-    /// not sent yet) are left for a later write of the trail, off the message's path.
-    fn flush(&mut self, guard: &Guard) -> io::Result<()> {
-        if self.writer.buffer().is_empty() {
-            return Ok(());
-        }
-        guard.write_decisions_through(self.decisions);
-        self.writer.flush()
-    }
-}
 
 /// clawai's stdout as a plain file: `io::Stdout` would flush at every newline.
 fn raw_stdout() -> io::Result<File> {
@@ -160,8 +114,8 @@ pub fn run_sandboxed(guard: Arc<Guard>, options: &StdioOptions, sandbox: Option<
     for pipe in [server_in.as_fd(), server_out.as_fd(), client_in.as_fd(), client_out.as_fd()] {
         enlarge_pipe(pipe);
     }
-    let server_in: Shared<Option<Outbound<ChildStdin>>> = Arc::new(Mutex::new(Some(Outbound::new(server_in))));
-    let client_out: Shared<Outbound<File>> = Arc::new(Mutex::new(Outbound::new(client_out)));
+    let server_in: Shared<Option<Outbox<ChildStdin>>> = Arc::new(Mutex::new(Some(Outbox::new(server_in))));
+    let client_out: Shared<Outbox<File>> = Arc::new(Mutex::new(Outbox::new(client_out)));
     let (events, rx) = mpsc::channel();
     guard.set_outlet(Arc::new(StdioOutlet {
         guard: Arc::downgrade(&guard),
@@ -208,7 +162,7 @@ fn supervise(
     child: &mut Child,
     tree: &ServerTree,
     events: &Receiver<Event>,
-    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    server_in: &Shared<Option<Outbox<ChildStdin>>>,
     guard: &Guard,
     grace: Duration,
 ) -> i32 {
@@ -296,7 +250,7 @@ const OWN_MAPPING: usize = 64 * 1024;
 fn shut_down(
     child: &mut Child,
     tree: &ServerTree,
-    server_in: &Shared<Option<Outbound<ChildStdin>>>,
+    server_in: &Shared<Option<Outbox<ChildStdin>>>,
     guard: &Guard,
     grace: Duration,
 ) -> ExitStatus {
@@ -364,8 +318,8 @@ fn spawn_signals(events: Sender<Event>) -> io::Result<()> {
 /// flushed, and the audit events of responses queued since the last flush.
 struct Outputs<'a> {
     guard: &'a Guard,
-    server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
-    client_out: &'a Shared<Outbound<File>>,
+    server_in: &'a Shared<Option<Outbox<ChildStdin>>>,
+    client_out: &'a Shared<Outbox<File>>,
     server_queued: bool,
     client_queued: bool,
     deferred: Deferred,
@@ -374,8 +328,8 @@ struct Outputs<'a> {
 impl<'a> Outputs<'a> {
     fn new(
         guard: &'a Guard,
-        server_in: &'a Shared<Option<Outbound<ChildStdin>>>,
-        client_out: &'a Shared<Outbound<File>>,
+        server_in: &'a Shared<Option<Outbox<ChildStdin>>>,
+        client_out: &'a Shared<Outbox<File>>,
     ) -> Self {
         Outputs {
             guard,
@@ -436,12 +390,12 @@ fn relay_client(
     guard: &Guard,
     max: usize,
     client_in: File,
-    server_in: &Shared<Option<Outbound<ChildStdin>>>,
-    client_out: &Shared<Outbound<File>>,
+    server_in: &Shared<Option<Outbox<ChildStdin>>>,
+    client_out: &Shared<Outbox<File>>,
 ) {
     let out = Outputs::new(guard, server_in, client_out);
     relay(LineReader::new(client_in, max), out, "the client", |frame, at, out| match frame {
-        FrameRef::Line(line) => out.deliver(guard.from_client_at(line, at).deliveries(line, Side::Client)),
+        FrameRef::Line(line) => out.deliver(guard.queued_from_client(line, at).deliveries(line, Side::Client)),
         FrameRef::Oversize { prefix, length } => {
             out.deliver(guard.oversize_from_client(prefix, length, max).deliveries(Vec::new(), Side::Client))
         }
@@ -452,15 +406,14 @@ fn relay_client(
 /// the client that ran out of time): straight to each side, audit trail first.
 struct StdioOutlet {
     guard: std::sync::Weak<Guard>,
-    server_in: Shared<Option<Outbound<ChildStdin>>>,
-    client_out: Shared<Outbound<File>>,
+    server_in: Shared<Option<Outbox<ChildStdin>>>,
+    client_out: Shared<Outbox<File>>,
 }
 
 impl Outlet for StdioOutlet {
     fn later(&self, later: Later) {
         let Some(guard) = self.guard.upgrade() else { return };
         let messages = guard.settle(later);
-        guard.write_pending_decisions();
         for delivery in dispatched(messages) {
             let bytes = delivery.bytes;
             let sent = match delivery.to {
@@ -491,13 +444,13 @@ fn relay_server(
     guard: &Guard,
     max: usize,
     server_out: std::process::ChildStdout,
-    server_in: &Shared<Option<Outbound<ChildStdin>>>,
-    client_out: &Shared<Outbound<File>>,
+    server_in: &Shared<Option<Outbox<ChildStdin>>>,
+    client_out: &Shared<Outbox<File>>,
 ) {
     let out = Outputs::new(guard, server_in, client_out);
     relay(LineReader::new(server_out, max), out, "the MCP server", |frame, at, out| match frame {
         FrameRef::Line(line) => {
-            let verdict = guard.from_server_deferred(line, at, &mut out.deferred);
+            let verdict = guard.queued_from_server(line, at, &mut out.deferred);
             out.deliver(verdict.deliveries(line, Side::Server))
         }
         FrameRef::Oversize { prefix, length } => {

@@ -243,7 +243,6 @@ impl Session {
     }
 
     async fn to_server(&self, pair: &Pair, bytes: Vec<u8>) {
-        pair.guard.write_pending_decisions();
         // A 2026-07-28 server has no `resources/subscribe`: the gateway subscribes for it.
         if pair.upstream.subscribe_for_client(&bytes).await {
             return;
@@ -290,8 +289,6 @@ impl Session {
     /// A message a guard sends the client: an answer to a call (under the server's id),
     /// a question of its own, or progress while a call waits.
     fn answer_from_pair(self: &Arc<Self>, pair: &Pair, bytes: Vec<u8>) {
-        // A denial leaves only once the decision is on disk.
-        pair.guard.write_pending_decisions();
         let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else { return };
         let has_method = message.get("method").is_some();
         match message.get("id").filter(|id| !id.is_null()).cloned() {
@@ -355,8 +352,6 @@ impl Session {
         let pair = self.pair(upstream);
         let verdict = pair.guard.from_server(&bytes);
         pair.guard.forget_client_id(&call.upstream_id);
-        // A replaced answer is a decision: on disk before anything leaves.
-        pair.guard.write_pending_decisions();
         if call.client_id.is_null() {
             // Its client was asked for input and has not retried yet.
             if let Verdict::Forward = verdict {
@@ -388,7 +383,6 @@ impl Session {
     ) {
         let pair = self.pair(upstream);
         let verdict = pair.guard.oversize_from_server(prefix, length, limit);
-        pair.guard.write_pending_decisions();
         match verdict {
             Verdict::Replace(error) if !call.client_id.is_null() => {
                 self.send_parsed_answer(upstream, &call.client_id, &error)

@@ -26,7 +26,6 @@ impl Session {
     ) {
         let pair = self.pair(upstream);
         if matches!(pair.guard.from_server(&bytes), Verdict::Forward) {
-            pair.guard.write_pending_decisions();
             message["params"]["progressToken"] = token;
             self.send(rewrite::encode(&message));
         }
@@ -88,7 +87,6 @@ impl Session {
     /// decision is on disk before anything leaves.
     pub(super) async fn server_request_goes_on(self: &Arc<Self>, pair: &Arc<Pair>, bytes: &[u8]) -> bool {
         let verdict = pair.guard.from_server(bytes);
-        pair.guard.write_pending_decisions();
         if let Verdict::Forward = verdict {
             return true;
         }

@@ -223,7 +223,6 @@ impl Upstream {
             _ => rewrite::error(id, rewrite::METHOD_NOT_FOUND, why),
         };
         let verdict = self.guard.from_client(&answer);
-        self.guard.write_pending_decisions();
         for delivery in verdict.deliveries(answer, Side::Client) {
             if delivery.to == Side::Server {
                 self.send_later(delivery.bytes.into_owned());

@@ -55,7 +55,6 @@ impl Upstream {
             self.forget(&key);
             return Err(format!("the policy refused the gateway's own `{method}`"));
         }
-        self.guard.write_pending_decisions();
         if !self.send(bytes).await {
             self.forget(&key);
             return Err("the server is not running".into());
@@ -67,7 +66,6 @@ impl Upstream {
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         let bytes = crate::rewrite::notification(method, params);
         if matches!(self.guard.from_client(&bytes), Verdict::Forward) {
-            self.guard.write_pending_decisions();
             self.send(bytes).await;
         }
     }

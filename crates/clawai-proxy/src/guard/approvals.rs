@@ -256,15 +256,17 @@ impl Guard {
         self.asking.set_outlet(outlet);
     }
 
-    /// What the messages of something learnt later are, each to its side.
+    /// What the messages of something learnt later are, each to its side; the events
+    /// that decided them are on disk when this returns.
     pub fn settle(&self, later: Later) -> Vec<Outgoing> {
-        match later {
+        let messages = match later {
             Later::QuestionTimedOut(own_id) => self.ask_timed_out(&own_id).unwrap_or_default(),
             Later::BrokerAnswered { approval, outcome, by } => self.broker_answered(&approval, outcome, &by),
             Later::BrokerTimedOut { approval } => self.broker_timed_out(&approval),
             Later::BrokerGone { approval } => self.broker_gone(&approval),
             Later::ToClient(bytes) => vec![Outgoing::ToClient(bytes)],
-        }
+        };
+        self.on_disk(messages)
     }
 
     /// True when a call with this id (as JSON) already waits for a person.

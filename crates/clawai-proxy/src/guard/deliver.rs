@@ -4,8 +4,9 @@
 //! decides where a verdict's bytes go itself.
 
 use std::borrow::Cow;
+use std::io::{self, BufWriter, Write};
 
-use super::{Outgoing, Verdict};
+use super::{Guard, Outgoing, Verdict};
 
 /// A side of the conversation the guard stands in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +89,55 @@ impl<'m> Iterator for Deliveries<'m> {
                 Outgoing::ToClient(bytes) => Delivery { to: Side::Client, bytes: Cow::Owned(bytes), from_guard: true },
             }),
         }
+    }
+}
+
+/// Bytes batched towards one side before a write. As large as a read from the other
+/// side: a burst of pipelined calls read at once then leaves in one write, after one
+/// write of the audit trail for all of them. (At 16 KiB the trail was written four times
+/// as often, in pieces that cost ext4 more per byte: 13% more CPU per pipelined call.)
+const OUT_BUFFER: usize = 64 * 1024;
+
+/// Buffered output towards one side, for the stdio relay: verdicts it takes from the
+/// guard's `*_queued` entry points may not be on disk yet, so before anything it holds
+/// leaves, it writes the trail through the decisions that let it through. This and
+/// [`Guard::on_disk`](super::Guard) are the two places that keep "the audit line is on
+/// disk before bytes leave"; no transport writes the trail for that itself.
+pub(crate) struct Outbox<W: Write> {
+    writer: BufWriter<W>,
+    /// The highest [`Guard::decision_mark`] among the messages queued.
+    decisions: u64,
+}
+
+impl<W: Write> Outbox<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        Outbox { writer: BufWriter::with_capacity(OUT_BUFFER, inner), decisions: 0 }
+    }
+
+    /// Queues one message (newline added when missing), decided (if at all) on the
+    /// calling thread.
+    pub(crate) fn send(&mut self, guard: &Guard, bytes: &[u8]) -> io::Result<()> {
+        self.decisions = self.decisions.max(guard.decision_mark());
+        if self.writer.buffer().len() + bytes.len() + 1 > self.writer.capacity() {
+            // The buffer is about to go out (or the message bypasses it).
+            guard.write_decisions_through(self.decisions);
+        }
+        self.writer.write_all(bytes)?;
+        if !bytes.ends_with(b"\n") {
+            self.writer.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is queued, after the decisions that let it through are on disk. Other
+    /// events (responses, messages no rule decides, decisions the other direction has
+    /// not sent yet) are left for a later write of the trail, off the message's path.
+    pub(crate) fn flush(&mut self, guard: &Guard) -> io::Result<()> {
+        if self.writer.buffer().is_empty() {
+            return Ok(());
+        }
+        guard.write_decisions_through(self.decisions);
+        self.writer.flush()
     }
 }
 

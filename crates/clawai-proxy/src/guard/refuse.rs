@@ -35,7 +35,7 @@ impl Guard {
     pub fn oversize_from_client(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
         let (why, answer) = oversize_answer(prefix, length, limit);
         self.record_refusal(Direction::ClientToServer, None, None, why, length);
-        Verdict::Reply(answer)
+        self.on_disk(Verdict::Reply(answer))
     }
 
     /// An HTTP request whose headers say something other than its body (2026-07-28
@@ -45,13 +45,18 @@ impl Guard {
         let written = id.and_then(|id| raw(id.as_bytes()));
         self.record_refusal(Direction::ClientToServer, None, written, why.to_owned(), size);
         tracing::warn!("refused an HTTP request: {why}");
-        reply::error(id, clawai_protocol::codes::HEADER_MISMATCH, &format!("clawai refused the request: {why}"), None)
+        let text = format!("clawai refused the request: {why}");
+        self.on_disk(reply::error(id, clawai_protocol::codes::HEADER_MISMATCH, &text, None))
     }
 
     /// A server line longer than the limit: not forwarded; when it was a response, the
     /// client gets an error for that request instead (`Replace`), and when it answered
     /// clawai's own `tools/list`, the calls waiting for it are decided without it.
     pub fn oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
+        self.on_disk(self.refuse_oversize_from_server(prefix, length, limit))
+    }
+
+    fn refuse_oversize_from_server(&self, prefix: &[u8], length: usize, limit: usize) -> Verdict {
         let id = leading_id(prefix).and_then(utf8);
         let why = format!("message of {length} bytes is over the {limit}-byte limit");
         self.record_refusal(Direction::ServerToClient, None, None, why, length);

@@ -14,7 +14,7 @@ use crate::audit::{Direction, EventKind, Stamp};
 use crate::in_flight::InFlightTable;
 
 /// Audit events of responses that a transport forwards first and records after its
-/// output is flushed ([`Guard::from_server_deferred`], [`Guard::record_deferred`]), so
+/// output is flushed ([`Guard::queued_from_server`], [`Guard::record_deferred`]), so
 /// that encoding them is not on the response's way to the client. Nothing is decided
 /// from them, and whatever a response changes for later decisions (the tools a
 /// `tools/list` lists) is applied before it is forwarded.
@@ -165,7 +165,7 @@ impl Guard {
         }
     }
 
-    /// Records the audit events left in `deferred` (see [`Guard::from_server_deferred`]).
+    /// Records the audit events left in `deferred` (see [`Guard::queued_from_server`]).
     pub fn record_deferred(&self, deferred: &mut Deferred) {
         self.audit.record_all(deferred.responses.iter().map(|record| {
             let mut event = self.event_at(record.time, record.direction, EventKind::Response);

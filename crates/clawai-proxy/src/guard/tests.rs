@@ -337,3 +337,54 @@ fn taint_and_rate_windows_live_in_the_store_the_options_name() {
     let local = guard_in(&clawai_store::Stores::local());
     assert_eq!(call(&local, 5, "send"), Verdict::Forward);
 }
+
+/// The trail's lines at `path` as they are on disk now: nothing is flushed first.
+fn on_disk_now(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line of the trail is JSON"))
+        .collect()
+}
+
+#[test]
+fn every_verdict_a_transport_gets_was_decided_by_an_event_already_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let policy = "[[rule]]\nid = \"no-rm\"\naction = \"deny\"\ntool = \"rm\"\n\n\
+                  [[rule]]\nid = \"all\"\naction = \"allow\"\nmethod = \"**\"\n";
+    let policy = load_str(policy, Format::Toml, "test").expect("the policy loads");
+    let guard = Guard::new(PolicyHandle::new(policy), AuditLog::open(&path, u64::MAX, 0).unwrap(), Some("s".into()));
+    let last = |path: &std::path::Path| on_disk_now(path).pop().expect("an event is on disk");
+
+    // A call the policy lets through: its `allow` is on disk before the call is forwarded.
+    let verdict = guard.from_client(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls"}}"#);
+    assert_eq!(verdict, Verdict::Forward);
+    let event = last(&path);
+    assert_eq!((event["decision"].as_str(), event["tool"].as_str()), (Some("allow"), Some("ls")), "{event}");
+    // A denied one: the `deny` is on disk before its answer goes back.
+    let verdict = guard.from_client(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm"}}"#);
+    assert!(matches!(verdict, Verdict::Reply(_)), "{verdict:?}");
+    assert_eq!(last(&path)["rule"], "no-rm");
+    // An unparsable line and an oversize one, from either side.
+    let verdict =
+        guard.from_client(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ls","name":"rm"}}"#);
+    assert!(matches!(verdict, Verdict::Reply(_)), "{verdict:?}");
+    assert_eq!(last(&path)["decision"], "refused");
+    let lines = on_disk_now(&path).len();
+    assert!(matches!(guard.oversize_from_client(br#"{"id":4,"#, 9_000_000, 1_000), Verdict::Reply(_)));
+    assert_eq!((on_disk_now(&path).len(), last(&path)["decision"].as_str()), (lines + 1, Some("refused")));
+    let lines = on_disk_now(&path).len();
+    let _ = guard.oversize_from_server(br#"{"id":1,"#, 9_000_000, 1_000);
+    assert_eq!((on_disk_now(&path).len(), last(&path)["decision"].as_str()), (lines + 1, Some("refused")));
+    // An HTTP request whose headers disagree with its body.
+    let lines = on_disk_now(&path).len();
+    let _answer = guard.refuse_header_mismatch(Some("5"), "`Mcp-Method` says tools/list", 40);
+    assert_eq!(on_disk_now(&path).len(), lines + 1);
+    // Requests still waiting when the server goes: each failure is on disk first.
+    let verdict = guard.from_client(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ls"}}"#);
+    assert_eq!(verdict, Verdict::Forward);
+    let lines = on_disk_now(&path).len();
+    assert_eq!(guard.server_gone("the MCP server exited").len(), 1);
+    assert_eq!(on_disk_now(&path).len(), lines + 1);
+}
