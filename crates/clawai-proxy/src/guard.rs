@@ -33,6 +33,7 @@ mod listing;
 mod own;
 mod pinning;
 pub mod pipeline;
+mod record;
 mod refuse;
 mod response;
 mod results;

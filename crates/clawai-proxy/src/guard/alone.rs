@@ -42,7 +42,8 @@ pub fn decide_alone<'p>(
     if let Some(refused) = protection.and_then(|p| p.refuses(call)) {
         return Alone { decision: refused, protected: true, credential: None };
     }
-    let (decision, _) = policy.decide_looking(call, session);
-    let (decision, credential) = super::arguments::secrets_stage(policy, call, decision);
-    Alone { decision, protected: false, credential }
+    let (decision, labels_added) = policy.decide_looking(call, session);
+    let decided = super::decide::Decided { decision, labels_added, credential: None };
+    let decided = super::arguments::arguments_stage(policy, call, decided);
+    Alone { decision: decided.decision, protected: false, credential: decided.credential }
 }

@@ -22,6 +22,7 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::decide::Deciding;
 use super::{Guard, Outgoing, Verdict};
 use crate::ask::form::{self, Choice, Question};
 use crate::ask::key::call_key;
@@ -279,6 +280,29 @@ impl Guard {
     }
 
     /// The approvals stage for a client request a rule asked about.
+    /// The approvals stage: a call from the client that a rule asks a person about
+    /// (and that carries its whole message, to wait with). `None` when nobody is asked.
+    pub(super) fn approvals_stage(
+        &self,
+        deciding: &Deciding<'_>,
+        decision: &clawai_policy::Decision<'_>,
+    ) -> Option<Asked> {
+        let (clawai_policy::Action::Prompt, Direction::ClientToServer, Some(id), Some(line)) =
+            (decision.action, deciding.direction, deciding.id, deciding.arrived.message)
+        else {
+            return None;
+        };
+        Some(self.ask_about(&Ask {
+            method: deciding.method,
+            id,
+            params: deciding.params,
+            call: deciding.call,
+            line,
+            rule: decision.rule.map(|(index, rule)| rule.id.clone().unwrap_or_else(|| rule.label(index))),
+            description: decision.rule.and_then(|(_, rule)| rule.description.as_deref()),
+        }))
+    }
+
     pub(super) fn ask_about(&self, ask: &Ask) -> Asked {
         if self.holds(ask.id) {
             // A second call under the id of one that waits: an answer could not tell them apart.

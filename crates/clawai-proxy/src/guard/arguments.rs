@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use clawai_policy::{Action, Call, Decision, Format, Policy, load_str};
 
 use crate::guard::credentials::credential_in;
+use crate::guard::decide::Decided;
 
 /// The id the stage's decisions carry (the audit trail, the question to a person).
 pub const RULE_ID: &str = "secrets-in-arguments";
@@ -27,7 +28,6 @@ static STAGE: LazyLock<[Policy; 3]> = LazyLock::new(|| {
     })
 });
 
-/// The decision after the stage, and what credential made it, if it decided.
 /// The reason a call the arguments stage decided gets: what it carries, and the key
 /// that decides it.
 pub(super) fn credential_reason(kind: &str) -> String {
@@ -37,17 +37,16 @@ pub(super) fn credential_reason(kind: &str) -> String {
     )
 }
 
-pub(super) fn secrets_stage<'p>(
-    policy: &Policy,
-    call: &Call<'_>,
-    decision: Decision<'p>,
-) -> (Decision<'p>, Option<&'static str>) {
-    if !applies(policy, call, &decision) {
-        return (decision, None);
+/// The arguments stage: a call the rules let through whose arguments carry a credential
+/// is decided as `[guards] secrets_in_arguments` says, and `credential` names what it
+/// carries.
+pub(super) fn arguments_stage<'p>(policy: &Policy, call: &Call<'_>, decided: Decided<'p>) -> Decided<'p> {
+    if !applies(policy, call, &decided.decision) {
+        return decided;
     }
     match call.arguments.and_then(credential_in) {
-        Some(kind) => (stage_decision(policy, call), Some(kind)),
-        None => (decision, None),
+        Some(kind) => Decided { decision: stage_decision(policy, call), credential: Some(kind), ..decided },
+        None => decided,
     }
 }
 
@@ -92,8 +91,9 @@ mod tests {
         let params = json!({"name": "send", "arguments": arguments});
         let params = Json::from(&params);
         let call = Call::from_params("tools/call", Some(&params));
-        let (decision, kind) = secrets_stage(&policy, &call, policy.decide(&call));
-        (decision.action, decision.rule_id().map(str::to_owned), kind)
+        let decided = Decided { decision: policy.decide(&call), labels_added: Vec::new(), credential: None };
+        let decided = arguments_stage(&policy, &call, decided);
+        (decided.decision.action, decided.decision.rule_id().map(str::to_owned), decided.credential)
     }
 
     const ALLOW: &str = "[defaults]\naction = \"allow\"\n";

@@ -12,11 +12,11 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Outgoing;
-use super::approvals::{Ask, Asked, not_approved};
+use super::approvals::{Asked, not_approved};
 use super::listing::Unlisted;
 use super::pipeline::{Outcome, Refusal, Stage};
 use super::{Guard, SERVER_DECIDED, Verdict};
-use crate::audit::{Channel, Direction, EventKind, Stamp, Step};
+use crate::audit::{Direction, EventKind, Stamp};
 use crate::redact::Redacted;
 
 /// A decided message as it arrived, for a decision that may have to wait for the
@@ -38,9 +38,31 @@ impl Arrived<'_> {
     }
 }
 
+/// A decided message on its way through the stages, as each of them reads it.
+pub(super) struct Deciding<'d> {
+    pub(super) direction: Direction,
+    pub(super) method: &'d str,
+    pub(super) id: Option<&'d RawValue>,
+    pub(super) params: Option<&'d Json<'d>>,
+    pub(super) call: &'d Call<'d>,
+    pub(super) arrived: Arrived<'d>,
+}
+
+/// What the self-protection, policy and arguments stages decided of a call. A deny is a
+/// decision like any other here: the audit stage records it with its rule, and the
+/// sender is answered after.
+pub(super) struct Decided<'p> {
+    pub(super) decision: Decision<'p>,
+    /// The taint labels the policy added to the session.
+    pub(super) labels_added: Vec<String>,
+    /// The credential the arguments stage found, when that stage decided the call.
+    pub(super) credential: Option<&'static str>,
+}
+
 impl Guard {
-    /// Decides a message the policy applies to. The message's top level was already read
-    /// strictly (no duplicate or case-variant members); `params` is read strictly here.
+    /// Decides a message the policy applies to: the stages of [`super::pipeline`] after
+    /// limits and parsing (which `refuse` ran on the envelope), in that order. The
+    /// message's top level was already read strictly; `params` is read strictly here.
     pub(super) fn decide(
         &self,
         policy: &Arc<Policy>,
@@ -50,10 +72,8 @@ impl Guard {
         params: Option<Result<Json<'_>, strict::Ambiguous>>,
         arrived: Arrived<'_>,
     ) -> Verdict {
-        let Arrived { size, at, .. } = arrived;
-        let id_text = id.map(RawValue::get);
-        let refused = |refusal: Refusal| self.refuse_request(direction, method, id, size, refusal.code, refusal.reason);
-        // The parse and params stages.
+        let refused =
+            |refusal: Refusal| self.refuse_request(direction, method, id, arrived.size, refusal.code, refusal.reason);
         let params = match params_stage(method, params) {
             Ok(params) => params,
             Err(refusal) => return refused(refusal),
@@ -62,124 +82,51 @@ impl Guard {
         let call = Call::from_params(method, params)
             .with_server(self.server.as_deref())
             .with_links_followed(self.follow_links.filter(|_| policy.follows_links()));
-        // The listing stage.
         let (call, unlisted) = match self.listing_stage(policy, direction, method, id, params, call, arrived) {
             Outcome::Pass(found) => found,
             Outcome::Refuse(refusal) => return refused(refusal),
             Outcome::Hold(verdict) => return verdict,
         };
-        // The self-protection stage: before the policy, whatever it says; links followed
-        // for a server on this machine even when the policy does not follow them.
+        let deciding = Deciding { direction, method, id, params, call: &call, arrived };
+        let decided = self.policy_stage(policy, &deciding);
+        if let Outcome::Refuse(refusal) = self.pinning_stage(&deciding, &decided.decision) {
+            return refused(refusal);
+        }
+        let decided = super::arguments::arguments_stage(policy, &call, decided);
+        let reason = reason_for(&call, &decided, unlisted.as_ref());
+        let asked = self.approvals_stage(&deciding, &decided.decision);
+        self.audit_stage(&deciding, &decided, &reason, asked.as_ref());
+        self.answer(&deciding, &decided.decision, &reason, asked)
+    }
+
+    /// The self-protection stage, then the policy stage: clawai's own files and trail are
+    /// no tool's target whatever the policy says (links followed for a server on this
+    /// machine even when the policy does not follow them); otherwise the first rule that
+    /// matches decides, with the session's memory.
+    fn policy_stage<'p>(&'p self, policy: &'p Policy, deciding: &Deciding<'_>) -> Decided<'p> {
+        let call = deciding.call;
         let protected =
             self.policy.self_protection().and_then(|p| p.refuses(&call.with_links_followed(self.follow_links)));
         // A 2026-07-28 client's retry carrying a person's answer, under a state clawai sealed
         // for exactly this call (checked here, used up by the approvals stage), is the call
         // it retries, which was counted when it first came: decided without counting it
         // again. Anything else is a new call, counted (a forged state skips nothing).
-        let retry = protected.is_none() && self.is_sealed_retry(method, params, call.name);
+        let retry = protected.is_none() && self.is_sealed_retry(deciding.method, deciding.params, call.name);
         let (decision, labels_added) = match protected {
             Some(refused) => (refused, Vec::new()),
-            None if retry => policy.decide_again(&call, &self.remembered),
-            None => policy.decide_and_mark(&call, &self.remembered),
+            None if retry => policy.decide_again(call, &self.remembered),
+            None => policy.decide_and_mark(call, &self.remembered),
         };
-        // The pinning stage, after the policy (a call it denies is denied in its words)
-        // and before anyone is asked: a call to something that changed since it was
-        // approved.
-        if direction == Direction::ClientToServer
-            && decision.action != Action::Deny
-            && let Some(refusal) = self.pinning_refuses(method, call.name)
-        {
-            return refused(refusal);
-        }
-        // The arguments stage: a credential in the arguments of a call the rules let through.
-        let (decision, credential) = super::arguments::secrets_stage(policy, &call, decision);
-        let reason: Cow<'_, str> = match (&unlisted, decision.rule) {
-            _ if let Some(kind) = credential => Cow::Owned(super::arguments::credential_reason(kind)),
-            (Some(why), Some((index, rule))) => {
-                Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
-            }
-            (Some(why), None) => Cow::Owned(why.reason(call.name.unwrap_or_default(), "the policy's default")),
-            (None, _) => Cow::Borrowed(decision.reason()),
-        };
+        Decided { decision, labels_added, credential: None }
+    }
 
-        // The approvals stage: a call a rule asks a person about.
-        let asked = match (decision.action, direction, id, arrived.message) {
-            (Action::Prompt, Direction::ClientToServer, Some(id), Some(line)) => Some(self.ask_about(&Ask {
-                method,
-                id,
-                params,
-                call: &call,
-                line,
-                rule: decision.rule.map(|(index, rule)| rule.id.clone().unwrap_or_else(|| rule.label(index))),
-                description: decision.rule.and_then(|(_, rule)| rule.description.as_deref()),
-            })),
-            _ => None,
-        };
-
-        let mut event =
-            self.event_at(at.wall, direction, if id.is_some() { EventKind::Request } else { EventKind::Notification });
-        let shown = id.map(|id| self.shown_id(id.get()));
-        event.method = Some(method);
-        event.id = shown.as_deref();
-        match method {
-            methods::TOOLS_CALL => event.tool = call.name,
-            methods::RESOURCES_READ => event.resource = call.name,
-            methods::PROMPTS_GET => event.prompt = call.name,
-            _ => {}
-        }
-        let listed_as = self.listed_as(method, call.name);
-        event.listed_as = listed_as.as_deref();
-        event.arguments = call.arguments.map(Redacted);
-        event.annotations = call.annotations;
-        event.decision = Some(decision.action.into());
-        event.rule = decision.rule_id();
-        event.reason = Some(Cow::Borrowed(&reason));
-        event.size = Some(size);
-        event.tainted = Some(labels_added.as_slice()).filter(|added| !added.is_empty());
-        match &asked {
-            Some(Asked::Allowed { channel, scope, by, .. }) => {
-                event.step =
-                    Some(if *channel == Channel::ClientRetry { Step::Answered } else { Step::AllowedWithoutAsking });
-                event.channel = Some(*channel);
-                event.scope = Some(*scope);
-                event.by = Some(by);
-                event.approved = Some(true);
-            }
-            Some(Asked::Held { channel, approval, .. }) => {
-                event.step = Some(Step::Asked);
-                event.channel = Some(*channel);
-                event.approval = approval.as_deref().map(|a| a.trim_matches('"'));
-            }
-            Some(Asked::Declined { channel }) => {
-                event.step = Some(Step::Answered);
-                event.channel = Some(*channel);
-                event.approved = Some(false);
-                event.by = Some("client");
-            }
-            Some(Asked::Refused(e)) => {
-                event.step = Some(Step::Refused);
-                event.channel = Some(Channel::ClientRetry);
-                event.approved = Some(false);
-                event.by = Some("clawai");
-                event.reason = Some(Cow::Owned(format!("{reason}; {e}")));
-            }
-            Some(Asked::Duplicate) => {
-                event.step = Some(Step::Refused);
-                event.approved = Some(false);
-                event.reason = Some(Cow::Borrowed("a call with this id already waits for a person"));
-            }
-            Some(Asked::Nobody) => {
-                event.step = Some(Step::NotAsked);
-                event.channel = Some(Channel::None);
-                event.approved = Some(false);
-            }
-            None => {}
-        }
-        self.audit.record_decision(&event);
-
+    /// What the sender gets, and the call's tracking, once the event is recorded.
+    fn answer(&self, deciding: &Deciding<'_>, decision: &Decision<'_>, reason: &str, asked: Option<Asked>) -> Verdict {
+        let Deciding { direction, method, id, params, call, arrived } = *deciding;
+        let id_text = id.map(RawValue::get);
         match asked {
             Some(Asked::Allowed { forward, .. }) => {
-                self.track(&self.from_client, id, method, at.instant);
+                self.track(&self.from_client, id, method, arrived.at.instant);
                 return match forward {
                     Some(bytes) => Verdict::Dispatch(vec![Outgoing::ToServer(bytes)]),
                     None => Verdict::Forward,
@@ -203,10 +150,9 @@ impl Guard {
             }
             Some(Asked::Nobody) | None => {}
         }
-
         if decision.action.forwards() {
             let table = if direction == Direction::ClientToServer { &self.from_client } else { &self.from_server };
-            self.track(table, id, method, at.instant);
+            self.track(table, id, method, arrived.at.instant);
             return Verdict::Forward;
         }
         let what = call.name.map_or_else(|| method.to_owned(), |n| format!("{method} {n}"));
@@ -214,7 +160,7 @@ impl Guard {
         match id_text {
             None => Verdict::Drop,
             Some(_) => {
-                Verdict::Reply(denial(method, id_text, &decision, &reason, &what, reply::is_stateless_request(params)))
+                Verdict::Reply(denial(method, id_text, decision, reason, &what, reply::is_stateless_request(params)))
             }
         }
     }
@@ -342,6 +288,21 @@ impl Guard {
             }
             None => Outcome::Pass((call, None)),
         }
+    }
+}
+
+/// Why the call was decided as it was, in the trail's and the answer's words: the
+/// arguments stage's finding, a rule about what tools do applied to a tool its server
+/// did not describe, or the deciding rule's own reason.
+fn reason_for<'r>(call: &Call<'_>, decided: &'r Decided<'r>, unlisted: Option<&Unlisted>) -> Cow<'r, str> {
+    let decision = &decided.decision;
+    match (unlisted, decision.rule) {
+        _ if let Some(kind) = decided.credential => Cow::Owned(super::arguments::credential_reason(kind)),
+        (Some(why), Some((index, rule))) => {
+            Cow::Owned(why.reason(call.name.unwrap_or_default(), &format!("rule {}", rule.label(index))))
+        }
+        (Some(why), None) => Cow::Owned(why.reason(call.name.unwrap_or_default(), "the policy's default")),
+        (None, _) => Cow::Borrowed(decision.reason()),
     }
 }
 

@@ -28,6 +28,8 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 
 use super::approvals::{Later, Outlet};
+use super::decide::Deciding;
+use super::pipeline::Outcome;
 use super::pipeline::{Refusal, Stage};
 use super::{Guard, Verdict};
 use crate::audit::{Decision, Direction, EventKind};
@@ -85,9 +87,22 @@ impl Guard {
         }
     }
 
-    /// The pinning stage of a request: a call (`tools/call`, `prompts/get`, a read of a
-    /// resource template's URI) to something held is refused with the command that
-    /// reviews it; `None` when it goes on.
+    /// The pinning stage of a request from the client, after the policy (a call it
+    /// denies is denied in its words) and before anyone is asked: a call to something
+    /// that changed since a person approved it is refused.
+    pub(super) fn pinning_stage(&self, deciding: &Deciding<'_>, decision: &clawai_policy::Decision<'_>) -> Outcome<()> {
+        if deciding.direction != Direction::ClientToServer || decision.action == clawai_policy::Action::Deny {
+            return Outcome::Pass(());
+        }
+        match self.pinning_refuses(deciding.method, deciding.call.name) {
+            Some(refusal) => Outcome::Refuse(refusal),
+            None => Outcome::Pass(()),
+        }
+    }
+
+    /// A call (`tools/call`, `prompts/get`, a read of a resource template's URI) to
+    /// something held is refused with the command that reviews it; `None` when it goes
+    /// on.
     pub(super) fn pinning_refuses(&self, method: &str, name: Option<&str>) -> Option<Refusal> {
         let (pins, name) = (self.pins()?, name?);
         let why = match method {

@@ -3,8 +3,13 @@
 //! Every transport hands each message to the guard ([`super::Guard::from_client`],
 //! [`super::Guard::from_server`]); the guard runs the stages below in this order, each
 //! a module of `guard/`, and the first that does not pass decides what happens to the
-//! message. The lists are what the code runs: `decide` (requests the policy decides)
-//! and `response` (results) call the stages in this order, and the tests of
+//! message. The lists are what the code runs: `decide::decide` (requests the policy
+//! decides) drives one function per stage in this order (`params_stage`,
+//! `listing_stage`, `policy_stage` (self-protection, then the policy), `pinning_stage`,
+//! `arguments_stage`, `approvals_stage`, `audit_stage`), and `response` (results) does
+//! the same for its stages. A stage that can stop a message returns an [`Outcome`]; the
+//! policy and arguments stages return their decision (a deny goes on to the audit stage,
+//! which records it with its rule). The tests of
 //! `pinning.rs` (`a_stage_refuses_before_the_stages_after_it`) check that a message more
 //! than one stage would refuse is refused by the first of them in the list.
 
@@ -25,10 +30,10 @@ pub enum Stage {
     /// A call whose decision depends on the server's tool list waits for it (`listing`).
     Listing,
     /// clawai's own files and its trail are no tool's target, whatever the policy
-    /// (`self_protection`).
+    /// (`self_protection`, run by `decide::policy_stage` before the policy).
     SelfProtection,
-    /// The first rule that matches, with the session's memory (`decide`, the policy
-    /// crate's engine).
+    /// The first rule that matches, with the session's memory (`decide::policy_stage`,
+    /// the policy crate's engine).
     Policy,
     /// What changed since a person approved it is refused (`pinning`).
     Pinning,
@@ -36,7 +41,8 @@ pub enum Stage {
     Arguments,
     /// A call a rule asks about waits for a person (`approvals`, `broker`).
     Approvals,
-    /// The event is recorded, and on disk before anything leaves (`audit`).
+    /// The event is recorded (`record`), and on disk before anything leaves
+    /// (`Guard::on_disk`, the stdio relay's `Outbox`).
     Audit,
     /// A result: secrets redacted, poisoning scanned, size limited (`results`).
     Results,
