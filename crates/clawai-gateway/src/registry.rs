@@ -58,3 +58,24 @@ impl<T> Registry<T> {
         alive
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_session_is_neither_found_nor_listed() {
+        let registry = Registry::<String>::default();
+        let (first, second) = (Arc::new("first".to_owned()), Arc::new("second".to_owned()));
+        let (first_key, second_key) = (SessionKey::new(), SessionKey::new());
+        assert_ne!(first_key, second_key);
+        registry.add(first_key, &first);
+        registry.add(second_key, &second);
+        assert_eq!(registry.all(), vec![Arc::clone(&first), Arc::clone(&second)], "in the order they opened");
+        drop(first);
+        assert!(registry.get(first_key).is_none());
+        assert!(!registry.is_open(first_key));
+        assert!(registry.is_open(second_key));
+        assert_eq!(registry.all(), vec![second]);
+    }
+}
