@@ -1,17 +1,11 @@
 //! What a running gateway has and what is wrong with it: each server (its state, tools
 //! listed and held), each skill (and its `allowed-tools` patterns that match no tool),
 //! and every problem. Logged once every server has started (the unmatched patterns, with
-//! the skill's file and line), and reported whole by `clawai gateway --check`.
+//! the skill's file and line), and reported whole by `clawai gateway --check`. The
+//! types of the report; the core works it out.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-use crate::catalog::ListKind;
-use crate::core::Core;
-use crate::upstream::Status;
-use crate::{Gateway, lock};
 
 /// One server, as the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -119,108 +113,3 @@ impl Report {
         text
     }
 }
-
-impl Gateway {
-    /// Waits until every server is up or has failed to start once, at most `timeout`.
-    pub async fn wait_until_started(&self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline && !self.core.every_server_started() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// What the gateway has now, and what is wrong with it.
-    pub fn report(&self) -> Report {
-        self.core.report()
-    }
-}
-
-impl Core {
-    /// Every server is up, or failed to start at least once (or is going away).
-    pub(crate) fn every_server_started(&self) -> bool {
-        self.upstreams().iter().all(|upstream| {
-            !matches!(upstream.status(), Status::Starting | Status::Down(_)) || upstream.last_failure().is_some()
-        })
-    }
-
-    pub(crate) fn report(&self) -> Report {
-        let draining: Vec<_> = lock(&self.draining).clone();
-        let servers = self
-            .upstreams()
-            .iter()
-            .chain(&draining)
-            .map(|upstream| {
-                let failure = upstream.last_failure();
-                let state = match upstream.status() {
-                    Status::Up => "up",
-                    Status::Draining => "draining",
-                    Status::Stopped => "stopped",
-                    Status::Starting | Status::Down(_) if failure.is_some() => "failed",
-                    Status::Starting | Status::Down(_) => "starting",
-                };
-                ServerReport {
-                    name: upstream.name.clone(),
-                    state: state.to_owned(),
-                    failure,
-                    tools: upstream.lists().items[ListKind::Tools.index()].len(),
-                    held: upstream.held_tools(),
-                    internal: upstream.entry.internal_only,
-                }
-            })
-            .collect();
-        let skills = self.skills();
-        Report {
-            servers,
-            skills: skills.skills.iter().map(|skill| (skill.listed_name(), skill.file().to_owned())).collect(),
-            skill_problems: skills.problems.iter().map(ToString::to_string).collect(),
-            unmatched: self.unmatched_patterns(),
-        }
-    }
-
-    /// The `allowed-tools` patterns that match no tool, leaving out those that name a
-    /// server that is not up (its tools are not known; its failure is its own problem).
-    pub(crate) fn unmatched_patterns(&self) -> Vec<UnmatchedPattern> {
-        let catalog = self.catalog();
-        let tools: Vec<&str> = catalog.items(ListKind::Tools).map(|item| item.listed.full_name.as_str()).collect();
-        let not_up: Vec<String> = self
-            .upstreams()
-            .iter()
-            .filter(|upstream| !upstream.is_up())
-            .map(|upstream| upstream.name.clone())
-            .collect();
-        let mut unmatched = Vec::new();
-        for skill in &self.skills().skills {
-            for (pattern, line) in skill.unmatched_patterns(&tools) {
-                let server = pattern.split_once(crate::names::SEPARATOR).map_or(pattern, |(server, _)| server);
-                if not_up.iter().any(|name| name == server) {
-                    continue;
-                }
-                unmatched.push(UnmatchedPattern {
-                    skill: skill.name().to_owned(),
-                    file: skill.file().to_owned(),
-                    line,
-                    pattern: pattern.to_owned(),
-                });
-            }
-        }
-        unmatched
-    }
-
-    /// Once every server has started: each `allowed-tools` pattern that matches no tool
-    /// is logged, with its skill's file and line, once.
-    pub(crate) fn warn_of_unmatched_patterns(&self) {
-        if !self.every_server_started() {
-            return;
-        }
-        let unmatched = self.unmatched_patterns();
-        let mut told = lock(&self.patterns_told);
-        for pattern in unmatched {
-            if told.insert(pattern.clone()) {
-                tracing::warn!("{pattern}");
-            }
-        }
-    }
-}
-
-/// The patterns already logged.
-pub(crate) type PatternsTold = std::sync::Mutex<HashSet<UnmatchedPattern>>;

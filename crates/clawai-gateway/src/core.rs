@@ -1,70 +1,30 @@
 //! What every session of the gateway shares: the policy and audit trail, the running
-//! servers, the merged catalog, and the sessions themselves (told when what they see
-//! changes).
+//! servers, the merged catalog, the skills and the search index. The core knows no
+//! session: the hub (`crate::hub`) holds the sessions and tells them what changed.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use clawai_policy::Policy;
 use clawai_policy::glob::Glob;
-use clawai_proxy::{AskOptions, AuditLog, PolicyHandle};
+use clawai_proxy::{AuditLog, PolicyHandle};
 
 use crate::catalog::Catalog;
+use crate::check::{Report, ServerReport, UnmatchedPattern};
 use crate::cursor::Cursors;
+use crate::lists::ListKind;
 use crate::lock;
-use crate::session::Session;
+use crate::options::GatewayOptions;
 use crate::skills::Loaded;
-use crate::upstream::Upstream;
-
-/// How the gateway runs.
-#[derive(Debug, Clone)]
-pub struct GatewayOptions {
-    /// How a call a `prompt` rule holds is asked about.
-    pub ask: AskOptions,
-    /// How long a removed server's calls in flight get before they are cancelled.
-    pub drain: Duration,
-    /// How long a child gets to exit, before SIGTERM and again before SIGKILL.
-    pub grace: Duration,
-    /// The largest message accepted either way.
-    pub max_message: usize,
-    /// The most items on one page of a merged list.
-    pub page_size: usize,
-    /// The pin store (`clawai pins`); `None`: what servers list is not pinned.
-    pub pins_dir: Option<std::path::PathBuf>,
-    /// How long a client session's own instance of a `"session": "per-client"` server
-    /// may sit unused (no call) before it is stopped; its next call starts a new one.
-    pub per_client_idle: Duration,
-    /// The gateway serves one client session only (stdio): a per-client server then runs
-    /// once, as a shared one does (an instance of its own would change nothing).
-    pub one_client: bool,
-    /// The embedding model of `search_tools` (`--embeddings`, `search.embeddings`);
-    /// `None`: lexical ranking only.
-    pub search_model: Option<crate::embeddings::SearchModel>,
-}
-
-impl Default for GatewayOptions {
-    fn default() -> Self {
-        GatewayOptions {
-            ask: AskOptions::default(),
-            drain: Duration::from_secs(30),
-            grace: Duration::from_secs(2),
-            max_message: 64 << 20,
-            page_size: 500,
-            pins_dir: None,
-            per_client_idle: Duration::from_secs(600),
-            one_client: false,
-            search_model: None,
-        }
-    }
-}
+use crate::upstream::{Status, Upstream};
 
 /// The shared state.
 pub(crate) struct Core {
     pub(crate) policy: PolicyHandle,
     pub(crate) audit: AuditLog,
-    pub(crate) options: GatewayOptions,
+    pub(crate) options: Arc<GatewayOptions>,
     pub(crate) cursors: Cursors,
     /// The running servers, by name (a removed one is not here; it drains on its own).
     upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
@@ -74,7 +34,6 @@ pub(crate) struct Core {
     allowed_tools: RwLock<Option<Arc<Glob>>>,
     catalog: RwLock<Arc<Catalog>>,
     generation: AtomicU64,
-    sessions: Mutex<Vec<Weak<Session>>>,
     /// Servers on their way out, stopped at shutdown if still there.
     pub(crate) draining: Mutex<Vec<Arc<Upstream>>>,
     /// When the gateway started: first lists wait a moment for servers still starting.
@@ -89,7 +48,7 @@ pub(crate) struct Core {
     /// The serial number of the search index for a catalog generation and skills.
     search_serial: Mutex<Option<(u64, Arc<Loaded>, u64)>>,
     /// The unmatched `allowed-tools` patterns already logged.
-    pub(crate) patterns_told: crate::check::PatternsTold,
+    patterns_told: Mutex<HashSet<UnmatchedPattern>>,
 }
 
 /// The tools a policy denies whatever their arguments (by tool position in the catalog),
@@ -108,17 +67,16 @@ const SETTLE: Duration = Duration::from_millis(1500);
 impl Core {
     pub(crate) fn new(policy: PolicyHandle, audit: AuditLog, options: GatewayOptions) -> Arc<Core> {
         let cursors = Cursors::with_key(options.ask.stores.keyring.key(clawai_store::KeyPurpose::Cursors));
-        let core = Arc::new(Core {
+        Arc::new(Core {
             policy,
             audit,
-            options,
+            options: Arc::new(options),
             cursors,
             upstreams: RwLock::default(),
             removed: Mutex::default(),
             allowed_tools: RwLock::default(),
             catalog: RwLock::default(),
             generation: AtomicU64::new(0),
-            sessions: Mutex::default(),
             draining: Mutex::default(),
             started: std::time::Instant::now(),
             always_denied: Mutex::default(),
@@ -126,17 +84,7 @@ impl Core {
             search: Mutex::default(),
             search_serial: Mutex::default(),
             patterns_told: Mutex::default(),
-        });
-        // A reloaded policy may leave tools out of the lists, or put them back.
-        let weak = Arc::downgrade(&core);
-        core.policy.on_replace(Box::new(move || {
-            if let Some(core) = weak.upgrade() {
-                for session in core.sessions() {
-                    session.view_may_have_changed();
-                }
-            }
-        }));
-        core
+        })
     }
 
     /// The running server named `name`.
@@ -180,18 +128,11 @@ impl Core {
         Arc::clone(&self.skills.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Replaces the skills; every session is told what its lists gained or lost.
-    pub(crate) fn set_skills(&self, skills: Loaded) {
-        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(skills);
-        let skills = self.skills();
-        for session in self.sessions() {
-            // A skill that is gone is no longer active (a new one of its name is not
-            // active until asked for).
-            session.forget_skill_unless(|name| skills.get(name).is_some());
-            session.view_may_have_changed();
-        }
-        self.embed_in_background();
-        self.warn_of_unmatched_patterns();
+    /// Replaces the skills (the hub tells the sessions); returns them.
+    pub(crate) fn set_skills(&self, skills: Loaded) -> Arc<Loaded> {
+        let skills = Arc::new(skills);
+        *self.skills.write().unwrap_or_else(|p| p.into_inner()) = Arc::clone(&skills);
+        skills
     }
 
     /// The search index of `catalog`'s tools and `skills` (built once for both), and its
@@ -205,7 +146,7 @@ impl Core {
         {
             return (Arc::clone(index), *built_serial);
         }
-        let index = Arc::new(crate::session::search_index(catalog, skills));
+        let index = Arc::new(crate::tool_search::index(catalog, skills));
         *cached = Some((catalog.generation, Arc::clone(skills), (Arc::clone(&index), serial)));
         (index, serial)
     }
@@ -225,14 +166,14 @@ impl Core {
         *current = Some((catalog.generation, Arc::clone(skills), serial));
         if let Some(model) = &self.options.search_model {
             let (catalog, skills) = (Arc::clone(catalog), Arc::clone(skills));
-            model.index_changed(serial, Box::new(move || crate::session::embedding_texts(&catalog, &skills)));
+            model.index_changed(serial, Box::new(move || crate::tool_search::embedding_texts(&catalog, &skills)));
         }
         serial
     }
 
     /// With an embedding model, has the current tools and skills embedded now rather
     /// than at the first search.
-    fn embed_in_background(&self) {
+    pub(crate) fn embed_in_background(&self) {
         if self.options.search_model.is_some() {
             self.search_serial(&self.catalog(), &self.skills());
         }
@@ -259,30 +200,17 @@ impl Core {
         (policy, denied)
     }
 
-    /// Something a session may see changed (a list, a server, the configuration): the
-    /// catalog is rebuilt and every session told what changed for it.
-    pub(crate) fn catalog_changed(&self) {
+    /// Rebuilds the catalog from the running servers' lists; false when a later rebuild
+    /// landed first (this one is dropped: the sessions were or will be told of that one).
+    pub(crate) fn rebuild_catalog(&self) -> bool {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let catalog = Arc::new(Catalog::build(&self.upstreams(), generation));
-        {
-            let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
-            if current.generation > generation {
-                return; // a later rebuild already landed
-            }
-            *current = catalog;
+        let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        if current.generation > generation {
+            return false;
         }
-        for session in self.sessions() {
-            session.view_may_have_changed();
-        }
-        self.warn_of_unmatched_patterns();
-        self.embed_in_background();
-    }
-
-    /// Every open session.
-    pub(crate) fn sessions(&self) -> Vec<Arc<Session>> {
-        let mut sessions = lock(&self.sessions);
-        sessions.retain(|session| session.strong_count() > 0);
-        sessions.iter().filter_map(Weak::upgrade).collect()
+        *current = catalog;
+        true
     }
 
     /// Waits, in the gateway's first moments only, for servers still starting: a client
@@ -291,13 +219,96 @@ impl Core {
     pub(crate) async fn settle(&self) {
         let deadline = self.started + SETTLE;
         while std::time::Instant::now() < deadline
-            && self.upstreams().iter().any(|upstream| matches!(upstream.status(), crate::upstream::Status::Starting))
+            && self.upstreams().iter().any(|upstream| matches!(upstream.status(), Status::Starting))
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
 
-    pub(crate) fn add_session(&self, session: &Arc<Session>) {
-        lock(&self.sessions).push(Arc::downgrade(session));
+impl Core {
+    /// Every server is up, or failed to start at least once (or is going away).
+    pub(crate) fn every_server_started(&self) -> bool {
+        self.upstreams().iter().all(|upstream| {
+            !matches!(upstream.status(), Status::Starting | Status::Down(_)) || upstream.last_failure().is_some()
+        })
+    }
+
+    pub(crate) fn report(&self) -> Report {
+        let draining: Vec<_> = lock(&self.draining).clone();
+        let servers = self
+            .upstreams()
+            .iter()
+            .chain(&draining)
+            .map(|upstream| {
+                let failure = upstream.last_failure();
+                let state = match upstream.status() {
+                    Status::Up => "up",
+                    Status::Draining => "draining",
+                    Status::Stopped => "stopped",
+                    Status::Starting | Status::Down(_) if failure.is_some() => "failed",
+                    Status::Starting | Status::Down(_) => "starting",
+                };
+                ServerReport {
+                    name: upstream.name.clone(),
+                    state: state.to_owned(),
+                    failure,
+                    tools: upstream.lists().items[ListKind::Tools.index()].len(),
+                    held: upstream.held_tools(),
+                    internal: upstream.entry.internal_only,
+                }
+            })
+            .collect();
+        let skills = self.skills();
+        Report {
+            servers,
+            skills: skills.skills.iter().map(|skill| (skill.listed_name(), skill.file().to_owned())).collect(),
+            skill_problems: skills.problems.iter().map(ToString::to_string).collect(),
+            unmatched: self.unmatched_patterns(),
+        }
+    }
+
+    /// The `allowed-tools` patterns that match no tool, leaving out those that name a
+    /// server that is not up (its tools are not known; its failure is its own problem).
+    pub(crate) fn unmatched_patterns(&self) -> Vec<UnmatchedPattern> {
+        let catalog = self.catalog();
+        let tools: Vec<&str> = catalog.items(ListKind::Tools).map(|item| item.listed.full_name.as_str()).collect();
+        let not_up: Vec<String> = self
+            .upstreams()
+            .iter()
+            .filter(|upstream| !upstream.is_up())
+            .map(|upstream| upstream.name.clone())
+            .collect();
+        let mut unmatched = Vec::new();
+        for skill in &self.skills().skills {
+            for (pattern, line) in skill.unmatched_patterns(&tools) {
+                let server = pattern.split_once(crate::names::SEPARATOR).map_or(pattern, |(server, _)| server);
+                if not_up.iter().any(|name| name == server) {
+                    continue;
+                }
+                unmatched.push(UnmatchedPattern {
+                    skill: skill.name().to_owned(),
+                    file: skill.file().to_owned(),
+                    line,
+                    pattern: pattern.to_owned(),
+                });
+            }
+        }
+        unmatched
+    }
+
+    /// Once every server has started: each `allowed-tools` pattern that matches no tool
+    /// is logged, with its skill's file and line, once.
+    pub(crate) fn warn_of_unmatched_patterns(&self) {
+        if !self.every_server_started() {
+            return;
+        }
+        let unmatched = self.unmatched_patterns();
+        let mut told = lock(&self.patterns_told);
+        for pattern in unmatched {
+            if told.insert(pattern.clone()) {
+                tracing::warn!("{pattern}");
+            }
+        }
     }
 }

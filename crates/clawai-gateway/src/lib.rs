@@ -8,8 +8,12 @@
 //!
 //! * [`config`]: the configuration file (servers, `agent.allowedTools`).
 //! * [`names`]: `S__tool`, short forms of long names, `clawai://S/URI`.
-//! * `upstream`: one server: started, listed, restarted, drained.
+//! * `upstream`: one server: started, listed, restarted, drained; it reports what
+//!   happened as typed events (`upstream::events`) to the `hub`, which holds the
+//!   sessions (`registry`) and tells them.
+//! * `lists`: the four kinds of list, a server's items as the gateway lists them.
 //! * `catalog`: every server's items under the gateway's names.
+//! * `core`: what every session shares (policy, audit, servers, catalog, skills).
 //! * `view`: what one session sees (computed in one place).
 //! * `session`: one client session; `pair`: its guard for one server.
 //! * [`cursor`]: opaque cursors of the merged lists; `snapshots`: the lists they page.
@@ -23,9 +27,13 @@ pub mod config;
 mod core;
 pub mod cursor;
 pub mod embeddings;
+mod hub;
+mod lists;
 pub mod names;
+mod options;
 mod pair;
 mod raw_ids;
+mod registry;
 pub mod reload;
 mod rewrite;
 pub mod search;
@@ -33,11 +41,14 @@ mod session;
 pub mod skills;
 mod snapshots;
 pub mod stdio;
+mod sync;
+mod tool_search;
 mod upstream;
 mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use clawai_http::link::{Link, OpenLink};
 use clawai_policy::glob::Glob;
@@ -45,18 +56,13 @@ use clawai_proxy::{AuditLog, PolicyHandle};
 
 pub use crate::config::{GatewayConfig, InProcessServer, McpServerConfig, ServerEntry, SessionMode, Transport};
 use crate::core::Core;
-pub use crate::core::GatewayOptions;
+pub use crate::options::GatewayOptions;
+pub(crate) use crate::sync::lock;
 use crate::upstream::Upstream;
 pub use clawai_http::child::inherited_variable;
 
 /// The name under which clawai's built-in tools are served (`builtin__read_file`, …).
 pub const BUILTIN_SERVER: &str = config::BUILTIN_NAME;
-
-/// Locks a mutex, taking it over from a thread that panicked holding it (what it
-/// guards stays usable: maps of requests in flight, sessions, lists).
-pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// A configuration the gateway cannot apply.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +76,8 @@ pub enum GatewayError {
 #[derive(Debug)]
 pub struct Gateway {
     core: Arc<Core>,
+    /// The sessions, and where the servers report.
+    hub: Arc<hub::Hub>,
 }
 
 impl std::fmt::Debug for Core {
@@ -87,7 +95,8 @@ impl Gateway {
         audit: AuditLog,
         options: GatewayOptions,
     ) -> Result<Arc<Gateway>, GatewayError> {
-        let gateway = Arc::new(Gateway { core: Core::new(policy, audit, options) });
+        let core = Core::new(policy, audit, options);
+        let gateway = Arc::new(Gateway { hub: hub::Hub::new(Arc::clone(&core)), core });
         gateway.apply(config)?;
         tell_internal_servers(config);
         Ok(gateway)
@@ -109,7 +118,7 @@ impl Gateway {
             match core.upstream(name) {
                 Some(running) if running.entry == **entry => {}
                 Some(_) | None => {
-                    let upstream = Upstream::start(core, (*name).clone(), (*entry).clone());
+                    let upstream = Upstream::start(self.hub.context(), (*name).clone(), (*entry).clone());
                     if let Some(old) = core.put_upstream(upstream) {
                         tracing::info!("server `{name}` changed: starting it anew; the old one drains");
                         self.drain(old);
@@ -127,7 +136,7 @@ impl Gateway {
                 self.drain(old);
             }
         }
-        core.catalog_changed();
+        self.hub.catalog_changed();
         Ok(())
     }
 
@@ -145,20 +154,20 @@ impl Gateway {
     /// memory is kept under in the session store (the front's session id, so that a
     /// replica taking the session over finds its taint, grants and active skill).
     pub fn open_session(&self, shared: Option<&str>) -> Link {
-        session::Session::open(&self.core, shared)
+        self.hub.open_session(shared)
     }
 
     /// A new client session that the caller drives: it hands each message from the
     /// client to [`ClientSession::receive`] and writes what comes out of the receiver.
     pub fn connect(&self) -> (ClientSession, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
-        let (session, outbox) = session::Session::new(&self.core, None);
+        let (session, outbox) = self.hub.connect();
         (ClientSession(session), outbox)
     }
 
     /// Serves these skills (replacing the ones before): each as a prompt and a tool
     /// `skill__NAME`; sessions are told what their lists gained or lost.
     pub fn set_skills(&self, skills: skills::Loaded) {
-        self.core.set_skills(skills);
+        self.hub.set_skills(skills);
     }
 
     /// Stops every server (and every process they started), per-client servers' instances
@@ -179,6 +188,21 @@ impl Gateway {
     /// The names of the running servers and where each is in its life, for logs.
     pub fn servers(&self) -> Vec<(String, String)> {
         self.core.upstreams().iter().map(|u| (u.name.clone(), format!("{:?}", u.status()))).collect()
+    }
+}
+
+impl Gateway {
+    /// Waits until every server is up or has failed to start once, at most `timeout`.
+    pub async fn wait_until_started(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline && !self.core.every_server_started() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// What the gateway has now, and what is wrong with it.
+    pub fn report(&self) -> check::Report {
+        self.core.report()
     }
 }
 

@@ -7,13 +7,15 @@ use clawai_protocol::methods;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use clawai_proxy::guard::dispatched;
 use clawai_proxy::{Guard, Later, Outlet};
 
 use crate::core::Core;
 use crate::names;
-use crate::session::Session;
 use crate::upstream::Upstream;
+
+/// Where a pair's guard hands what it decides later (an approval, a time-out): given by
+/// the session that owns the pair, which delivers it. The pair knows no session.
+pub(crate) type Settled = Arc<dyn Fn(Arc<Pair>, Later) + Send + Sync>;
 
 /// One client session's guard for one server.
 pub(crate) struct Pair {
@@ -26,13 +28,21 @@ pub(crate) struct Pair {
 }
 
 impl Pair {
-    /// The guard of `session` for `upstream`.
-    pub(crate) fn new(core: &Core, session: &Arc<Session>, upstream: Arc<Upstream>) -> Arc<Pair> {
+    /// The guard of client session `session` (its id in the audit trail) for
+    /// `upstream`: `remembered`, what the policy remembers of the session; `settled`,
+    /// where what the guard decides later goes.
+    pub(crate) fn new(
+        core: &Core,
+        session: &str,
+        remembered: &Arc<clawai_policy::Session>,
+        upstream: Arc<Upstream>,
+        settled: Settled,
+    ) -> Arc<Pair> {
         let server = upstream.name.clone();
         let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(server.clone()))
-            .with_session(session.id.clone())
+            .with_session(session.to_owned())
             .with_ask_options(core.options.ask.clone())
-            .remembering_in(Arc::clone(&session.remembered))
+            .remembering_in(Arc::clone(remembered))
             .with_sandbox_cell(upstream.sandbox_cell())
             // The trail shows the ids the client sent, not the gateway's.
             .showing_client_ids()
@@ -48,11 +58,7 @@ impl Pair {
             None => guard,
         };
         let pair = Arc::new(Pair { upstream, guard: Arc::new(guard), tools_version: AtomicU64::new(u64::MAX) });
-        pair.guard.set_outlet(Arc::new(PairOutlet {
-            session: Arc::downgrade(session),
-            pair: Arc::downgrade(&pair),
-            runtime: tokio::runtime::Handle::current(),
-        }));
+        pair.guard.set_outlet(Arc::new(PairOutlet { pair: Arc::downgrade(&pair), settled }));
         pair
     }
 
@@ -60,25 +66,22 @@ impl Pair {
     pub(crate) fn learn_tools(&self) {
         let lists = self.upstream.catalog_lists();
         if self.tools_version.swap(lists.version, Ordering::Relaxed) != lists.version {
-            let tools = &lists.items[crate::catalog::ListKind::Tools.index()];
+            let tools = &lists.items[crate::lists::ListKind::Tools.index()];
             self.guard.know_tools(tools.iter().map(|tool| (tool.original.as_str(), tool.annotations)));
         }
     }
 }
 
-/// Takes what the guard decides later (an approval, a time-out) to the session.
+/// Takes what the guard decides later (an approval, a time-out) to the session. Holds
+/// its pair weakly: the guard holds its outlet.
 struct PairOutlet {
-    session: Weak<Session>,
     pair: Weak<Pair>,
-    runtime: tokio::runtime::Handle,
+    settled: Settled,
 }
 
 impl Outlet for PairOutlet {
     fn later(&self, later: Later) {
-        let (Some(session), Some(pair)) = (self.session.upgrade(), self.pair.upgrade()) else { return };
-        self.runtime.spawn(async move {
-            let out = pair.guard.settle(later);
-            session.deliver_from_pair(&pair, dispatched(out)).await;
-        });
+        let Some(pair) = self.pair.upgrade() else { return };
+        (self.settled)(pair, later);
     }
 }

@@ -10,6 +10,11 @@ use crate::names;
 pub(crate) const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 /// The client's capabilities in a 2026-07-28 request.
 pub(crate) const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The tasks extension's name, as capabilities declare it (a server's requests are
+/// stamped with it, a client's tasks are kept by it).
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The tasks extension's notification of a task's state.
+pub(crate) const TASKS_NOTIFIED: &str = "notifications/tasks";
 /// The server's information in a 2026-07-28 result.
 pub(crate) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 

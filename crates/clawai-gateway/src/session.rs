@@ -18,9 +18,6 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
-pub(crate) use search::{embedding_texts, index as search_index, tool_json as search_tool_json};
-pub(crate) use tasks::{EXTENSION as TASKS_EXTENSION, NOTIFIED as TASK_NOTIFIED};
-
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, Weak};
@@ -29,14 +26,15 @@ use clawai_http::link::{FromServer, Link};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::catalog::ListKind;
 use crate::core::Core;
+use crate::lists::ListKind;
 use crate::lock;
 
 /// The fact the active skill is kept under in the session store (cluster mode: a
 /// replica taking the session over finds it active).
 const SKILL_FACT: &str = "skill";
-use crate::pair::Pair;
+use crate::pair::{Pair, Settled};
+use crate::registry::{Registry, SessionKey};
 use crate::rewrite::{self, id_key};
 use crate::upstream::{CallFrom, Upstream};
 use crate::view::View;
@@ -51,6 +49,11 @@ pub(crate) struct Session {
     core: Arc<Core>,
     /// The id the audit trail shows for this session.
     pub id: String,
+    /// What the servers' calls in flight name this session by.
+    pub key: SessionKey,
+    /// Every open session, this one included (a shared server stays subscribed to a
+    /// resource while any of them wants it).
+    peers: Arc<Registry<Session>>,
     outbox: mpsc::UnboundedSender<Vec<u8>>,
     state: Mutex<State>,
     /// This session's guard for each server it used, by server instance.
@@ -116,9 +119,9 @@ enum Asked {
 impl Session {
     /// Opens a session: the front sends the client's messages into the link and reads
     /// the gateway's from it.
-    pub(crate) fn open(core: &Arc<Core>, shared: Option<&str>) -> Link {
+    pub(crate) fn open(core: &Arc<Core>, peers: &Arc<Registry<Session>>, shared: Option<&str>) -> Link {
         let (link, mut from_client, to_client) = Link::pair();
-        let (session, mut queued) = Session::new(core, shared);
+        let (session, mut queued) = Session::new(core, peers, shared);
         // Servers never wait for a slow client: its messages queue here.
         tokio::spawn(async move {
             while let Some(message) = queued.recv().await {
@@ -141,7 +144,12 @@ impl Session {
     /// messages for the client queue there, so that servers never wait for a slow client.
     /// `shared`: the id the session's memory is kept under (the HTTP front's session id),
     /// else its own; an active skill kept there is active again.
-    pub(crate) fn new(core: &Arc<Core>, shared: Option<&str>) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
+    /// It joins `peers`.
+    pub(crate) fn new(
+        core: &Arc<Core>,
+        peers: &Arc<Registry<Session>>,
+        shared: Option<&str>,
+    ) -> (Arc<Session>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (outbox, queued) = mpsc::unbounded_channel::<Vec<u8>>();
         let id = uuid::Uuid::new_v4().to_string();
         let memory = core.options.ask.stores.sessions.open(shared.unwrap_or(&id));
@@ -149,6 +157,8 @@ impl Session {
         let session = Arc::new(Session {
             core: Arc::clone(core),
             id,
+            key: SessionKey::new(),
+            peers: Arc::clone(peers),
             outbox,
             state: Mutex::new(state),
             pairs: Mutex::default(),
@@ -165,7 +175,7 @@ impl Session {
             opening: Mutex::default(),
             remembered: Arc::new(clawai_policy::Session::in_memory(memory)),
         });
-        core.add_session(&session);
+        peers.add(session.key, &session);
         (session, queued)
     }
 
@@ -178,13 +188,27 @@ impl Session {
     pub(crate) fn pair(self: &Arc<Self>, upstream: &Arc<Upstream>) -> Arc<Pair> {
         let mut pairs = lock(&self.pairs);
         let pair = pairs.entry(upstream.instance).or_insert_with(|| {
-            let pair = Pair::new(&self.core, self, Arc::clone(upstream));
+            let pair = Pair::new(&self.core, &self.id, &self.remembered, Arc::clone(upstream), self.settled());
             if let Some(initialize) = &lock(&self.state).initialize {
                 pair.guard.client_initialized(initialize);
             }
             pair
         });
         Arc::clone(pair)
+    }
+
+    /// Where the guard of a pair of this session's delivers what it decides later (an
+    /// approval, a time-out): to this session, while it is open.
+    fn settled(self: &Arc<Self>) -> Settled {
+        let session = Arc::downgrade(self);
+        let runtime = tokio::runtime::Handle::current();
+        Arc::new(move |pair: Arc<Pair>, later| {
+            let Some(session) = session.upgrade() else { return };
+            runtime.spawn(async move {
+                let out = pair.guard.settle(later);
+                session.deliver_from_pair(&pair, clawai_proxy::guard::dispatched(out)).await;
+            });
+        })
     }
 
     /// What this session sees now.
@@ -310,7 +334,7 @@ impl Session {
             return;
         }
         if method == methods::TOOLS_CALL
-            && message.pointer("/params/name").and_then(Value::as_str) == Some(search::SEARCH_TOOL)
+            && message.pointer("/params/name").and_then(Value::as_str) == Some(crate::tool_search::SEARCH_TOOL)
         {
             return self.search_tools(&id, &message, modern);
         }

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::catalog::ListKind;
+use crate::lists::ListKind;
 
 /// The most snapshots one session keeps (the oldest goes first).
 pub(crate) const KEPT: usize = 16;

@@ -8,6 +8,7 @@
 
 use clawai_protocol::methods;
 pub(crate) mod connect;
+pub(crate) mod events;
 mod failure;
 mod follow;
 mod messages;
@@ -19,18 +20,18 @@ mod resources;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use clawai_proxy::Guard;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::catalog::ListKind;
 use crate::config::{ServerEntry, SessionMode};
-use crate::core::Core;
+use crate::lists::{ListKind, Lists};
 use crate::lock;
-use crate::session::Session;
+use crate::registry::SessionKey;
+use events::{Context, Event};
 use per_client::Role;
 
 /// How long the gateway waits for a server's answer to `initialize` (a server may take
@@ -60,31 +61,6 @@ pub(crate) enum Status {
     Stopped,
 }
 
-/// What the server listed, each item ready to be listed by the gateway (rendered once,
-/// when the server's list changes; the parsed items are not kept).
-#[derive(Default)]
-pub(crate) struct Lists {
-    /// The items of each [`ListKind`].
-    pub items: [Arc<Vec<Listed>>; 4],
-    /// Bumped whenever a list changes.
-    pub version: u64,
-}
-
-/// One item of a server's list, as the gateway lists it.
-pub(crate) struct Listed {
-    /// The server's own name (or URI) for it.
-    pub original: String,
-    /// The gateway's name (or URI) for it.
-    pub listed: String,
-    /// `S__name` in full (what `agent.allowedTools` and skills match), even when the
-    /// listed name is a short form.
-    pub full_name: String,
-    /// The item as clients see it, encoded once.
-    pub json: Box<serde_json::value::RawValue>,
-    /// What a tool says of itself (`readOnlyHint`, `destructiveHint`), for the policy.
-    pub annotations: clawai_policy::ToolAnnotations,
-}
-
 /// Who waits for the answer to a request the gateway sent the server.
 pub(crate) enum Pending {
     /// The gateway itself.
@@ -92,13 +68,13 @@ pub(crate) enum Pending {
     /// A client's request, under the client's id.
     Call(CallFrom),
     /// A request a session's guard made of its own (never sent by a client).
-    Guard(Weak<Session>),
+    Guard(SessionKey),
 }
 
 /// A client's request forwarded to the server.
 pub(crate) struct CallFrom {
     /// The client's session.
-    pub session: Weak<Session>,
+    pub session: SessionKey,
     /// The id the client gave it.
     pub client_id: Value,
     /// The id the server knows it by (as JSON text).
@@ -110,7 +86,7 @@ pub(crate) struct CallFrom {
 /// A progress token the gateway gave the server in place of a client's.
 pub(crate) struct Progress {
     /// The client's session.
-    pub session: Weak<Session>,
+    pub session: SessionKey,
     /// The client's own token.
     pub token: Value,
 }
@@ -123,7 +99,8 @@ pub(crate) struct Upstream {
     pub entry: ServerEntry,
     /// Unique in this process (a changed server's new instance has another).
     pub instance: u64,
-    core: Weak<Core>,
+    /// What it reads (policy, options) and where it reports.
+    context: Arc<Context>,
     /// Decides and records the gateway's own traffic with the server.
     guard: Guard,
     sender: Mutex<Option<Writer>>,
@@ -170,27 +147,34 @@ static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
 impl Upstream {
     /// Starts server `name` and returns at once: it comes up in the background.
-    pub(crate) fn start(core: &Arc<Core>, name: String, entry: ServerEntry) -> Arc<Upstream> {
+    pub(crate) fn start(context: &Arc<Context>, name: String, entry: ServerEntry) -> Arc<Upstream> {
+        let options = &context.options;
         let pins = Arc::new(pins::Pins::open(
-            core.options.pins_dir.as_deref(),
-            core.options.ask.stores.pins.as_ref(),
+            options.pins_dir.as_deref(),
+            options.ask.stores.pins.as_ref(),
             &name,
             &entry.transport,
         ));
-        let per_client = entry.session == SessionMode::PerClient && !core.options.one_client;
+        let per_client = entry.session == SessionMode::PerClient && !options.one_client;
         let role = if per_client { Role::Lister(Default::default()) } else { Role::Shared };
-        let upstream = Upstream::new(core, name, entry, pins, role);
+        let upstream = Upstream::new(context, name, entry, pins, role);
         tokio::spawn(Arc::clone(&upstream).run());
         if per_client {
-            tokio::spawn(per_client::stop_idle_instances(Arc::downgrade(&upstream), core.options.per_client_idle));
+            tokio::spawn(per_client::stop_idle_instances(Arc::downgrade(&upstream), options.per_client_idle));
         }
         upstream
     }
 
     /// An instance of server `name`, not started yet.
-    fn new(core: &Arc<Core>, name: String, entry: ServerEntry, pins: Arc<pins::Pins>, role: Role) -> Arc<Upstream> {
+    fn new(
+        context: &Arc<Context>,
+        name: String,
+        entry: ServerEntry,
+        pins: Arc<pins::Pins>,
+        role: Role,
+    ) -> Arc<Upstream> {
         let remote = entry.transport.is_remote();
-        let guard = Guard::new(core.policy.clone(), core.audit.clone(), Some(name.clone()))
+        let guard = Guard::new(context.policy.clone(), context.audit.clone(), Some(name.clone()))
             .with_session(format!("gateway-{}", uuid::Uuid::new_v4().simple()));
         let guard = if remote { guard.for_remote_server() } else { guard };
         let (stop, _) = watch::channel(false);
@@ -200,7 +184,7 @@ impl Upstream {
             name,
             entry,
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
-            core: Arc::downgrade(core),
+            context: Arc::clone(context),
             guard,
             sender: Mutex::new(None),
             status: Mutex::new(Status::Starting),
@@ -249,10 +233,6 @@ impl Upstream {
         self.initialized().and_then(|init| init.pointer(&format!("/capabilities/{name}")).cloned())
     }
 
-    pub(crate) fn core(&self) -> Option<Arc<Core>> {
-        self.core.upgrade()
-    }
-
     /// A new id for a request to the server: a number, never reused by this instance.
     pub(crate) fn next_id(&self) -> Value {
         json!(self.next_id.fetch_add(1, Ordering::Relaxed))
@@ -299,9 +279,9 @@ impl Upstream {
     }
 
     /// A progress token for the server, standing for a client's.
-    pub(crate) fn progress_token(&self, session: &Arc<Session>, token: Value) -> String {
+    pub(crate) fn progress_token(&self, session: SessionKey, token: Value) -> String {
         let ours = format!("clawai-{}-{}", self.instance, self.next_id.fetch_add(1, Ordering::Relaxed));
-        lock(&self.progress).insert(ours.clone(), Progress { session: Arc::downgrade(session), token });
+        lock(&self.progress).insert(ours.clone(), Progress { session, token });
         ours
     }
 
@@ -310,15 +290,14 @@ impl Upstream {
         lock(&self.progress).remove(token);
     }
 
-    /// The calls in flight, by session.
-    pub(crate) fn sessions_with_calls(&self) -> Vec<Arc<Session>> {
-        let mut sessions: Vec<Arc<Session>> = Vec::new();
+    /// The sessions with calls in flight here.
+    pub(crate) fn sessions_with_calls(&self) -> Vec<SessionKey> {
+        let mut sessions: Vec<SessionKey> = Vec::new();
         for pending in lock(&self.pending).values() {
             if let Pending::Call(call) = pending
-                && let Some(session) = call.session.upgrade()
-                && !sessions.iter().any(|s| Arc::ptr_eq(s, &session))
+                && !sessions.contains(&call.session)
             {
-                sessions.push(session);
+                sessions.push(call.session);
             }
         }
         sessions
@@ -326,14 +305,11 @@ impl Upstream {
 
     /// This session's calls in flight here that a client still waits for: (the id the
     /// server knows each by, the client's id).
-    pub(crate) fn calls_of(&self, session: &Arc<Session>) -> Vec<(String, Value)> {
+    pub(crate) fn calls_of(&self, session: SessionKey) -> Vec<(String, Value)> {
         lock(&self.pending)
             .iter()
             .filter_map(|(key, pending)| match pending {
-                Pending::Call(call)
-                    if !call.client_id.is_null()
-                        && call.session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, session)) =>
-                {
+                Pending::Call(call) if !call.client_id.is_null() && call.session == session => {
                     Some((key.clone(), call.client_id.clone()))
                 }
                 _ => None,
@@ -404,8 +380,7 @@ impl Upstream {
                     let reason = self.serve(writer, source, &mut stop).await;
                     lock(&self.sender).take();
                     if let Some(child) = child {
-                        let grace = self.core().map_or(Duration::from_secs(2), |core| core.options.grace);
-                        child.shut_down(grace).await;
+                        child.shut_down(self.context.options.grace).await;
                     }
                     reason
                 }
@@ -430,7 +405,7 @@ impl Upstream {
     }
 
     /// The server is down: its calls fail, its lists empty, the sessions are told.
-    fn went_down(&self, reason: &str) {
+    fn went_down(self: &Arc<Self>, reason: &str) {
         let draining = matches!(self.status(), Status::Draining);
         if !draining {
             self.set_status(Status::Down(reason.to_owned()));
@@ -448,38 +423,22 @@ impl Upstream {
             let version = lists.version + 1;
             *lists = Arc::new(Lists { version, ..Lists::default() });
         }
-        if had_items && let Some(core) = self.core() {
-            core.catalog_changed();
+        if had_items {
+            self.context.reports.tell(self, Event::ListsChanged);
         }
     }
 
-    /// The calls in flight that will get no answer from the server: each session's guard
-    /// for it answers what it holds (and records it), so that a call held for a person
-    /// is not sent later to the server's next run; the rest get an error.
-    fn fail_calls(&self, pending: Vec<(String, Pending)>, why: &str, for_good: bool) {
-        let mut calls: std::collections::HashMap<String, CallFrom> = pending
+    /// The calls in flight that will get no answer from the server: reported, for each
+    /// session to answer them (see [`Event::CallsLost`]).
+    fn fail_calls(self: &Arc<Self>, pending: Vec<(String, Pending)>, why: &str, for_good: bool) {
+        let calls: HashMap<String, CallFrom> = pending
             .into_iter()
             .filter_map(|(key, pending)| match pending {
                 Pending::Call(call) => Some((key, call)),
                 _ => None,
             })
             .collect();
-        if let Some(core) = self.core() {
-            for session in core.sessions() {
-                for answer in session.server_gone(self.instance, why, for_good) {
-                    let Ok(message) = serde_json::from_slice::<Value>(&answer) else { continue };
-                    let key = message.get("id").map(crate::rewrite::id_key).unwrap_or_default();
-                    if let Some(call) = calls.remove(&key) {
-                        session.answer_lost_call(self, &call, message);
-                    }
-                }
-            }
-        }
-        for call in calls.into_values() {
-            if let Some(session) = call.session.upgrade() {
-                session.fail_call(&call, &format!("clawai: {why}; the request got no answer"));
-            }
-        }
+        self.context.reports.tell(self, Event::CallsLost { calls, why, for_good });
     }
 
     /// Asks the server to stop (drained or shut down) and waits until it has.
@@ -544,7 +503,7 @@ impl Upstream {
             match self.list_all(kind).await {
                 Ok(mut items) => {
                     self.keep_approved(kind, &mut items);
-                    crate::catalog::render(kind, &self.name, items)
+                    crate::lists::render(kind, &self.name, items)
                 }
                 Err(why) if why.contains(&format!("({})", crate::rewrite::METHOD_NOT_FOUND)) => {
                     if !self.unserved_noted[kind.index()].swap(true, Ordering::SeqCst) {
@@ -574,9 +533,7 @@ impl Upstream {
             next.items[kind.index()] = Arc::new(items);
             *lists = Arc::new(next);
         }
-        if let Some(core) = self.core() {
-            core.catalog_changed();
-        }
+        self.context.reports.tell(self, Event::ListsChanged);
     }
 
     async fn list_all(&self, kind: ListKind) -> Result<Vec<Value>, String> {

@@ -20,7 +20,8 @@ use clawai_policy::Policy;
 use clawai_policy::glob::Glob;
 use serde_json::value::RawValue;
 
-use crate::catalog::{Catalog, Item, ListKind};
+use crate::catalog::{Catalog, Item};
+use crate::lists::ListKind;
 use crate::skills::{Loaded, Skill};
 
 /// What a view is computed from.
@@ -61,7 +62,7 @@ impl View {
     ) -> View {
         let mut own: [Vec<Box<RawValue>>; 4] = Default::default();
         let raw = |value: serde_json::Value| serde_json::value::to_raw_value(&value).expect("JSON encodes");
-        own[ListKind::Tools.index()].push(raw(crate::session::search_tool_json()));
+        own[ListKind::Tools.index()].push(raw(crate::tool_search::tool_json()));
         for skill in &skills.skills {
             own[ListKind::Tools.index()].push(raw(skill.tool_json()));
             // `user-invocable: false`: for the model only, so no prompt (a slash command).

@@ -11,7 +11,7 @@ use clawai_proxy::guard::{Deliveries, Side};
 use serde_json::{Value, json};
 
 use super::{Asked, Session, lock};
-use crate::catalog::ListKind;
+use crate::lists::ListKind;
 use crate::names;
 use crate::pair::Pair;
 use crate::rewrite::{self, id_key};
@@ -82,7 +82,7 @@ impl Session {
                 // A shared server's session stays subscribed while any client is, by
                 // `resources/subscribe` or on a subscription (a per-client server's
                 // instance is this session's alone).
-                if !upstream.is_per_client() && self.core.sessions().iter().any(|s| s.wants_resource(&uri)) {
+                if !upstream.is_per_client() && self.peers.all().iter().any(|s| s.wants_resource(&uri)) {
                     return self.answer(&id, json!({}), modern);
                 }
             }
@@ -206,7 +206,7 @@ impl Session {
         client_id: Value,
         mut message: Value,
     ) -> bool {
-        let upstream = match upstream.serving(self).await {
+        let upstream = match upstream.serving((self.key, &self.id)).await {
             Ok(upstream) => upstream,
             Err(why) => {
                 tracing::warn!("session {}: {why}", self.id);
@@ -219,17 +219,14 @@ impl Session {
         pair.learn_tools();
         let upstream_id = upstream.next_id();
         let key = id_key(&upstream_id);
-        let token = rewrite::progress_token(&message).cloned().map(|token| upstream.progress_token(self, token));
+        let token = rewrite::progress_token(&message).cloned().map(|token| upstream.progress_token(self.key, token));
         if let Some(token) = &token {
             rewrite::set_progress_token(&mut message, json!(token));
         }
         message["id"] = upstream_id;
         lock(&self.calls).insert(id_key(&client_id), (Arc::downgrade(upstream), key.clone()));
         pair.guard.client_sent_id(&key, &crate::raw_ids::trail_text(&client_id));
-        upstream.expect(
-            key.clone(),
-            Pending::Call(CallFrom { session: Arc::downgrade(self), client_id, upstream_id: key, token }),
-        );
+        upstream.expect(key.clone(), Pending::Call(CallFrom { session: self.key, client_id, upstream_id: key, token }));
         let bytes = rewrite::encode(&message);
         let verdict = pair.guard.from_client(&bytes);
         let forwarded = matches!(verdict, Verdict::Forward);
@@ -276,7 +273,7 @@ impl Session {
                         if !id.as_str().is_some_and(|id| id.starts_with("clawai-")) {
                             continue;
                         }
-                        pair.upstream.expect(id_key(id), Pending::Guard(Arc::downgrade(self)));
+                        pair.upstream.expect(id_key(id), Pending::Guard(self.key));
                     }
                     self.to_server(pair, bytes).await;
                 }

@@ -111,7 +111,7 @@ impl Session {
     /// The capabilities the one call of this session in flight on `upstream` carried,
     /// when there is one such call.
     fn capabilities_of_the_call(self: &Arc<Self>, upstream: &Arc<Upstream>) -> Option<Value> {
-        let calls = upstream.calls_of(self);
+        let calls = upstream.calls_of(self.key);
         let [(_, client_id)] = calls.as_slice() else { return None };
         lock(&self.request_capabilities).get(&id_key(client_id)).cloned()
     }

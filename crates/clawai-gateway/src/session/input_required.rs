@@ -42,7 +42,7 @@ impl Session {
         message: &Value,
         bytes: &[u8],
     ) -> Result<(), String> {
-        let calls = upstream.calls_of(self);
+        let calls = upstream.calls_of(self.key);
         let [(call, client_id)] = calls.as_slice() else {
             return Err(format!(
                 "clawai gateway: the client has {} calls in flight on server `{}`; `{method}` cannot be told which one it is for",

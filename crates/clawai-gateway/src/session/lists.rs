@@ -9,8 +9,8 @@ use clawai_protocol::reply;
 use serde_json::{Value, json};
 
 use super::{HANDSHAKE_VERSIONS, MODERN_VERSION, Session, lock, server_info};
-use crate::catalog::ListKind;
 use crate::cursor::BadCursor;
+use crate::lists::ListKind;
 use crate::rewrite;
 use crate::view::View;
 

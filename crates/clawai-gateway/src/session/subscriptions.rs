@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 use serde_json::{Value, json};
 
 use super::{Session, lock};
-use crate::catalog::ListKind;
+use crate::lists::ListKind;
 use crate::names;
 use crate::rewrite;
 use crate::upstream::Upstream;
@@ -127,7 +127,7 @@ impl Session {
         let upstream = self.resource_server(uri)?;
         let original = names::split_resource_uri(uri)?.1.to_owned();
         // A per-client server: this session's own instance of it.
-        let upstream = upstream.serving(self).await.ok()?;
+        let upstream = upstream.serving((self.key, &self.id)).await.ok()?;
         if !upstream.subscribe_resource(&original).await {
             return None;
         }
@@ -250,7 +250,7 @@ impl Session {
         }
         for subscribed in updates {
             let Some(upstream) = subscribed.upstream.upgrade() else { continue };
-            let wanted = self.core.sessions().iter().any(|session| session.wants_resource(&subscribed.listed));
+            let wanted = self.peers.all().iter().any(|session| session.wants_resource(&subscribed.listed));
             if !wanted {
                 tokio::spawn(async move { upstream.unsubscribe_resource(&subscribed.original).await });
             }

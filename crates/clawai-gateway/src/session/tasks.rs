@@ -25,10 +25,7 @@ use crate::upstream::Upstream;
 
 /// The tasks extension's request carrying a client's input for a task.
 pub(crate) const UPDATE: &str = "tasks/update";
-/// The tasks extension's notification of a task's state.
-pub(crate) const NOTIFIED: &str = "notifications/tasks";
-/// The tasks extension's name, as capabilities declare it.
-pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub(crate) use crate::rewrite::{TASKS_EXTENSION as EXTENSION, TASKS_NOTIFIED as NOTIFIED};
 
 /// `_meta` key that ties a message to a task.
 const RELATED_TASK_META: &str = "io.modelcontextprotocol/related-task";
@@ -110,7 +107,7 @@ impl Session {
     pub(super) async fn task_server(self: &Arc<Self>, listed: &str) -> Option<(Arc<Upstream>, String)> {
         let instance = lock(&self.tasks).get(listed)?.instance;
         let (server, original) = listed.split_once(names::SEPARATOR)?;
-        let upstream = self.core.upstream(server)?.serving(self).await.ok()?;
+        let upstream = self.core.upstream(server)?.serving((self.key, &self.id)).await.ok()?;
         (upstream.instance == instance).then(|| (upstream, original.to_owned()))
     }
 

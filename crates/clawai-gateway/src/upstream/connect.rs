@@ -17,8 +17,8 @@ use tokio::sync::mpsc;
 use tokio::sync::watch;
 
 use super::{INITIALIZE_TIMEOUT, Status, Upstream, Writer, lock};
-use crate::catalog::ListKind;
 use crate::config::{McpServerConfig, Transport};
+use crate::lists::ListKind;
 
 /// Where the server's messages come from: a child's stdout, read by the server's own
 /// task (no task or channel in between), or a remote session's link.
@@ -92,7 +92,7 @@ impl Upstream {
             return Err(io::Error::other(problem));
         }
         self.listen_for_approvals();
-        let max_message = self.core().map_or(64 << 20, |core| core.options.max_message);
+        let max_message = self.context.options.max_message;
         match &self.entry.transport {
             Transport::Builtin => Ok(in_process(Arc::new(clawai_builtin::server()), max_message)),
             Transport::InProcess(server) => Ok(in_process(Arc::clone(&server.0), max_message)),
@@ -250,8 +250,6 @@ impl Upstream {
                 self.name
             ),
         }
-        if let Some(core) = self.core() {
-            core.catalog_changed();
-        }
+        self.context.reports.tell(&self, super::events::Event::ListsChanged);
     }
 }

@@ -113,7 +113,7 @@ impl Upstream {
 
     /// The run ended (`reason`), and the server is started again after `wait`: said in
     /// full the first time it fails to start, in one line at each retry after.
-    pub(super) fn tell_run_ended(&self, reason: &str, wait: Duration) {
+    pub(super) fn tell_run_ended(self: &Arc<Self>, reason: &str, wait: Duration) {
         let (quoted, was_up) = {
             let mut stderr = lock(&self.failures.stderr);
             let was_up = stderr.up;
@@ -131,10 +131,8 @@ impl Upstream {
             true => reason.to_owned(),
             false => format!("{reason}; its stderr ends:\n{}", quoted.join("\n")),
         });
-        if let Some(core) = self.core() {
-            // Every server may have started now, this one failing.
-            core.warn_of_unmatched_patterns();
-        }
+        // Every server may have started now, this one failing.
+        self.context.reports.tell(self, super::events::Event::StartFailed);
         let failures = self.failures.in_a_row.fetch_add(1, Ordering::SeqCst) + 1;
         if failures > 1 {
             tracing::info!("server `{}` failed to start again ({failures} times): {reason}; {again}", self.name);

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::own::answer_of;
 use super::{Upstream, lock};
-use crate::catalog::ListKind;
+use crate::lists::ListKind;
 use crate::rewrite::{METHOD_NOT_FOUND, id_key};
 
 /// The method that opens a subscription.

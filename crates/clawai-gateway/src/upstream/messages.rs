@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use clawai_proxy::Verdict;
 use clawai_proxy::guard::Side;
 
+use super::events::{Delivery, Event, ServerRequest};
 use super::{Pending, Upstream, lock};
-use crate::catalog::ListKind;
+use crate::lists::ListKind;
 use crate::rewrite::{self, id_key};
 
 impl Upstream {
@@ -33,9 +34,8 @@ impl Upstream {
                 if let Some(token) = &call.token {
                     self.forget_progress(token);
                 }
-                if let Some(session) = call.session.upgrade() {
-                    session.call_answered(self, call, bytes, Some(id_at)).await;
-                }
+                let answered = Delivery::CallAnswered { call, bytes, id_at: Some(id_at) };
+                self.context.reports.deliver(self, answered).await;
                 return;
             }
         }
@@ -60,11 +60,9 @@ impl Upstream {
         let Some(key) = id.and_then(|id| serde_json::from_str::<Value>(id).ok()).map(|id| id_key(&id)) else {
             return;
         };
-        if let Some(Pending::Call(call)) = self.forget(&key)
-            && let Some(session) = call.session.upgrade()
-        {
-            let limit = self.core().map_or(0, |core| core.options.max_message);
-            session.call_too_large(self, call, prefix, length, limit);
+        if let Some(Pending::Call(call)) = self.forget(&key) {
+            let limit = self.context.options.max_message;
+            self.context.reports.tell(self, Event::CallTooLarge { call, prefix, length, limit });
         }
     }
 
@@ -92,21 +90,17 @@ impl Upstream {
                 if let Some(token) = &call.token {
                     self.forget_progress(token);
                 }
-                if let Some(session) = call.session.upgrade() {
-                    session.call_answered(self, call, bytes, None).await;
-                }
+                self.context.reports.deliver(self, Delivery::CallAnswered { call, bytes, id_at: None }).await;
             }
             Some(Pending::Guard(session)) => {
-                if let Some(session) = session.upgrade() {
-                    session.guard_answered(self, bytes).await;
-                }
+                self.context.reports.deliver(self, Delivery::GuardAnswered { session, bytes }).await;
             }
             None => tracing::debug!("server `{}` answered {key}, which nobody waits for", self.name),
         }
     }
 
     async fn server_notification(self: &Arc<Self>, method: &str, message: Value, bytes: Vec<u8>) {
-        let Some(core) = self.core() else { return };
+        let reports = &self.context.reports;
         match method {
             methods::TOOLS_LIST_CHANGED => self.refresh_later(&[ListKind::Tools]),
             methods::PROMPTS_LIST_CHANGED => self.refresh_later(&[ListKind::Prompts]),
@@ -120,9 +114,9 @@ impl Upstream {
             }
             methods::PROGRESS => {
                 let token = message.pointer("/params/progressToken").and_then(Value::as_str).unwrap_or_default();
-                let progress = lock(&self.progress).get(token).map(|p| (p.session.upgrade(), p.token.clone()));
-                if let Some((Some(session), original)) = progress {
-                    session.progress(self, original, message, bytes).await;
+                let progress = lock(&self.progress).get(token).map(|p| (p.session, p.token.clone()));
+                if let Some((session, token)) = progress {
+                    reports.deliver(self, Delivery::Progress { session, token, message, bytes }).await;
                 }
             }
             methods::CANCELLED => {
@@ -131,22 +125,16 @@ impl Upstream {
                     return;
                 }
                 if let Some(id) = message.pointer("/params/requestId") {
-                    for session in core.sessions() {
-                        session.server_cancelled(self, &id_key(id)).await;
-                    }
+                    reports.deliver(self, Delivery::Cancelled { upstream_id: id_key(id) }).await;
                 }
             }
             // A task's state, of 2025-11-25 tasks or of the 2026-07-28 extension.
-            "notifications/tasks/status" | crate::session::TASK_NOTIFIED => {
+            "notifications/tasks/status" | rewrite::TASKS_NOTIFIED => {
                 // To the session whose task it is, only.
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
                     return;
                 }
-                for session in self.audience(&core) {
-                    if session.task_status(self, &message) {
-                        break;
-                    }
-                }
+                reports.tell(self, Event::TaskStatus { audience: self.audience(), message: &message });
             }
             methods::RESOURCES_UPDATED => {
                 if !matches!(self.guard.from_server(&bytes), Verdict::Forward) {
@@ -154,9 +142,8 @@ impl Upstream {
                 }
                 if let Some(uri) = message.pointer("/params/uri").and_then(Value::as_str) {
                     let listed = crate::names::resource_uri(&self.name, uri);
-                    for session in self.audience(&core) {
-                        session.resource_updated(self, &listed, &message).await;
-                    }
+                    let updated = Delivery::ResourceUpdated { audience: self.audience(), listed, message: &message };
+                    reports.deliver(self, updated).await;
                 }
             }
             _ => {
@@ -167,9 +154,7 @@ impl Upstream {
                     Verdict::Replace(instead) => instead,
                     _ => return,
                 };
-                for session in self.audience(&core) {
-                    session.send(message.clone());
-                }
+                reports.tell(self, Event::Notification { audience: self.audience(), message });
             }
         }
     }
@@ -189,25 +174,14 @@ impl Upstream {
         // The request goes to the session whose call caused it: the only one with a
         // call in flight on this server (on a client session's own instance, that
         // session, call or no call).
-        let sessions = match self.owner() {
+        let candidates = match self.owner() {
             Some(owner) => vec![owner],
             None => self.sessions_with_calls(),
         };
-        let why = match sessions.as_slice() {
-            [session] => match session.take_server_request(self, method, &id, &message, &bytes).await {
-                Ok(()) => return,
-                Err(why) => why,
-            },
-            [] => format!(
-                "clawai gateway: no client call is in flight on server `{}`, so `{method}` has nobody to go to",
-                self.name
-            ),
-            _ => format!(
-                "clawai gateway: several client sessions have calls in flight on server `{}`; `{method}` cannot be told which one it is for",
-                self.name
-            ),
-        };
-        self.refuse_server_request(&id, &bytes, &why).await;
+        let request = ServerRequest { method, id: &id, message: &message, bytes: &bytes };
+        if let Err(why) = self.context.reports.server_request(self, candidates, request).await {
+            self.refuse_server_request(&id, &bytes, &why).await;
+        }
     }
 
     /// Answers a request of the server's with an error at once, and records both.

@@ -11,12 +11,10 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::{INITIALIZE_TIMEOUT, Upstream};
-use crate::rewrite::{CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META};
+use crate::rewrite::{CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META, TASKS_EXTENSION};
 
 /// The stateless revision.
 const MODERN: &str = "2026-07-28";
-/// The 2026-07-28 tasks extension.
-const TASKS_EXTENSION: &str = crate::session::TASKS_EXTENSION;
 /// `_meta` key of the client's name.
 const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
 

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::events::Audience;
 use super::{Lists, Status, Upstream, lock};
-use crate::core::Core;
-use crate::session::Session;
+use crate::registry::SessionKey;
 
 /// How long a session's first call waits for its instance to come up.
 const START_WAIT: Duration = Duration::from_secs(60);
@@ -40,7 +40,7 @@ pub(crate) struct Instances {
 
 /// Whose instance it is.
 pub(crate) struct Owner {
-    session: Weak<Session>,
+    session: SessionKey,
     lister: Weak<Upstream>,
     last_used: Mutex<Instant>,
 }
@@ -58,18 +58,18 @@ impl Upstream {
 
     /// The sessions that hear what the server says on its own (logs, resource updates):
     /// the owner of an instance, else every session.
-    pub(crate) fn audience(&self, core: &Core) -> Vec<Arc<Session>> {
+    pub(crate) fn audience(&self) -> Audience {
         match &self.role {
-            Role::Own(owner) => owner.session.upgrade().into_iter().collect(),
-            _ => core.sessions(),
+            Role::Own(owner) => Audience::Only(owner.session),
+            _ => Audience::Every,
         }
     }
 
     /// The session a server request goes to when no call of any is in flight: the owner
     /// of an instance (nobody else can be meant).
-    pub(crate) fn owner(&self) -> Option<Arc<Session>> {
+    pub(crate) fn owner(&self) -> Option<SessionKey> {
         match &self.role {
-            Role::Own(owner) => owner.session.upgrade(),
+            Role::Own(owner) => Some(owner.session),
             _ => None,
         }
     }
@@ -85,18 +85,20 @@ impl Upstream {
 
     /// Where `session`'s calls to this server go: this server, or for a per-client server
     /// the session's own instance (started now if it has none), once it is up.
-    pub(crate) async fn serving(self: &Arc<Self>, session: &Arc<Session>) -> Result<Arc<Upstream>, String> {
+    /// `session`: the session's key, and its id (what the audit trail names it).
+    pub(crate) async fn serving(self: &Arc<Self>, session: (SessionKey, &str)) -> Result<Arc<Upstream>, String> {
+        let (key, id) = session;
         let Role::Lister(instances) = &self.role else { return Ok(Arc::clone(self)) };
         let instance = {
             let mut by_session = lock(&instances.by_session);
             if matches!(self.status(), Status::Draining | Status::Stopped) {
                 return Err(format!("server `{}` was removed from the gateway's configuration", self.name));
             }
-            match by_session.get(&session.id) {
+            match by_session.get(id) {
                 Some(instance) => Arc::clone(instance),
                 None => {
-                    let instance = self.start_own(session).ok_or("the gateway is stopping")?;
-                    by_session.insert(session.id.clone(), Arc::clone(&instance));
+                    let instance = self.start_own(key, id).ok_or("the gateway is stopping")?;
+                    by_session.insert(id.to_owned(), Arc::clone(&instance));
                     instance
                 }
             }
@@ -106,16 +108,16 @@ impl Upstream {
         Ok(instance)
     }
 
-    fn start_own(self: &Arc<Self>, session: &Arc<Session>) -> Option<Arc<Upstream>> {
-        let core = self.core()?;
-        let owner = Owner {
-            session: Arc::downgrade(session),
-            lister: Arc::downgrade(self),
-            last_used: Mutex::new(Instant::now()),
-        };
-        tracing::info!("server `{}`: starting an instance of its own for session {}", self.name, session.id);
-        let instance =
-            Upstream::new(&core, self.name.clone(), self.entry.clone(), Arc::clone(&self.pins), Role::Own(owner));
+    /// Starts session `key`'s own instance (`id`: the session's id); `None` once the
+    /// session is closed (the gateway is stopping).
+    fn start_own(self: &Arc<Self>, key: SessionKey, id: &str) -> Option<Arc<Upstream>> {
+        if !self.context.reports.is_open(key) {
+            return None;
+        }
+        let owner = Owner { session: key, lister: Arc::downgrade(self), last_used: Mutex::new(Instant::now()) };
+        tracing::info!("server `{}`: starting an instance of its own for session {id}", self.name);
+        let (name, entry, pins) = (self.name.clone(), self.entry.clone(), Arc::clone(&self.pins));
+        let instance = Upstream::new(&self.context, name, entry, pins, Role::Own(owner));
         tokio::spawn(Arc::clone(&instance).run());
         Some(instance)
     }
@@ -190,7 +192,7 @@ impl Upstream {
             .iter()
             .filter(|(_, instance)| match &instance.role {
                 Role::Own(owner) => {
-                    owner.session.strong_count() == 0
+                    !self.context.reports.is_open(owner.session)
                         || (lock(&owner.last_used).elapsed() >= idle && instance.calls_in_flight() == 0)
                 }
                 _ => false,

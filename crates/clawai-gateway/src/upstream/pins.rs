@@ -17,8 +17,8 @@ use clawai_proxy::pins::{Identity, Kind, Listener, ScanSettings, Tracker};
 use serde_json::Value;
 
 use super::Upstream;
-use crate::catalog::ListKind;
 use crate::config::{McpServerConfig, Transport};
+use crate::lists::ListKind;
 
 /// A server's pins: its tracker, or why the pin file could not be read.
 pub(crate) struct Pins {
@@ -81,8 +81,7 @@ impl Upstream {
     /// The tracker and the poisoning scan's settings (`[guards] scan`, `quarantine_on`),
     /// when the policy in force pins.
     fn pins_and_scan(&self) -> Option<(Arc<Tracker>, ScanSettings)> {
-        let core = self.core()?;
-        let guards = core.policy.current().guards();
+        let guards = self.context.policy.current().guards();
         if !guards.pinning {
             return None;
         }
@@ -93,9 +92,9 @@ impl Upstream {
     /// Why the server cannot start: its pin file cannot be read while pinning is on (it
     /// is never pinned anew silently).
     pub(super) fn pins_problem(&self) -> Option<String> {
-        let core = self.core()?;
         let problem = self.pins.tracker.as_ref().err()?;
-        core.policy
+        self.context
+            .policy
             .current()
             .guards()
             .pinning

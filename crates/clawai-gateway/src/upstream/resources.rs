@@ -49,12 +49,11 @@ impl Upstream {
     /// again (a server forgets its subscriptions when it stops). A 2026-07-28 server's are
     /// on the gateway's subscription to it, opened anew for each run.
     pub(super) async fn resubscribe_resources(self: &Arc<Self>) {
-        let Some(core) = self.core() else { return };
         if self.speaks_modern() {
             return;
         }
         let uris: std::collections::BTreeSet<String> =
-            core.sessions().iter().flat_map(|session| session.resources_followed_at(self)).collect();
+            self.context.reports.resources_followed(self).into_iter().collect();
         for uri in uris {
             self.subscribe_resource(&uri).await;
         }
