@@ -1,6 +1,7 @@
-//! The string walk of results (`skim::strings`, `JsonString::text`): any bytes must be
-//! walked without panicking, and for JSON a parser accepts, the walk must find exactly
-//! the parser's strings, each read the same.
+//! The string walk of results (`skim::strings`, `JsonString::text`) and the walk of an
+//! array's elements (`skim::elements`, which finds a result's pictures): any bytes must
+//! be walked without panicking, and for JSON a parser accepts, each walk must find
+//! exactly what the parser finds.
 #![no_main]
 
 use clawai_protocol::skim;
@@ -34,4 +35,12 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(walked, parsed);
     }
     let _ = closed;
+    // An array's elements, as written, are the parser's elements.
+    let mut elements = Vec::new();
+    let whole = skim::elements(data, |element| elements.push(element));
+    if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(data) {
+        assert!(whole, "an array a parser takes is walked whole");
+        let read: Vec<Value> = elements.iter().map(|e| serde_json::from_slice(e).expect("an element is JSON")).collect();
+        assert_eq!(read, items);
+    }
 });

@@ -170,7 +170,7 @@ impl Scanner {
 /// scanned each version, and a version the scan held (quarantined), scanned by an older
 /// revision, is scanned again when it is listed: an upgrade releases what only an older
 /// scan held. A version pinned after a clean scan is not scanned again.
-pub const REVISION: u32 = 2;
+pub const REVISION: u32 = 3;
 
 /// Every finding in one listed item; see [`Scanner::scan_item`]. `other_tool_names`
 /// are the tool names of the other servers (see [`Scanner::new`]).
