@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{DType, Device, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
+
+use crate::few_tokens::{Dense, Products};
 use serde::Deserialize;
 
 use crate::EmbedError;
@@ -71,13 +73,13 @@ pub(crate) struct Bert {
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
+    query: Dense,
+    key: Dense,
+    value: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
@@ -110,7 +112,7 @@ impl Bert {
 
     /// Token vectors `(batch, tokens, hidden)` for `ids` `(batch, tokens)`; `mask` is 1.0
     /// for a real token and 0.0 for padding.
-    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor, products: Products) -> Result<Tensor> {
         let (_, tokens) = ids.dims2()?;
         let positions = Tensor::arange(0u32, tokens as u32, ids.device())?.unsqueeze(0)?;
         let types = ids.zeros_like()?;
@@ -123,7 +125,7 @@ impl Bert {
         // Padding gets a large negative score before the softmax: (batch, 1, 1, tokens).
         let bias = ((mask.ones_like()? - mask)? * -10_000.0)?.unsqueeze(1)?.unsqueeze(1)?;
         for layer in &self.layers {
-            hidden = layer.forward(&hidden, &bias, self.heads)?;
+            hidden = layer.forward(&hidden, &bias, self.heads, products)?;
         }
         Ok(hidden)
     }
@@ -133,30 +135,32 @@ impl Layer {
     fn new(config: &BertConfig, vb: VarBuilder<'_>) -> Result<Layer> {
         let (hidden, inner, eps) = (config.hidden_size, config.intermediate_size, config.layer_norm_eps);
         let attention = vb.pp("attention");
+        let dense =
+            |inputs: usize, outputs: usize, vb: VarBuilder<'_>| Dense::new(candle_nn::linear(inputs, outputs, vb)?);
         Ok(Layer {
-            query: candle_nn::linear(hidden, hidden, attention.pp("self.query"))?,
-            key: candle_nn::linear(hidden, hidden, attention.pp("self.key"))?,
-            value: candle_nn::linear(hidden, hidden, attention.pp("self.value"))?,
-            attention_out: candle_nn::linear(hidden, hidden, attention.pp("output.dense"))?,
+            query: dense(hidden, hidden, attention.pp("self.query"))?,
+            key: dense(hidden, hidden, attention.pp("self.key"))?,
+            value: dense(hidden, hidden, attention.pp("self.value"))?,
+            attention_out: dense(hidden, hidden, attention.pp("output.dense"))?,
             attention_norm: candle_nn::layer_norm(hidden, eps, attention.pp("output.LayerNorm"))?,
-            intermediate: candle_nn::linear(hidden, inner, vb.pp("intermediate.dense"))?,
-            output: candle_nn::linear(inner, hidden, vb.pp("output.dense"))?,
+            intermediate: dense(hidden, inner, vb.pp("intermediate.dense"))?,
+            output: dense(inner, hidden, vb.pp("output.dense"))?,
             output_norm: candle_nn::layer_norm(hidden, eps, vb.pp("output.LayerNorm"))?,
         })
     }
 
-    fn forward(&self, input: &Tensor, bias: &Tensor, heads: usize) -> Result<Tensor> {
+    fn forward(&self, input: &Tensor, bias: &Tensor, heads: usize, products: Products) -> Result<Tensor> {
         let (batch, tokens, hidden) = input.dims3()?;
         let head_size = hidden / heads;
         let split = |t: Tensor| t.reshape((batch, tokens, heads, head_size))?.transpose(1, 2)?.contiguous();
-        let query = split(self.query.forward(input)?)?;
-        let key = split(self.key.forward(input)?)?;
-        let value = split(self.value.forward(input)?)?;
+        let query = split(self.query.forward(input, products)?)?;
+        let key = split(self.key.forward(input, products)?)?;
+        let value = split(self.value.forward(input, products)?)?;
         let scores = (query.matmul(&key.t()?)? / (head_size as f64).sqrt())?.broadcast_add(bias)?;
         let weights = candle_nn::ops::softmax_last_dim(&scores)?;
         let context = weights.matmul(&value)?.transpose(1, 2)?.reshape((batch, tokens, hidden))?;
-        let attended = self.attention_norm.forward(&(self.attention_out.forward(&context)? + input)?)?;
-        let inner = self.intermediate.forward(&attended)?.gelu_erf()?;
-        self.output_norm.forward(&(self.output.forward(&inner)? + &attended)?)
+        let attended = self.attention_norm.forward(&(self.attention_out.forward(&context, products)? + input)?)?;
+        let inner = self.intermediate.forward(&attended, products)?.gelu_erf()?;
+        self.output_norm.forward(&(self.output.forward(&inner, products)? + &attended)?)
     }
 }

@@ -14,6 +14,9 @@
 //! minutes of build; only the gateway's search needs them, so the proxy does not link them.
 
 mod bert;
+mod few_tokens;
+
+use few_tokens::Products;
 mod model_dir;
 
 use std::path::{Path, PathBuf};
@@ -122,7 +125,18 @@ impl Embedder {
         self.dimension
     }
 
-    /// Unit-length embeddings of `texts`, in order.
+    /// The unit-length embedding of a search query. A query has a few tokens, and takes
+    /// a product made for that, from the weights in bfloat16 (`few_tokens`): a
+    /// fraction of the time of [`Embedder::embed`], whose vector for the same text it
+    /// matches to within a cosine of 0.9999.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let encoding = self.tokenizer.encode(text, true).map_err(|error| EmbedError::Tokenize(error.to_string()))?;
+        let mut vectors = self.embed_batch(&[encoding.get_ids()], Products::FewTokens)?;
+        Ok(vectors.pop().unwrap_or_default())
+    }
+
+    /// Unit-length embeddings of `texts`, in order (a text gets the same vector in any
+    /// batch).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self
             .tokenizer
@@ -142,7 +156,7 @@ impl Embedder {
                     let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(batch) = batches.get(n) else { return Ok(out) };
                     let ids: Vec<&[u32]> = batch.iter().map(|&i| encodings[i].get_ids()).collect();
-                    out.extend(batch.iter().copied().zip(self.embed_batch(&ids)?));
+                    out.extend(batch.iter().copied().zip(self.embed_batch(&ids, Products::Batched)?));
                 }
             };
             let handles: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
@@ -160,7 +174,7 @@ impl Embedder {
     }
 
     /// One forward pass over token ids, padded to the longest.
-    fn embed_batch(&self, ids: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_batch(&self, ids: &[&[u32]], products: Products) -> Result<Vec<Vec<f32>>, EmbedError> {
         let longest = ids.iter().map(|t| t.len()).max().unwrap_or(0).clamp(1, self.max_tokens);
         let mut flat_ids = Vec::with_capacity(ids.len() * longest);
         let mut flat_mask = Vec::with_capacity(ids.len() * longest);
@@ -174,7 +188,7 @@ impl Embedder {
         let shape = (ids.len(), longest);
         let input = Tensor::from_vec(flat_ids, shape, &self.device)?;
         let mask = Tensor::from_vec(flat_mask, shape, &self.device)?;
-        let hidden = self.model.forward(&input, &mask)?;
+        let hidden = self.model.forward(&input, &mask, products)?;
         let pooled = match self.pooling {
             Pooling::Mean => {
                 let summed = hidden.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;

@@ -53,6 +53,25 @@ fn a_text_embeds_the_same_alone_and_in_a_padded_batch() {
 }
 
 #[test]
+fn a_query_embeds_as_a_catalog_text_does_to_within_a_cosine_of_0_9999() {
+    let Some(dir) = model_dir() else { return };
+    let embedder = Embedder::load(&dir).expect("model loads");
+    let queries = [
+        "store a value in memory",
+        "What is 17 plus 25?",
+        "find the GitHub issues that mention a crash when the config file is missing",
+        "x",
+    ];
+    for query in queries {
+        let fast = embedder.embed_query(query).expect("the query embeds");
+        let exact = embedder.embed(&[query]).expect("the text embeds").remove(0);
+        assert_eq!(fast.len(), embedder.dimension());
+        let cosine = dot(&fast, &exact);
+        assert!(cosine > 0.9999, "{query:?}: cosine {cosine}");
+    }
+}
+
+#[test]
 fn a_directory_without_a_model_is_refused_naming_the_missing_file() {
     let empty = tempfile::tempdir().expect("temp dir");
     let error = Embedder::load(empty.path()).expect_err("nothing to load");

@@ -20,6 +20,12 @@ pub trait Embed: Send + Sync {
     /// The vectors of `texts`, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
 
+    /// The vector of one search query (a model may have a faster way for a few tokens).
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, String> {
+        let mut vectors = self.embed(&[query])?;
+        if vectors.len() == 1 { Ok(vectors.remove(0)) } else { Err("the model gave no vector".to_owned()) }
+    }
+
     /// A pass over the catalog ended: what it allocated and freed may go back to the
     /// system (the model knows how its memory is kept).
     fn pass_ended(&self) {}
@@ -109,9 +115,8 @@ impl SearchModel {
         if let Some(vector) = lock(&self.shared.queries).get(query) {
             return Some(Arc::clone(vector));
         }
-        let vector: Arc<[f32]> = match model.embed(&[query]) {
-            Ok(mut vectors) if vectors.len() == 1 => vectors.remove(0).into(),
-            Ok(_) => return None,
+        let vector: Arc<[f32]> = match model.embed_query(query) {
+            Ok(vector) => vector.into(),
             Err(error) => {
                 tracing::warn!("search_tools: the query was not embedded ({error}); ranked lexically");
                 return None;

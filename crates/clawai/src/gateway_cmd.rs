@@ -334,6 +334,9 @@ fn search_model(dir: &Path) -> Result<clawai_gateway::embeddings::SearchModel> {
         fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
             self.0.embed(texts).map_err(|error| error.to_string())
         }
+        fn embed_query(&self, query: &str) -> Result<Vec<f32>, String> {
+            self.0.embed_query(query).map_err(|error| error.to_string())
+        }
         fn pass_ended(&self) {
             clawai_embed::return_freed_memory();
         }

@@ -133,12 +133,11 @@ fn cost(model_dir: &Path) -> Result<()> {
     let hybrid = time_searches(&queries, |query| {
         // A new text each time: the query's embedding is never cached.
         distinct += 1;
-        let query_vector = model.embed(&[&format!("{query} {distinct}")]).expect("embeds").remove(0);
+        let query_vector = model.embed_query(&format!("{query} {distinct}")).expect("embeds");
         rank(&index, Some((&vectors, &query_vector)), query, 5, |_| true)
     });
     let hybrid_cpu = process_cpu().saturating_sub(cpu_before) / (queries.len() * (ROUNDS + 1)) as u32;
-    let query_vectors: Vec<Vec<f32>> =
-        queries.iter().map(|q| model.embed(&[q]).map(|mut v| v.remove(0))).collect::<Result<_, _>>()?;
+    let query_vectors: Vec<Vec<f32>> = queries.iter().map(|q| model.embed_query(q)).collect::<Result<_, _>>()?;
     let mut next = 0;
     let ranking_only = time_searches(&queries, |query| {
         next = (next + 1) % query_vectors.len();
