@@ -88,6 +88,11 @@ impl Bridge {
         settle(joined).is_ok()
     }
 
+    /// Runs `task` on the connection's runtime, in the background.
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.runtime().spawn(task);
+    }
+
     /// Starts one step on the connection's runtime, with its time limit (the timer is
     /// made there: the caller may be on no runtime).
     fn start<T, F, Fut>(&self, step: F) -> tokio::task::JoinHandle<Stepped<T>>

@@ -28,6 +28,7 @@ mod documents;
 mod heads;
 mod held;
 mod keyring;
+mod lease;
 mod relay;
 mod scripts;
 mod sessions;
