@@ -29,7 +29,7 @@ const RELEASE_REQUEST_MS: u64 = 10_000;
 /// has a claim here (its epoch, and a copy of its labels, grants and facts that reads
 /// answer from); the memory of any other id (stateless requests, the refusals made
 /// outside a session) stays in this process. While this replica's lease lives (see
-/// [`crate::lease`]), the sessions it holds stay its own without asking Redis.
+/// `lease.rs`), the sessions it holds stay its own without asking Redis.
 pub struct RedisSessions {
     redis: Redis,
     held: Arc<Held>,
