@@ -98,12 +98,17 @@ enum Renewal {
 
 /// Starts the task that renews `redis`'s replica's lease every [`RENEW_EVERY`] and lets
 /// go of the sessions other replicas ask for. It ends when the stores are dropped.
-pub(crate) fn start(redis: &Redis, held: Weak<Held>) {
+pub(crate) fn start(redis: &Redis, held: &Arc<Held>) {
+    let token = held.token.clone();
+    let renewing = renew(Arc::downgrade(&redis.bridge), Arc::clone(&redis.replica), token, Arc::downgrade(held));
+    redis.bridge.spawn(renewing);
+}
+
+/// A process's lease token: 128 random bits in hex.
+pub(crate) fn new_token() -> String {
     let mut token = [0u8; 16];
     SystemRandom::new().fill(&mut token).expect("the operating system's random source works");
-    let token: String = token.iter().map(|byte| format!("{byte:02x}")).collect();
-    let renewing = renew(Arc::downgrade(&redis.bridge), Arc::clone(&redis.replica), token, held);
-    redis.bridge.spawn(renewing);
+    token.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 async fn renew(bridge: Weak<Bridge>, replica: Arc<str>, token: String, held: Weak<Held>) {

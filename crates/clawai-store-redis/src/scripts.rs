@@ -68,9 +68,11 @@ return 1
 /// ms, owner}`: its owner's lease still lives (for `ms` more; -1: no expiry) and the owner has
 /// not let it go yet, so it is asked to (the session joins its release set) and the
 /// taker tries again. A session its owner let go of (`released` is its epoch), or whose
-/// owner's lease lapsed, or that is the taker's own, is taken at once.
+/// owner's lease lapsed, or that is the taker's own (the same replica id, and the lease
+/// is the taker's process's or none: a replica restarted under the same id waits for
+/// its predecessor's lease), is taken at once.
 /// KEYS: hash, labels, grants. ARGV: new owner, ttl seconds, the session id, the prefix
-/// of lease keys, how long a release request is kept (ms). The owner's lease key is
+/// of lease keys, how long a release request is kept (ms), the taker's lease token. The owner's lease key is
 /// made from its name here: one Redis, no Redis Cluster.
 pub(crate) static TAKE_OVER: LazyLock<redis::Script> = LazyLock::new(|| {
     redis::Script::new(
@@ -79,10 +81,10 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 if redis.call('HGET', KEYS[1], 'resumable') ~= '1' then return {-1} end
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local released = redis.call('HGET', KEYS[1], 'released')
-if owner and owner ~= ARGV[1] and released ~= redis.call('HGET', KEYS[1], 'epoch') then
+if owner and released ~= redis.call('HGET', KEYS[1], 'epoch') then
   local lease = ARGV[4] .. owner
   local ttl = redis.call('PTTL', lease)
-  if ttl ~= -2 then
+  if ttl ~= -2 and (owner ~= ARGV[1] or redis.call('GET', lease) ~= ARGV[6]) then
     redis.call('SADD', lease .. ':release', ARGV[3])
     redis.call('PEXPIRE', lease .. ':release', ARGV[5])
     return {-2, ttl, owner}

@@ -39,7 +39,7 @@ pub struct RedisSessions {
 
 /// What this replica holds: its claims and its lease, shared with the task that renews
 /// the lease and lets sessions go when other replicas ask.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Held {
     claims: Mutex<HashMap<String, Arc<Claim>>>,
     /// The sessions let go of lately, in order, numbered: a takeover that was under way
@@ -47,6 +47,9 @@ pub(crate) struct Held {
     /// after `claims`.
     let_go: Mutex<LetGo>,
     pub(crate) lease: Lease,
+    /// What this process's lease key holds: another process with the same replica id
+    /// (a restarted replica) holds another.
+    pub(crate) token: String,
 }
 
 /// How many sessions let go of [`Held::let_go`] remembers: a takeover during which more
@@ -62,6 +65,10 @@ struct LetGo {
 }
 
 impl Held {
+    fn new() -> Held {
+        Held { claims: Mutex::default(), let_go: Mutex::default(), lease: Lease::default(), token: lease::new_token() }
+    }
+
     fn claims(&self) -> MutexGuard<'_, HashMap<String, Arc<Claim>>> {
         self.claims.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -191,7 +198,7 @@ impl Keys {
 impl RedisSessions {
     /// The sessions kept through `redis`.
     pub fn new(redis: Redis) -> RedisSessions {
-        RedisSessions { redis, held: Arc::default(), renewing: Once::new() }
+        RedisSessions { redis, held: Arc::new(Held::new()), renewing: Once::new() }
     }
 
     fn claims(&self) -> MutexGuard<'_, HashMap<String, Arc<Claim>>> {
@@ -200,7 +207,7 @@ impl RedisSessions {
 
     /// Starts renewing this replica's lease, once.
     fn renew_lease(&self) {
-        self.renewing.call_once(|| lease::start(&self.redis, Arc::downgrade(&self.held)));
+        self.renewing.call_once(|| lease::start(&self.redis, &self.held));
     }
 
     fn claim(&self, id: &str) -> Option<Arc<Claim>> {
@@ -385,14 +392,14 @@ impl RedisSessions {
     /// One `TAKE_OVER`.
     async fn try_take_over(&self, id: &str) -> Result<Taken, Unavailable> {
         let keys = Keys::of(id);
-        let (owner, session) = (self.redis.replica.to_string(), id.to_owned());
+        let (owner, session, token) = (self.redis.replica.to_string(), id.to_owned(), self.held.token.clone());
         let answer: redis::Value = self
             .redis
             .bridge
             .run(move |mut connection| async move {
                 let mut invocation = keys.on(&scripts::TAKE_OVER);
                 invocation.arg(owner).arg(SESSION_TTL_SECS).arg(session).arg(lease::lease_key(""));
-                invocation.arg(RELEASE_REQUEST_MS).invoke_async(&mut connection).await
+                invocation.arg(RELEASE_REQUEST_MS).arg(token).invoke_async(&mut connection).await
             })
             .await?;
         parse_takeover(answer).map_err(Unavailable::Unreachable)

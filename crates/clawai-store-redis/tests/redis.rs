@@ -112,6 +112,28 @@ async fn a_takeover_waits_for_the_lease_of_an_owner_that_never_lets_go() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_under_the_same_replica_id_waits_for_the_first_to_let_go() {
+    let redis = RedisServer::start();
+    let first = redis.replica("r1");
+    claims(&first).create("r1.twice", Some(INITIALIZE)).await.unwrap();
+    let mut raw = raw(&redis).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redis::cmd("PTTL").arg("clawai:replica:r1").query_async::<i64>(&mut raw).await.unwrap() < 0 {
+        assert!(Instant::now() < deadline, "the first process renews its lease");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(claims(&first).still_owned("r1.twice").await.unwrap());
+    // A replica restarted under the same id while the old process still runs (or its
+    // lease still lives): the session names it as owner, but not its lease.
+    let second = redis.replica("r1");
+    assert_eq!(
+        claims(&second).take_over("r1.twice").await.unwrap(),
+        Found::Resumable { initialize: INITIALIZE.to_vec() }
+    );
+    assert!(!claims(&first).still_owned("r1.twice").await.unwrap(), "the first let it go before the second took it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_that_cannot_be_resumed_or_are_gone_are_not_taken_over() {
     let redis = RedisServer::start();
     let (r1, r2) = (redis.replica("r1"), redis.replica("r2"));
