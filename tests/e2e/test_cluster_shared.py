@@ -172,6 +172,21 @@ def test_a_rate_window_is_exact_across_replicas_taking_turns(tmp_path, gateways)
     assert forwarded == 40, "exactly 40 calls reached the server, whichever replica decided them"
 
 
+def test_a_live_owner_never_decides_on_what_it_held_after_another_took_the_session(gateways):
+    """A replica decides a session's calls on its own copy while its lease lives; another
+    replica that takes the session over first makes it let go. A taint added there then
+    denies on the first replica too, whose copy knew nothing of it."""
+    ports = {name: port for name, (_, port) in gateways.items()}
+    for number, (owner, taker) in enumerate([("r1", "r2"), ("r2", "r3"), ("r3", "r1"), ("r1", "r3"), ("r2", "r1")]):
+        session = initialize(ports[owner])
+        status, reply = call(ports[owner], session, 1, "ext__touch", {"path": "x"})
+        assert status == 200 and denied_by(reply) is None, reply
+        status, reply = call(ports[taker], session, 2, "ext__whoami")
+        assert status == 200 and denied_by(reply) is None, ("taken over and tainted", number, reply)
+        refusal = denied_by(call(ports[owner], session, 3, "ext__touch", {"path": "x"})[1])
+        assert refusal and "no-touch-when-tainted" in refusal, ("the old owner knows the taint", number, refusal)
+
+
 def test_while_redis_is_away_nothing_is_allowed_that_one_replica_would_refuse(tmp_path, redis, gateways):
     _, port = gateways["r1"]
     session = initialize(port)

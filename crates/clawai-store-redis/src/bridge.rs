@@ -88,6 +88,11 @@ impl Bridge {
         settle(joined).is_ok()
     }
 
+    /// Runs `task` on the connection's runtime, in the background.
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.runtime().spawn(task);
+    }
+
     /// Starts one step on the connection's runtime, with its time limit (the timer is
     /// made there: the caller may be on no runtime).
     fn start<T, F, Fut>(&self, step: F) -> tokio::task::JoinHandle<Stepped<T>>
@@ -122,9 +127,39 @@ impl Bridge {
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
         let admitted = self.breaker.admit()?;
-        let joined = wait(self.runtime(), self.start(step));
+        let (done, result) = std::sync::mpsc::sync_channel(1);
+        let step = step(self.connection.clone());
+        self.runtime().spawn(async move {
+            let _ = done.send(tokio::time::timeout(STEP_TIMEOUT, step).await);
+        });
+        let joined = receive(&result);
         self.breaker.record(admitted, away(&joined));
         settle(joined)
+    }
+}
+
+/// How long a thread that waits for a step first checks for its answer without
+/// sleeping: a round trip to Redis on the same network usually ends within it, and
+/// handing a runtime worker's tasks to another thread (`block_in_place`) costs more.
+const SPIN: Duration = Duration::from_micros(150);
+
+/// The answer of a step started by [`Bridge::block`].
+fn receive<T>(result: &std::sync::mpsc::Receiver<Stepped<T>>) -> Result<Stepped<T>, String> {
+    use std::sync::mpsc::TryRecvError;
+    let started = std::time::Instant::now();
+    while started.elapsed() < SPIN {
+        match result.try_recv() {
+            Ok(stepped) => return Ok(stepped),
+            Err(TryRecvError::Empty) => std::thread::yield_now(),
+            Err(TryRecvError::Disconnected) => return Err("the Redis client stopped".to_owned()),
+        }
+    }
+    let receive = || result.recv().map_err(|_| "the Redis client stopped".to_owned());
+    match tokio::runtime::Handle::try_current() {
+        Ok(current) if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(receive)
+        }
+        _ => receive(),
     }
 }
 

@@ -7,7 +7,9 @@
 //!   taint labels, session grants and exact rate windows (counted by a script on the
 //!   Redis server, by the Redis clock). The replica that owns a session keeps a copy of
 //!   what it reads; every write reaches Redis first and is refused once another replica
-//!   took the session over.
+//!   took the session over. Each replica holds a lease (`clawai:replica:ID`), renewed every 25 ms
+//!   for all its sessions: while it lives, no other replica takes one of them over
+//!   unless the owner let it go, so the owner decides on its copy without a round trip.
 //! * [`RedisKeyring`]: one set of sealing keys for every replica.
 //! * [`RedisHeld`]: calls held for a person, answered from a `clawai ui --cluster`
 //!   anywhere ([`relay`]) or `clawai approve --cluster`; the answer and the replica's
@@ -28,6 +30,7 @@ mod documents;
 mod heads;
 mod held;
 mod keyring;
+mod lease;
 mod relay;
 mod scripts;
 mod sessions;

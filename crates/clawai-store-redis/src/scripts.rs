@@ -2,7 +2,8 @@
 //! and each write checks the writer's epoch first (a stale owner's writes are refused).
 //!
 //! A session `ID` is the hash `clawai:s:ID` (`epoch`, `owner`, `init`: the client's
-//! `initialize`, `resumable`, `f:NAME`: facts, `seq`), the sets `clawai:s:ID:labels`
+//! `initialize`, `resumable`, `f:NAME`: facts, `seq`, `released`: the
+//! epoch its owner let it go at), the sets `clawai:s:ID:labels`
 //! and `clawai:s:ID:grants`, and a sorted set per rate window, `clawai:s:ID:w:KEY`
 //! (members scored by the Redis clock in microseconds).
 
@@ -63,15 +64,35 @@ return 1
 
 /// Takes a session over: its epoch bumped, the owner set, and everything a replica
 /// needs to serve it returned: `{epoch, initialize, {facts…}, {labels…}, {grants…}}`,
-/// or `{0}` (no such session), or `{-1}` (it cannot be resumed elsewhere).
-/// KEYS: hash, labels, grants. ARGV: new owner, ttl seconds.
+/// or `{0}` (no such session), or `{-1}` (it cannot be resumed elsewhere), or `{-2,
+/// ms, owner}`: its owner's lease still lives (for `ms` more; -1: no expiry) and the owner has
+/// not let it go yet, so it is asked to (the session joins its release set) and the
+/// taker tries again. A session its owner let go of (`released` is its epoch), or whose
+/// owner's lease lapsed, or that is the taker's own (the same replica id, and the lease
+/// is the taker's process's or none: a replica restarted under the same id waits for
+/// its predecessor's lease), is taken at once.
+/// KEYS: hash, labels, grants. ARGV: new owner, ttl seconds, the session id, the prefix
+/// of lease keys, how long a release request is kept (ms), the taker's lease token. The owner's lease key is
+/// made from its name here: one Redis, no Redis Cluster.
 pub(crate) static TAKE_OVER: LazyLock<redis::Script> = LazyLock::new(|| {
     redis::Script::new(
         r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 if redis.call('HGET', KEYS[1], 'resumable') ~= '1' then return {-1} end
+local owner = redis.call('HGET', KEYS[1], 'owner')
+local released = redis.call('HGET', KEYS[1], 'released')
+if owner and released ~= redis.call('HGET', KEYS[1], 'epoch') then
+  local lease = ARGV[4] .. owner
+  local ttl = redis.call('PTTL', lease)
+  if ttl ~= -2 and (owner ~= ARGV[1] or redis.call('GET', lease) ~= ARGV[6]) then
+    redis.call('SADD', lease .. ':release', ARGV[3])
+    redis.call('PEXPIRE', lease .. ':release', ARGV[5])
+    return {-2, ttl, owner}
+  end
+end
 local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+redis.call('HDEL', KEYS[1], 'released')
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[2]) end
 local facts = {}
 local fields = redis.call('HGETALL', KEYS[1])
@@ -82,6 +103,41 @@ for i = 1, #fields, 2 do
   end
 end
 return {epoch, redis.call('HGET', KEYS[1], 'init'), facts, redis.call('SMEMBERS', KEYS[2]), redis.call('SMEMBERS', KEYS[3])}
+",
+    )
+});
+
+/// Renews a replica's lease: `{1, ids}` when the key still held this process's token,
+/// `{0, ids}` when it was gone (a new term), with the sessions other replicas asked it
+/// to let go of since (the set is emptied); `{-1}` when another process holds the key
+/// (two replicas with one `--replica-id`): that one has no lease.
+/// KEYS: the lease key, the release set. ARGV: this process's token, the lease (ms).
+pub(crate) static RENEW: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return {-1} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local ids = redis.call('SMEMBERS', KEYS[2])
+if #ids > 0 then redis.call('DEL', KEYS[2]) end
+if held then return {1, ids} end
+return {0, ids}
+",
+    )
+});
+
+/// The owner `ARGV[1]` let go of these sessions: each that it still owns is marked so
+/// (`released` set to its epoch), and a replica waiting to take it over may. KEYS: the
+/// sessions' hashes.
+pub(crate) static RELEASED: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.call('HGET', KEYS[i], 'owner') == ARGV[1] then
+    redis.call('HSET', KEYS[i], 'released', redis.call('HGET', KEYS[i], 'epoch'))
+  end
+end
+return #KEYS
 ",
     )
 });

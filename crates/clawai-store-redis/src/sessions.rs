@@ -1,25 +1,114 @@
 //! Shared sessions: records with owners and epochs, and each session's memory.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
+use std::time::{Duration, Instant};
 
 use clawai_store::{Count, Found, LocalSessionMemory, SessionClaims, SessionMemory, SessionStore, Unavailable};
 
+use crate::lease::{self, Lease};
 use crate::{PREFIX, Redis, scripts};
 
 /// How long a session's record outlives its last use: longer than any idle time a
 /// replica keeps a session for, so that only a session its owner forgot expires.
 const SESSION_TTL_SECS: u64 = 24 * 3600;
 
+/// How long a takeover waits for the session's owner to let it go (or for its lease to
+/// lapse) before the request gets 503.
+const TAKEOVER_PATIENCE: Duration = Duration::from_secs(3);
+
+/// How often a waiting takeover asks again.
+const TAKEOVER_POLL: Duration = Duration::from_millis(3);
+
+/// How long a request to let a session go is kept for its owner (ms): a lease's
+/// owner collects it within a renewal; one that is gone never does.
+const RELEASE_REQUEST_MS: u64 = 10_000;
+
 /// The sessions of every replica, in Redis. A session this replica created or took over
 /// has a claim here (its epoch, and a copy of its labels, grants and facts that reads
 /// answer from); the memory of any other id (stateless requests, the refusals made
-/// outside a session) stays in this process.
+/// outside a session) stays in this process. While this replica's lease lives (see
+/// `lease.rs`), the sessions it holds stay its own without asking Redis.
 pub struct RedisSessions {
     redis: Redis,
+    held: Arc<Held>,
+    /// The lease is renewed from the first session this replica claims on.
+    renewing: Once,
+}
+
+/// What this replica holds: its claims and its lease, shared with the task that renews
+/// the lease and lets sessions go when other replicas ask.
+#[derive(Debug)]
+pub(crate) struct Held {
     claims: Mutex<HashMap<String, Arc<Claim>>>,
+    /// The sessions let go of lately, in order, numbered: a takeover that was under way
+    /// when its session was let go (its claim not yet here) lets it go too. Locked
+    /// after `claims`.
+    let_go: Mutex<LetGo>,
+    pub(crate) lease: Lease,
+    /// What this process's lease key holds: another process with the same replica id
+    /// (a restarted replica) holds another.
+    pub(crate) token: String,
+}
+
+/// How many sessions let go of [`Held::let_go`] remembers: a takeover during which more
+/// were let go counts its own as let go.
+const LET_GO_REMEMBERED: usize = 1024;
+
+#[derive(Debug, Default)]
+struct LetGo {
+    /// How many were let go of so far.
+    count: u64,
+    /// The last [`LET_GO_REMEMBERED`]: (number, session).
+    recent: std::collections::VecDeque<(u64, String)>,
+}
+
+impl Held {
+    fn new() -> Held {
+        Held { claims: Mutex::default(), let_go: Mutex::default(), lease: Lease::default(), token: lease::new_token() }
+    }
+
+    fn claims(&self) -> MutexGuard<'_, HashMap<String, Arc<Claim>>> {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Other replicas asked for these sessions: this replica stops deciding on its
+    /// copies of them (the next request for one here asks Redis again), before Redis
+    /// is told they are let go.
+    pub(crate) fn let_go(&self, ids: &[String]) {
+        let claims = self.claims();
+        let mut let_go = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in ids {
+            if let Some(claim) = claims.get(id) {
+                claim.released.store(true, Ordering::SeqCst);
+                tracing::info!("session {id}: another replica asked for it; let go");
+            }
+            let_go.count += 1;
+            let number = let_go.count;
+            let_go.recent.push_back((number, id.clone()));
+            if let_go.recent.len() > LET_GO_REMEMBERED {
+                let_go.recent.pop_front();
+            }
+        }
+    }
+
+    /// How many sessions were let go of so far.
+    fn let_go_count(&self) -> u64 {
+        self.let_go.lock().unwrap_or_else(PoisonError::into_inner).count
+    }
+
+    /// Holds `claim` for session `id`, taken over while `since` sessions had been let go
+    /// of: let go at once if `id` was let go of since (or too many to tell).
+    fn hold(&self, id: &str, claim: Arc<Claim>, since: u64) {
+        let mut claims = self.claims();
+        let let_go = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
+        let forgotten = let_go.count - since > LET_GO_REMEMBERED as u64;
+        if forgotten || let_go.recent.iter().any(|(number, gone)| *number > since && gone == id) {
+            claim.released.store(true, Ordering::SeqCst);
+        }
+        claims.insert(id.to_owned(), claim);
+    }
 }
 
 impl std::fmt::Debug for RedisSessions {
@@ -32,6 +121,11 @@ impl std::fmt::Debug for RedisSessions {
 #[derive(Debug)]
 struct Claim {
     epoch: AtomicU64,
+    /// The lease term under which Redis last said this session is this replica's (0:
+    /// not under any): while that term's lease is trusted, nobody else takes it over.
+    term: AtomicU64,
+    /// This replica let the session go (another asked for it): no longer trusted.
+    released: AtomicBool,
     copy: Mutex<Copy>,
     /// The client's `initialize` (`None`: the session cannot be resumed elsewhere), to
     /// write the record again should Redis lose it.
@@ -47,8 +141,18 @@ struct Copy {
 }
 
 impl Claim {
-    fn new(epoch: u64, copy: Copy, initialize: Option<Vec<u8>>) -> Arc<Claim> {
-        Arc::new(Claim { epoch: AtomicU64::new(epoch), copy: Mutex::new(copy), initialize })
+    fn new(epoch: u64, term: Option<u64>, copy: Copy, initialize: Option<Vec<u8>>) -> Arc<Claim> {
+        Arc::new(Claim {
+            epoch: AtomicU64::new(epoch),
+            term: AtomicU64::new(term.unwrap_or(0)),
+            released: AtomicBool::new(false),
+            copy: Mutex::new(copy),
+            initialize,
+        })
+    }
+
+    fn released(&self) -> bool {
+        self.released.load(Ordering::SeqCst)
     }
 
     fn copy(&self) -> MutexGuard<'_, Copy> {
@@ -68,9 +172,14 @@ struct Keys {
     grants: String,
 }
 
+/// The Redis hash of session `id`.
+pub(crate) fn session_hash(id: &str) -> String {
+    format!("{PREFIX}s:{id}")
+}
+
 impl Keys {
     fn of(id: &str) -> Keys {
-        let hash = format!("{PREFIX}s:{id}");
+        let hash = session_hash(id);
         Keys { labels: format!("{hash}:labels"), grants: format!("{hash}:grants"), hash }
     }
 
@@ -89,11 +198,16 @@ impl Keys {
 impl RedisSessions {
     /// The sessions kept through `redis`.
     pub fn new(redis: Redis) -> RedisSessions {
-        RedisSessions { redis, claims: Mutex::default() }
+        RedisSessions { redis, held: Arc::new(Held::new()), renewing: Once::new() }
     }
 
     fn claims(&self) -> MutexGuard<'_, HashMap<String, Arc<Claim>>> {
-        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
+        self.held.claims()
+    }
+
+    /// Starts renewing this replica's lease, once.
+    fn renew_lease(&self) {
+        self.renewing.call_once(|| lease::start(&self.redis, &self.held));
     }
 
     fn claim(&self, id: &str) -> Option<Arc<Claim>> {
@@ -156,6 +270,8 @@ impl SessionStore for RedisSessions {
 #[async_trait::async_trait]
 impl SessionClaims for RedisSessions {
     async fn create(&self, id: &str, initialize: Option<&[u8]>) -> Result<(), Unavailable> {
+        self.renew_lease();
+        let (term, since) = (self.held.lease.trusted_term(), self.held.let_go_count());
         let keys = Keys::of(id);
         let owner = self.redis.replica.to_string();
         let initialize = initialize.map(<[u8]>::to_vec);
@@ -173,48 +289,63 @@ impl SessionClaims for RedisSessions {
                     .await
             })
             .await?;
-        self.claims().insert(id.to_owned(), Claim::new(1, Copy::default(), kept));
+        self.held.hold(id, Claim::new(1, term, Copy::default(), kept), since);
         Ok(())
     }
 
+    /// Without a round trip while this replica's lease is trusted and the session was
+    /// last confirmed its own under the lease's term; else Redis is asked, as it was at
+    /// every request before the lease.
     async fn still_owned(&self, id: &str) -> Result<bool, Unavailable> {
         let Some(claim) = self.claim(id) else { return Ok(false) };
-        let keys = Keys::of(id);
-        let epoch: u64 = self
-            .redis
-            .bridge
-            .run(move |mut connection| async move {
-                keys.on(&scripts::EPOCH).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
-            })
-            .await?;
-        if epoch == 0 {
-            // Redis lost the record (it came back without its data): written again from
-            // what this replica holds, so that the session keeps its taint and grants.
-            return self.restore(id, &claim).await;
+        if claim.released() {
+            return Ok(false);
         }
-        Ok(epoch == claim.epoch())
+        let term = self.held.lease.trusted_term();
+        if term.is_some_and(|term| term == claim.term.load(Ordering::SeqCst)) {
+            return Ok(true);
+        }
+        self.renew_lease();
+        let owned = self.ask_epoch(id, &claim).await?;
+        if owned && let Some(term) = term {
+            // Asked after the renewal that began this term reached Redis: from then on
+            // nobody takes the session over while the term's lease lives.
+            claim.term.store(term, Ordering::SeqCst);
+        }
+        Ok(owned && !claim.released())
     }
 
     async fn take_over(&self, id: &str) -> Result<Found, Unavailable> {
-        let keys = Keys::of(id);
-        let owner = self.redis.replica.to_string();
-        let answer: redis::Value = self
-            .redis
-            .bridge
-            .run(move |mut connection| async move {
-                keys.on(&scripts::TAKE_OVER).arg(owner).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
-            })
-            .await?;
-        let taken = parse_takeover(answer).map_err(Unavailable::Unreachable)?;
-        let Taken::Resumable { epoch, initialize, copy } = taken else {
-            return Ok(if matches!(taken, Taken::Unknown) { Found::Unknown } else { Found::NotResumable });
-        };
-        self.claims().insert(id.to_owned(), Claim::new(epoch, copy, Some(initialize.clone())));
-        Ok(Found::Resumable { initialize })
+        self.renew_lease();
+        let deadline = Instant::now() + TAKEOVER_PATIENCE;
+        loop {
+            let (term, since) = (self.held.lease.trusted_term(), self.held.let_go_count());
+            match self.try_take_over(id).await? {
+                Taken::Wait { owner } if Instant::now() < deadline => {
+                    tracing::debug!("session {id}: waiting for replica {owner} to let it go");
+                    tokio::time::sleep(TAKEOVER_POLL).await;
+                }
+                Taken::Wait { owner } => {
+                    return Err(Unavailable::Unreachable(format!(
+                        "replica {owner} still holds session {id} and did not let it go within {TAKEOVER_PATIENCE:?}"
+                    )));
+                }
+                Taken::Unknown => return Ok(Found::Unknown),
+                Taken::NotResumable => return Ok(Found::NotResumable),
+                Taken::Resumable { epoch, initialize, copy } => {
+                    let claim = Claim::new(epoch, term, copy, Some(initialize.clone()));
+                    self.held.hold(id, claim, since);
+                    return Ok(Found::Resumable { initialize });
+                }
+            }
+        }
     }
 
     async fn end(&self, id: &str) {
         let Some(claim) = self.claims().remove(id) else { return };
+        if claim.released() {
+            return; // let go: another replica may be taking it over
+        }
         let keys = Keys::of(id);
         let epoch = claim.epoch();
         let ended = self
@@ -239,11 +370,55 @@ impl SessionClaims for RedisSessions {
     }
 }
 
+impl RedisSessions {
+    /// Asks Redis whether session `id` is still at `claim`'s epoch (one round trip).
+    async fn ask_epoch(&self, id: &str, claim: &Claim) -> Result<bool, Unavailable> {
+        let keys = Keys::of(id);
+        let epoch: u64 = self
+            .redis
+            .bridge
+            .run(move |mut connection| async move {
+                keys.on(&scripts::EPOCH).arg(SESSION_TTL_SECS).invoke_async(&mut connection).await
+            })
+            .await?;
+        if epoch == 0 {
+            // Redis lost the record (it came back without its data): written again from
+            // what this replica holds, so that the session keeps its taint and grants.
+            return self.restore(id, claim).await;
+        }
+        Ok(epoch == claim.epoch())
+    }
+
+    /// One `TAKE_OVER`.
+    async fn try_take_over(&self, id: &str) -> Result<Taken, Unavailable> {
+        let keys = Keys::of(id);
+        let (owner, session, token) = (self.redis.replica.to_string(), id.to_owned(), self.held.token.clone());
+        let answer: redis::Value = self
+            .redis
+            .bridge
+            .run(move |mut connection| async move {
+                let mut invocation = keys.on(&scripts::TAKE_OVER);
+                invocation.arg(owner).arg(SESSION_TTL_SECS).arg(session).arg(lease::lease_key(""));
+                invocation.arg(RELEASE_REQUEST_MS).arg(token).invoke_async(&mut connection).await
+            })
+            .await?;
+        parse_takeover(answer).map_err(Unavailable::Unreachable)
+    }
+}
+
 /// What `TAKE_OVER` answered.
 enum Taken {
     Unknown,
     NotResumable,
-    Resumable { epoch: u64, initialize: Vec<u8>, copy: Copy },
+    /// Its owner's lease lives and it has not let the session go yet.
+    Wait {
+        owner: String,
+    },
+    Resumable {
+        epoch: u64,
+        initialize: Vec<u8>,
+        copy: Copy,
+    },
 }
 
 fn parse_takeover(answer: redis::Value) -> Result<Taken, String> {
@@ -253,6 +428,11 @@ fn parse_takeover(answer: redis::Value) -> Result<Taken, String> {
     let epoch: i64 = redis::from_redis_value(items.next().ok_or_else(unexpected)?).map_err(|e| e.to_string())?;
     if epoch == 0 {
         return Ok(Taken::Unknown);
+    }
+    if epoch == -2 {
+        let _pttl = items.next();
+        let owner: String = redis::from_redis_value(items.next().ok_or_else(unexpected)?).map_err(|e| e.to_string())?;
+        return Ok(Taken::Wait { owner });
     }
     if epoch < 0 {
         return Ok(Taken::NotResumable);

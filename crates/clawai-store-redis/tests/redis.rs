@@ -53,6 +53,86 @@ async fn a_session_survives_its_replica_and_its_stale_owner_cannot_write() {
     assert!(!again.granted("write:b"), "a refused write left nothing behind");
 }
 
+/// A raw connection to the test's Redis, to look at and stage keys.
+async fn raw(redis: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_owner_lets_its_session_go_before_another_takes_it_and_then_asks_again() {
+    let redis = RedisServer::start();
+    let (r1, r2) = (redis.replica("r1"), redis.replica("r2"));
+    claims(&r1).create("r1.live", Some(INITIALIZE)).await.unwrap();
+    let first = r1.sessions.open("r1.live");
+    // Trusted without a round trip once r1's lease is renewed; either way its own.
+    assert!(claims(&r1).still_owned("r1.live").await.unwrap());
+    let mut raw = raw(&redis).await;
+    let lease: i64 = redis::cmd("PTTL").arg("clawai:replica:r1").query_async(&mut raw).await.unwrap();
+    assert!(lease > 0, "r1 holds a lease while it holds a session: {lease}");
+
+    // r1 is alive and renews its lease: r2's takeover waits until r1 let the session
+    // go, and r1 knows it did before r2 can decide anything on it.
+    assert_eq!(claims(&r2).take_over("r1.live").await.unwrap(), Found::Resumable { initialize: INITIALIZE.to_vec() });
+    assert!(!claims(&r1).still_owned("r1.live").await.unwrap(), "r1 let it go before r2 took it");
+    let second = r2.sessions.open("r1.live");
+    second.add_labels(&["private".into()]).unwrap();
+    assert_eq!(first.add_labels(&["secret".into()]), Err(Unavailable::TakenOver), "r1's old copy writes nothing");
+
+    // r1 asked for it back: r2 lets go in turn, and r1 reads what r2 wrote.
+    claims(&r1).take_over("r1.live").await.unwrap();
+    assert!(!claims(&r2).still_owned("r1.live").await.unwrap());
+    let again = r1.sessions.open("r1.live");
+    assert_eq!(again.labels().into_iter().collect::<Vec<_>>(), ["private"], "the taint added on r2 is r1's now");
+    assert!(claims(&r1).still_owned("r1.live").await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_waits_for_the_lease_of_an_owner_that_never_lets_go() {
+    let redis = RedisServer::start();
+    let (r1, r2) = (redis.replica("r1"), redis.replica("r2"));
+    claims(&r1).create("r1.stuck", Some(INITIALIZE)).await.unwrap();
+    // A frozen r1: its lease key lives on (as long as a lease, as after kill -9), but
+    // nobody renews it or answers its release requests.
+    drop(r1);
+    let mut raw = raw(&redis).await;
+    let _: () = redis::cmd("SET")
+        .arg("clawai:replica:r1")
+        .arg("frozen")
+        .arg("PX")
+        .arg(400)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(claims(&r2).take_over("r1.stuck").await.unwrap(), Found::Resumable { initialize: INITIALIZE.to_vec() });
+    let lease: i64 = redis::cmd("PTTL").arg("clawai:replica:r1").query_async(&mut raw).await.unwrap();
+    assert_eq!(lease, -2, "the takeover went ahead only once r1's lease had lapsed");
+    let asked: Vec<String> =
+        redis::cmd("SMEMBERS").arg("clawai:replica:r1:release").query_async(&mut raw).await.unwrap();
+    assert_eq!(asked, ["r1.stuck"], "r1 was asked to let it go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_under_the_same_replica_id_waits_for_the_first_to_let_go() {
+    let redis = RedisServer::start();
+    let first = redis.replica("r1");
+    claims(&first).create("r1.twice", Some(INITIALIZE)).await.unwrap();
+    let mut raw = raw(&redis).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while redis::cmd("PTTL").arg("clawai:replica:r1").query_async::<i64>(&mut raw).await.unwrap() < 0 {
+        assert!(Instant::now() < deadline, "the first process renews its lease");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(claims(&first).still_owned("r1.twice").await.unwrap());
+    // A replica restarted under the same id while the old process still runs (or its
+    // lease still lives): the session names it as owner, but not its lease.
+    let second = redis.replica("r1");
+    assert_eq!(
+        claims(&second).take_over("r1.twice").await.unwrap(),
+        Found::Resumable { initialize: INITIALIZE.to_vec() }
+    );
+    assert!(!claims(&first).still_owned("r1.twice").await.unwrap(), "the first let it go before the second took it");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_that_cannot_be_resumed_or_are_gone_are_not_taken_over() {
     let redis = RedisServer::start();
@@ -128,6 +208,12 @@ async fn while_redis_is_away_writes_fail_and_they_work_again_once_it_is_back() {
     let refusals: Vec<String> =
         (0..10).map(|_| memory.add_labels(&["secret".into()]).unwrap_err().to_string()).collect();
     assert!(refusals.iter().any(|r| r.contains("did not answer")), "{refusals:?}");
+    // Its lease runs out by its own clock (it cannot be renewed): from then on the
+    // owner asks Redis again at each request, and learns that it is away.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while claims(&r1).still_owned("r1.away").await.is_ok() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(claims(&r1).still_owned("r1.away").await.is_err());
     assert!(!claims(&r1).reachable().await);
     assert_eq!(memory.labels().len(), 1, "the owner still reads what it holds");

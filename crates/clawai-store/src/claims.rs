@@ -30,12 +30,15 @@ pub trait SessionClaims: Send + Sync {
     /// cannot be resumed.
     async fn create(&self, id: &str, initialize: Option<&[u8]>) -> Result<(), Unavailable>;
 
-    /// True while no other replica has taken `id` over since this one claimed it. A
-    /// record the shared store lost (it came back without its data) is written again
-    /// from what this replica holds.
+    /// True while no other replica has taken `id` over since this one claimed it (and
+    /// none can before this replica lets it go: false once it did). A shared store may
+    /// answer without asking the store when that is sure (a lease that no other
+    /// replica's takeover passes). A record the shared store lost (it came back without
+    /// its data) is written again from what this replica holds.
     async fn still_owned(&self, id: &str) -> Result<bool, Unavailable>;
 
     /// Takes session `id` over (its epoch bumped atomically): what it takes to resume it.
+    /// When its owner is alive, this waits until the owner let the session go.
     async fn take_over(&self, id: &str) -> Result<Found, Unavailable>;
 
     /// The session ended here (closed by its client, expired): its record is removed,
