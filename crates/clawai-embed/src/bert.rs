@@ -9,7 +9,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 
-use crate::few_tokens::{Dense, Products};
+use crate::few_tokens::{Dense, FEW_TOKENS, Norm, Products};
 use serde::Deserialize;
 
 use crate::EmbedError;
@@ -68,6 +68,7 @@ pub(crate) struct Bert {
     positions: Embedding,
     token_types: Embedding,
     embeddings_norm: LayerNorm,
+    embeddings_norm_few: Norm,
     layers: Vec<Layer>,
     heads: usize,
 }
@@ -81,6 +82,8 @@ struct Layer {
     intermediate: Dense,
     output: Dense,
     output_norm: LayerNorm,
+    /// The two norms again, for a query's few tokens.
+    few_norms: [Norm; 2],
 }
 
 impl Bert {
@@ -96,6 +99,7 @@ impl Bert {
         let layers = (0..config.num_hidden_layers)
             .map(|i| Layer::new(config, root.pp(format!("encoder.layer.{i}"))))
             .collect::<Result<_>>()?;
+        let embeddings_norm = candle_nn::layer_norm(hidden, eps, embeddings.pp("LayerNorm"))?;
         Ok(Bert {
             words: candle_nn::embedding(config.vocab_size, hidden, embeddings.pp("word_embeddings"))?,
             positions: candle_nn::embedding(
@@ -104,7 +108,8 @@ impl Bert {
                 embeddings.pp("position_embeddings"),
             )?,
             token_types: candle_nn::embedding(config.type_vocab_size, hidden, embeddings.pp("token_type_embeddings"))?,
-            embeddings_norm: candle_nn::layer_norm(hidden, eps, embeddings.pp("LayerNorm"))?,
+            embeddings_norm_few: Norm::new(&embeddings_norm, eps)?,
+            embeddings_norm,
             layers,
             heads: config.num_attention_heads,
         })
@@ -121,6 +126,15 @@ impl Bert {
             .forward(ids)?
             .broadcast_add(&self.positions.forward(&positions)?)?
             .add(&self.token_types.forward(&types)?)?;
+        let (batch, _) = ids.dims2()?;
+        if products == Products::FewTokens && batch == 1 && tokens <= FEW_TOKENS {
+            let mut hidden = embedded.flatten_all()?.to_vec1::<f32>()?;
+            self.embeddings_norm_few.apply(&mut hidden);
+            for layer in &self.layers {
+                hidden = layer.forward_few(&hidden, tokens, self.heads);
+            }
+            return Tensor::from_vec(hidden, embedded.shape(), ids.device());
+        }
         let mut hidden = self.embeddings_norm.forward(&embedded)?;
         // Padding gets a large negative score before the softmax: (batch, 1, 1, tokens).
         let bias = ((mask.ones_like()? - mask)? * -10_000.0)?.unsqueeze(1)?.unsqueeze(1)?;
@@ -137,15 +151,19 @@ impl Layer {
         let attention = vb.pp("attention");
         let dense =
             |inputs: usize, outputs: usize, vb: VarBuilder<'_>| Dense::new(candle_nn::linear(inputs, outputs, vb)?);
+        let attention_norm = candle_nn::layer_norm(hidden, eps, attention.pp("output.LayerNorm"))?;
+        let output_norm = candle_nn::layer_norm(hidden, eps, vb.pp("output.LayerNorm"))?;
+        let few_norms = [Norm::new(&attention_norm, eps)?, Norm::new(&output_norm, eps)?];
         Ok(Layer {
             query: dense(hidden, hidden, attention.pp("self.query"))?,
             key: dense(hidden, hidden, attention.pp("self.key"))?,
             value: dense(hidden, hidden, attention.pp("self.value"))?,
             attention_out: dense(hidden, hidden, attention.pp("output.dense"))?,
-            attention_norm: candle_nn::layer_norm(hidden, eps, attention.pp("output.LayerNorm"))?,
+            attention_norm,
             intermediate: dense(hidden, inner, vb.pp("intermediate.dense"))?,
             output: dense(inner, hidden, vb.pp("output.dense"))?,
-            output_norm: candle_nn::layer_norm(hidden, eps, vb.pp("output.LayerNorm"))?,
+            output_norm,
+            few_norms,
         })
     }
 
@@ -162,5 +180,21 @@ impl Layer {
         let attended = self.attention_norm.forward(&(self.attention_out.forward(&context, products)? + input)?)?;
         let inner = self.intermediate.forward(&attended, products)?.gelu_erf()?;
         self.output_norm.forward(&(self.output.forward(&inner, products)? + &attended)?)
+    }
+
+    /// The same for one text of a few tokens (a query, no padding), on plain vectors:
+    /// the products, the attention, the norms and the activation of `few_tokens`.
+    fn forward_few(&self, x: &[f32], tokens: usize, heads: usize) -> Vec<f32> {
+        let (query, key, value) = (self.query.few(x, tokens), self.key.few(x, tokens), self.value.few(x, tokens));
+        let context = crate::few_tokens::attention(&query, &key, &value, tokens, heads);
+        let mut attended = self.attention_out.few(&context, tokens);
+        attended.iter_mut().zip(x).for_each(|(sum, x)| *sum += x);
+        self.few_norms[0].apply(&mut attended);
+        let mut inner = self.intermediate.few(&attended, tokens);
+        crate::few_tokens::gelu(&mut inner);
+        let mut out = self.output.few(&inner, tokens);
+        out.iter_mut().zip(&attended).for_each(|(sum, a)| *sum += a);
+        self.few_norms[1].apply(&mut out);
+        out
     }
 }

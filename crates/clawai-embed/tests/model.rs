@@ -53,7 +53,7 @@ fn a_text_embeds_the_same_alone_and_in_a_padded_batch() {
 }
 
 #[test]
-fn a_query_embeds_as_a_catalog_text_does_to_within_a_cosine_of_0_9999() {
+fn a_query_embeds_as_a_catalog_text_does_to_within_a_cosine_of_0_999() {
     let Some(dir) = model_dir() else { return };
     let embedder = Embedder::load(&dir).expect("model loads");
     let queries = [
@@ -67,7 +67,7 @@ fn a_query_embeds_as_a_catalog_text_does_to_within_a_cosine_of_0_9999() {
         let exact = embedder.embed(&[query]).expect("the text embeds").remove(0);
         assert_eq!(fast.len(), embedder.dimension());
         let cosine = dot(&fast, &exact);
-        assert!(cosine > 0.9999, "{query:?}: cosine {cosine}");
+        assert!(cosine > 0.999, "{query:?}: cosine {cosine}");
     }
 }
 
