@@ -21,8 +21,8 @@ use clap::Args;
 use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
 use clawai_proxy::audit::{AuditLine, Channel, Decision, EventKind, Step};
-use clawai_proxy::guard::self_protection;
 use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
+use clawai_proxy::self_protection;
 use serde_json::{Value, json};
 
 use crate::audit_cmd::parse_since;
