@@ -10,7 +10,7 @@ use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use crate::EmbedError;
+use crate::error::EmbedError;
 
 /// The parts of a Hugging Face `config.json` a BERT encoder needs.
 #[derive(Debug, Clone, Deserialize)]
