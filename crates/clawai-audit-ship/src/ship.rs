@@ -14,8 +14,9 @@ use clawai_proxy::audit::chain::line_hash;
 use serde::Deserialize;
 use tokio::sync::watch;
 
+use crate::postgres::{Error, Postgres};
+use crate::schema;
 use crate::trail::{Cursor, Start};
-use crate::{Error, Postgres, schema};
 
 /// What to ship and how.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use clawai_proxy::audit::verify::{Verdict, Verifier};
 use clawai_proxy::audit::{ChainHead, checkpoint_heads};
 
-use crate::{Error, Postgres};
+use crate::postgres::{Error, Postgres};
 
 /// How rows are named in what is reported: `clawai_audit_events id:17`.
 pub const ROW_SOURCE: &str = "clawai_audit_events id";

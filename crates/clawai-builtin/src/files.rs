@@ -54,7 +54,7 @@ pub(crate) async fn read_file(
         return io_problem(&path, &error);
     }
     let cut = bytes.len() as u64 > cap;
-    let Some(text) = crate::text_prefix(&bytes, cap as usize) else {
+    let Some(text) = crate::text::text_prefix(&bytes, cap as usize) else {
         return ToolResult::error(format!("`{path}` is not a text file (it is not UTF-8)"));
     };
     if cut {

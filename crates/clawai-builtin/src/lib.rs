@@ -16,6 +16,7 @@
 
 mod exec_shell;
 mod files;
+mod text;
 mod web_fetch;
 
 use clawai_sdk::{SdkMcpServerImpl, SdkMcpTool};
@@ -49,20 +50,6 @@ pub fn tools() -> Vec<SdkMcpTool> {
     ]
 }
 
-/// Keeps at most `cap` bytes of `bytes` as text: the valid UTF-8 up to there (a
-/// character cut at the end is dropped), or `None` when the bytes are not text.
-fn text_prefix(bytes: &[u8], cap: usize) -> Option<&str> {
-    let kept = &bytes[..bytes.len().min(cap)];
-    match std::str::from_utf8(kept) {
-        Ok(text) => Some(text),
-        // Only a character cut by the cap, in its last 3 bytes, is forgiven.
-        Err(error) if error.error_len().is_none() && kept.len() - error.valid_up_to() < 4 => {
-            Some(std::str::from_utf8(&kept[..error.valid_up_to()]).expect("valid up to here"))
-        }
-        Err(_) => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,13 +64,5 @@ mod tests {
             assert!(tool["annotations"]["readOnlyHint"].is_boolean(), "{tool}");
             assert!(tool["description"].as_str().is_some_and(|d| d.len() > 20), "{tool}");
         }
-    }
-
-    #[test]
-    fn a_text_prefix_drops_only_a_character_cut_at_the_cap() {
-        assert_eq!(text_prefix("héllo".as_bytes(), 2), Some("h"));
-        assert_eq!(text_prefix("héllo".as_bytes(), 3), Some("hé"));
-        assert_eq!(text_prefix(b"ab\xffcd", 5), None);
-        assert_eq!(text_prefix(b"abc", 10), Some("abc"));
     }
 }

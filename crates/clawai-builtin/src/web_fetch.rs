@@ -89,7 +89,7 @@ pub(crate) async fn web_fetch(
     }
     let shown_type = if content_type.is_empty() { "no content type".to_owned() } else { content_type.clone() };
     let mut text = format!("HTTP {status} ({shown_type})\n\n");
-    match crate::text_prefix(&body, cap) {
+    match crate::text::text_prefix(&body, cap) {
         Some(body) => text.push_str(body),
         None => text.push_str(&format!("[{} bytes of binary content, not shown]", body.len())),
     }

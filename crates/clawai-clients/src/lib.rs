@@ -14,46 +14,13 @@
 
 pub mod document;
 pub mod edit;
+mod error;
 pub mod known;
 pub mod ops;
 pub mod state;
 pub mod wrapping;
 pub mod write;
 
+pub use error::ClientError;
 pub use known::{Client, KnownFile, Scope};
 pub use ops::{EntryStatus, FileReport, Options, Selection};
-
-/// Something went wrong with a client configuration file. Nothing was changed.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    /// The file is not valid in its format.
-    #[error("{path}:{line}:{column}: {message}; the file was not changed")]
-    Parse {
-        /// The file.
-        path: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// What the parser said.
-        message: String,
-    },
-    /// Reading or writing failed.
-    #[error("{path}: {message}")]
-    Io {
-        /// The file.
-        path: String,
-        /// What failed and what to do.
-        message: String,
-    },
-    /// The client kept rewriting the file faster than clawai could edit it.
-    #[error(
-        "{path}: the file kept changing while clawai edited it ({attempts} attempts); nothing was changed, try again"
-    )]
-    Busy {
-        /// The file.
-        path: String,
-        /// How many times clawai tried.
-        attempts: usize,
-    },
-}

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::ClientError;
 use crate::document::{self, Entry};
 use crate::edit::{self, NotWrappable, Splice};
+use crate::error::ClientError;
 use crate::known::KnownFile;
 use crate::state::State;
 use crate::wrapping::{self, Wrap};

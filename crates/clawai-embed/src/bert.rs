@@ -12,7 +12,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use crate::few_tokens::{Dense, FEW_TOKENS, Norm, Products};
 use serde::Deserialize;
 
-use crate::EmbedError;
+use crate::error::EmbedError;
 
 /// The parts of a Hugging Face `config.json` a BERT encoder needs.
 #[derive(Debug, Clone, Deserialize)]

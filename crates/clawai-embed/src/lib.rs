@@ -14,17 +14,19 @@
 //! minutes of build; only the gateway's search needs them, so the proxy does not link them.
 
 mod bert;
+mod error;
 mod few_tokens;
-
-use few_tokens::Products;
 mod model_dir;
 
-use std::path::{Path, PathBuf};
+use few_tokens::Products;
+
+use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use tokenizers::Tokenizer;
 
 use bert::{Bert, BertConfig};
+pub use error::EmbedError;
 pub use model_dir::Pooling;
 
 /// The most tokens of a text the model reads: all-MiniLM-L6-v2 was trained on 128-token
@@ -35,37 +37,6 @@ const MAX_TOKENS: usize = 128;
 /// Texts embedded in one forward pass: large enough to keep the matrix products busy,
 /// small enough that the padding of a batch sorted by length stays small.
 const BATCH: usize = 32;
-
-/// Why a model directory could not be loaded or a text not embedded.
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    /// The directory, or a file the model needs, is missing or unreadable.
-    #[error(
-        "embedding model {}: {what}: point --embeddings (or \"search\": {{\"embeddings\": ...}}) at a \
-         sentence-transformers directory with config.json, tokenizer.json and model.safetensors",
-        path.display()
-    )]
-    Missing {
-        /// The path that is missing or unreadable.
-        path: PathBuf,
-        /// What was wrong with it.
-        what: String,
-    },
-    /// A file is there but is not what a BERT sentence-transformer ships.
-    #[error("embedding model {}: {what}", path.display())]
-    Invalid {
-        /// The file at fault.
-        path: PathBuf,
-        /// What it should have held.
-        what: String,
-    },
-    /// The model failed while embedding (a tensor shape or arithmetic error).
-    #[error("embedding failed: {0}")]
-    Inference(#[from] candle_core::Error),
-    /// The tokenizer failed on a text.
-    #[error("tokenizing failed: {0}")]
-    Tokenize(String),
-}
 
 /// Vectors by the position of their text.
 type Embedded = Vec<(usize, Vec<f32>)>;

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::EmbedError;
 use crate::bert::BertConfig;
+use crate::error::EmbedError;
 
 /// How token vectors become one sentence vector (`1_Pooling/config.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use clawai_protocol::reply;
 use serde_json::value::RawValue;
 
-use crate::listen::json_bytes;
+use crate::json_response::json_bytes;
 use crate::route::Route;
 use crate::session::Session;
 

@@ -14,6 +14,7 @@
 mod batch;
 pub mod child;
 pub mod framing;
+mod json_response;
 pub mod link;
 pub mod listen;
 pub mod remote;

@@ -37,6 +37,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::json_response::json_bytes;
 use crate::remote::RemoteOptions;
 use crate::route::{Route, contains};
 use crate::session::{Originals, Session};
@@ -596,17 +597,6 @@ fn restore(message: Vec<u8>, originals: Option<&Originals>) -> Vec<u8> {
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
-}
-
-pub(crate) fn json_bytes(status: StatusCode, mut body: Vec<u8>, session: Option<&str>) -> Response {
-    while body.last() == Some(&b'\n') {
-        body.pop();
-    }
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-    if let Some(id) = session {
-        response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(id).expect("hex session id"));
-    }
-    response
 }
 
 fn json_error(status: StatusCode, code: i64, message: &str) -> Response {

@@ -11,9 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::PinError;
 use crate::canonical::Kind;
 use crate::diff::escape_invisible;
+use crate::error::PinError;
 use crate::screen::Flag;
 use crate::store::{Entry, PinFile, PinStore, State};
 

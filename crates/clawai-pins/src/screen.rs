@@ -10,14 +10,12 @@
 //! only the scan held.
 
 use std::cell::OnceCell;
-use std::collections::BTreeSet;
 
 use clawai_scan::{ItemKind, Scanner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::Kind;
-use crate::store::PinStore;
 
 pub use clawai_scan::Severity;
 
@@ -162,30 +160,6 @@ fn kept(findings: Vec<clawai_scan::Finding>) -> Vec<Flag> {
         });
     }
     flags
-}
-
-/// The tool names in the store's pins of servers not named `server`, less those the
-/// pins `own` have. Pins that cannot be read are skipped: this only adds names to look
-/// for.
-pub(crate) fn other_servers_tool_names(store: &PinStore, own: &str, server: &str) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct ToolNames {
-        server: String,
-        #[serde(default)]
-        tools: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-    }
-    let (mut names, mut own_names) = (BTreeSet::new(), BTreeSet::new());
-    for name in store.names().unwrap_or_default() {
-        // Only the names are read, not the pins.
-        let Some(bytes) = store.load_bytes(&name) else { continue };
-        let Ok(listed) = serde_json::from_slice::<ToolNames>(&bytes) else { continue };
-        if name == own {
-            own_names.extend(listed.tools.into_keys());
-        } else if listed.server != server {
-            names.extend(listed.tools.into_keys());
-        }
-    }
-    names.difference(&own_names).cloned().collect()
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use clawai_store::{DirDocuments, DocumentError, Documents, Version as DocumentVe
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::PinError;
 use crate::canonical::Kind;
+use crate::error::PinError;
 use crate::identity::{Identity, Source};
 use crate::screen::Flag;
 
@@ -341,6 +341,30 @@ pub fn load_all(dir: &Path) -> Result<Vec<(PathBuf, PinFile)>, PinError> {
 fn split(path: &Path) -> (&Path, &str) {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     (dir, path.file_name().and_then(|name| name.to_str()).unwrap_or_default())
+}
+
+/// The tool names in the store's pins of servers not named `server`, less those the
+/// pins `own` have. Pins that cannot be read are skipped: this only adds names to look
+/// for.
+pub(crate) fn other_servers_tool_names(store: &PinStore, own: &str, server: &str) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct ToolNames {
+        server: String,
+        #[serde(default)]
+        tools: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    let (mut names, mut own_names) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for name in store.names().unwrap_or_default() {
+        // Only the names are read, not the pins.
+        let Some(bytes) = store.load_bytes(&name) else { continue };
+        let Ok(listed) = serde_json::from_slice::<ToolNames>(&bytes) else { continue };
+        if name == own {
+            own_names.extend(listed.tools.into_keys());
+        } else if listed.server != server {
+            names.extend(listed.tools.into_keys());
+        }
+    }
+    names.difference(&own_names).cloned().collect()
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::PinError;
 use crate::canonical::Kind;
 use crate::compare::Compared;
+use crate::error::PinError;
 use crate::identity::Identity;
 use crate::screen::{Flag, ScanSettings, Screen};
 use crate::shadowing;
@@ -452,7 +452,7 @@ impl Tracker {
         if !(first_complete && kind == Kind::Tool) {
             return false;
         }
-        let names = crate::screen::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
+        let names = crate::store::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         match shadowing::judge_instructions(&mut inner.file, &names, scan) {
             Some(finding) => {
@@ -521,7 +521,7 @@ impl Tracker {
     /// a listing that changed nothing.
     fn other_servers_tools(&self) -> impl Fn() -> clawai_scan::Scanner + '_ {
         move || {
-            let names = crate::screen::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
+            let names = crate::store::other_servers_tool_names(&self.store, &self.name, &self.identity.server);
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             clawai_scan::Scanner::new(&names)
         }

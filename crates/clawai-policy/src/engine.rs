@@ -12,8 +12,9 @@ use regex::bytes::RegexSet;
 
 use crate::call::Call;
 use crate::glob::{Glob, Simple, fold_case};
-use crate::rule::{Action, Miss, Quantifier, Rule, Target, ToolNames, loose_name};
+use crate::rule::{Action, Miss, Rule, Target, ToolNames, loose_name};
 use crate::session::SessionView;
+use crate::value::Quantifier;
 use crate::wire::{LOOK_ALIKE_REASON, PASSED_THROUGH_REASON, Treatment};
 
 /// A loaded, validated policy: ordered rules and a default action.

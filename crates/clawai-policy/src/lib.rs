@@ -58,3 +58,6 @@ pub use formats::Converted;
 pub use load::{Diagnostic, Format, PolicyError, convert, load_file, load_str, to_toml};
 pub use rule::{Action, Miss, Rule, loose_name};
 pub use session::{Rate, Session};
+
+#[cfg(test)]
+mod tests;

@@ -12,7 +12,7 @@ use crate::call::{Call, FollowLinks};
 use crate::glob::{Glob, fold_case};
 use crate::operation::{Operation, detect, mcpgov};
 use crate::session::{Rate, SessionView};
-use crate::value::ValueTest;
+use crate::value::{Quantifier, ValueTest};
 
 /// What a rule (or the default) decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,38 +66,6 @@ impl FromStr for Action {
             "audit" => Ok(Action::Audit),
             other => Err(format!("unknown action `{other}`; write one of allow, deny, prompt, audit")),
         }
-    }
-}
-
-/// How a condition combines several readings or array elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Quantifier {
-    Any,
-    Every,
-}
-
-impl Quantifier {
-    /// `Any` for `Every` and the reverse.
-    pub(crate) fn opposite(self) -> Quantifier {
-        match self {
-            Quantifier::Any => Quantifier::Every,
-            Quantifier::Every => Quantifier::Any,
-        }
-    }
-
-    pub(crate) fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
-        let mut seen = false;
-        for item in items {
-            seen = true;
-            let hit = test(item);
-            match self {
-                Quantifier::Any if hit => return true,
-                Quantifier::Every if !hit => return false,
-                _ => {}
-            }
-        }
-        // `Every` over nothing is not a match: an allow needs something to match.
-        self == Quantifier::Every && seen
     }
 }
 

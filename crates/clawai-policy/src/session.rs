@@ -1,10 +1,10 @@
 //! What a policy remembers of one session: the labels rules put on it (`taint`) and how
 //! often each `rate` rule's conditions matched in its window.
 //!
-//! A [`Policy`] is shared and never changes; a [`Session`] belongs to one client session
+//! A [`Policy`](crate::Policy) is shared and never changes; a [`Session`] belongs to one client session
 //! (one `clawai proxy` process, one HTTP session, one client of a gateway, shared by the
 //! gateway's servers so that data read from one server taints calls to every other).
-//! [`Policy::decide_in`] decides with it and moves it on; [`Policy::decide`] decides as in
+//! [`Policy::decide_in`](crate::Policy::decide_in) decides with it and moves it on; [`Policy::decide`](crate::Policy::decide) decides as in
 //! a new session and changes nothing.
 //!
 //! ```toml
@@ -34,11 +34,6 @@ use std::sync::Arc;
 
 use clawai_store::{LocalSessionMemory, SessionMemory};
 use std::time::{Duration, Instant};
-
-#[cfg(doc)]
-use crate::engine::Policy;
-#[cfg(doc)]
-use crate::rule::Rule;
 
 /// The largest count a `rate` may name: a window keeps one instant per counted call, up
 /// to the limit, for every session.
@@ -169,6 +164,3 @@ pub(crate) fn session_clock() -> Duration {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed()
 }
-
-#[cfg(test)]
-mod tests;

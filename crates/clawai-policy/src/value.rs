@@ -15,8 +15,39 @@ use regex::Regex;
 use crate::call::FollowLinks;
 use crate::glob::Glob;
 use crate::normalize::{is_plain, normalize, other_names_match, readings, spelled_path};
-use crate::rule::Quantifier;
 use crate::urls;
+
+/// How a condition combines several readings or array elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantifier {
+    Any,
+    Every,
+}
+
+impl Quantifier {
+    /// `Any` for `Every` and the reverse.
+    pub(crate) fn opposite(self) -> Quantifier {
+        match self {
+            Quantifier::Any => Quantifier::Every,
+            Quantifier::Every => Quantifier::Any,
+        }
+    }
+
+    pub(crate) fn over<T>(self, items: impl IntoIterator<Item = T>, mut test: impl FnMut(T) -> bool) -> bool {
+        let mut seen = false;
+        for item in items {
+            seen = true;
+            let hit = test(item);
+            match self {
+                Quantifier::Any if hit => return true,
+                Quantifier::Every if !hit => return false,
+                _ => {}
+            }
+        }
+        // `Every` over nothing is not a match: an allow needs something to match.
+        self == Quantifier::Every && seen
+    }
+}
 
 /// What a condition requires of one value.
 #[derive(Debug, Clone)]

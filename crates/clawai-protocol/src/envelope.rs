@@ -123,19 +123,6 @@ impl<'a, P> Envelope<'a, P> {
 }
 
 impl<'a> Envelope<'a, Params<'a>> {
-    /// Reads one message like [`Envelope::parse`]; when `method` comes before `params`
-    /// (as every SDK writes them) and `decides(method)` holds, `params` is read strictly
-    /// in the same pass instead of being scanned once here and again by the caller.
-    pub fn parse_deciding(
-        line: &'a [u8],
-        decides: impl Fn(&str) -> bool,
-    ) -> Result<Envelope<'a, Params<'a>>, EnvelopeError> {
-        match crate::quick::read_decided(line, &decides) {
-            Some(envelope) => Ok(envelope),
-            None => Self::parse_deciding_in_full(line, decides),
-        }
-    }
-
     /// [`Envelope::parse_deciding`] without its shortcut for the usual decided request
     /// ([`crate::quick`]): the reader that handles every message and says why it refuses
     /// one. Public so that tests and fuzzers can hold the shortcut to it.

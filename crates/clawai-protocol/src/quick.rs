@@ -18,7 +18,7 @@ use serde_json::Number;
 use serde_json::value::RawValue;
 
 use crate::cursor::Cursor;
-use crate::envelope::{Envelope, Kind, MEMBERS, Params};
+use crate::envelope::{Envelope, EnvelopeError, Kind, MEMBERS, Params};
 use crate::json::Json;
 use crate::words;
 
@@ -27,6 +27,22 @@ pub const MAX_MEMBERS: usize = 32;
 
 /// Deeper values go to the full reader (serde_json stops at 128).
 pub const MAX_DEPTH: usize = 64;
+
+// Here rather than in `envelope`, so that the envelope never names its shortcut.
+impl<'a> Envelope<'a, Params<'a>> {
+    /// Reads one message like [`Envelope::parse`]; when `method` comes before `params`
+    /// (as every SDK writes them) and `decides(method)` holds, `params` is read strictly
+    /// in the same pass instead of being scanned once here and again by the caller.
+    pub fn parse_deciding(
+        line: &'a [u8],
+        decides: impl Fn(&str) -> bool,
+    ) -> Result<Envelope<'a, Params<'a>>, EnvelopeError> {
+        match read_decided(line, &decides) {
+            Some(envelope) => Ok(envelope),
+            None => Self::parse_deciding_in_full(line, decides),
+        }
+    }
+}
 
 /// Reads `line` when it is a plain request or notification whose method `decides`
 /// accepts (or that has no `params`); `None` otherwise (read it with the full reader).

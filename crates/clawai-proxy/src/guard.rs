@@ -8,7 +8,7 @@
 //!
 //! A decided message goes through the stages of the decision path in the order
 //! [`pipeline`] lists for its direction, each a module here: limits and parsing
-//! (`refuse`), the params, the server's tool list (`listing`), [`self_protection`], the
+//! (`refuse`), the params, the server's tool list (`listing`), [`self_protection`](crate::self_protection), the
 //! policy (`decide`), the pins (`pinning`), credentials in the arguments (`arguments`,
 //! [`credentials`]), a person (`approvals`, `broker`), and the audit trail (the event is
 //! recorded before anything leaves); a result goes through pinning, `results` and
@@ -39,7 +39,6 @@ mod refuse;
 mod response;
 mod results;
 mod sandbox;
-pub mod self_protection;
 mod shown_ids;
 
 use refuse::reads_as_decided;
@@ -368,7 +367,7 @@ impl Guard {
                     // `params` came before `method`.
                     Params::Raw(raw) => strict::parse(raw.get().as_bytes()),
                 });
-                let arrived = decide::Arrived {
+                let arrived = pipeline::Arrived {
                     line: (list == ListWait::MayWait).then_some(line),
                     message: (asking == Asking::MayAsk).then_some(line),
                     size: line.len(),

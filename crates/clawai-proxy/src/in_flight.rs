@@ -66,7 +66,7 @@ fn rewritten_key(written: &str) -> Cow<'_, str> {
         return match serde_json::from_str::<String>(written) {
             Ok(text) => {
                 let mut key = Vec::with_capacity(written.len());
-                crate::audit::json_str(&mut key, &text);
+                crate::json_string::json_str(&mut key, &text);
                 String::from_utf8(key).map_or(Cow::Borrowed(written), Cow::Owned)
             }
             Err(_) => Cow::Borrowed(written),

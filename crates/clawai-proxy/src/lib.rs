@@ -15,12 +15,14 @@ pub mod ask;
 pub mod audit;
 pub mod guard;
 mod in_flight;
+mod json_string;
 pub mod links;
 pub mod pipe;
 pub mod process_tree;
 pub mod redact;
 pub mod reload;
 pub mod sandboxed;
+pub mod self_protection;
 pub mod stdio;
 
 pub use audit::{AuditLog, AuditObserver};

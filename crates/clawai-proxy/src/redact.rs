@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use clawai_protocol::{Json, words};
 use regex::Regex;
 
-use crate::audit::json_str;
+use crate::json_string::json_str;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";

@@ -28,7 +28,7 @@ pub struct PolicyHandle {
     current: Arc<ArcSwap<Policy>>,
     /// Decided before the policy, whatever it says: no tool call writes clawai's own
     /// files or the clients' configurations.
-    protection: Option<Arc<crate::guard::self_protection::SelfProtection>>,
+    protection: Option<Arc<crate::self_protection::SelfProtection>>,
     /// Told after each replacement (the gateway tells its clients what their lists lost
     /// or gained).
     listeners: Arc<std::sync::Mutex<Vec<Listener>>>,
@@ -45,13 +45,13 @@ impl PolicyHandle {
 
     /// The same handle, with clawai's self-protection decided before the policy by every
     /// guard that holds it.
-    pub fn with_self_protection(mut self, protection: crate::guard::self_protection::SelfProtection) -> Self {
+    pub fn with_self_protection(mut self, protection: crate::self_protection::SelfProtection) -> Self {
         self.protection = Some(Arc::new(protection));
         self
     }
 
     /// The self-protection in force, if any.
-    pub fn self_protection(&self) -> Option<&crate::guard::self_protection::SelfProtection> {
+    pub fn self_protection(&self) -> Option<&crate::self_protection::SelfProtection> {
         self.protection.as_deref()
     }
 

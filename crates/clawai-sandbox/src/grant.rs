@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// How a granted path may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,11 +1,12 @@
 //! From a request to a sandbox ready to apply: the profile, what the kernel offers, what
 //! will be enforced, and (on Linux) the stage the child runs before `exec`.
 
+use crate::error::SandboxError;
 use crate::grant::NetworkGrant;
 use crate::profile::{Profile, ServerContext};
 use crate::report::{Protection, Report, network_limits};
+use crate::request::{Mode, Request};
 use crate::support::Support;
-use crate::{Mode, Request, SandboxError};
 
 /// A sandbox ready for one child: give [`Prepared::child_stage`] to the command's
 /// `pre_exec`, spawn, then [`Prepared::finish`] says what was in force.

@@ -8,8 +8,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::error::SandboxError;
 use crate::grant::{Access, Grant, NetworkGrant};
-use crate::{Request, SandboxError};
+use crate::request::Request;
 
 /// What the profile is derived from: the command line, where it runs, and the
 /// variables of its environment that locate caches (`HOME`, `PATH`, `XDG_CACHE_HOME`,

@@ -1,8 +1,8 @@
 //! What was in force for a started server, and what was not: said at start, written to
 //! the audit trail, shown by `clawai status`.
 
-use crate::Mode;
 use crate::grant::NetworkGrant;
+use crate::request::Mode;
 use crate::support::Support;
 
 /// One protection the sandbox applies.

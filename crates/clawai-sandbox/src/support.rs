@@ -1,7 +1,12 @@
 //! What this system offers a sandbox: the Landlock ABI, and whether namespaces can be
 //! made. A cheap look (one system call, a few small files), taken before every start.
 
-use crate::PRETEND_MISSING_VARIABLE;
+/// The environment variable a test sets to make clawai behave as on a kernel without
+/// some features (comma-separated: `landlock`, `landlock-tcp`, `namespaces`), so that
+/// the degradation and `require` paths can be tested on a machine that has them all.
+/// It can only take protections away, and every protection it takes away is reported
+/// as missing like a missing kernel feature.
+pub const PRETEND_MISSING_VARIABLE: &str = "CLAWAI_SANDBOX_TEST_WITHOUT";
 
 /// What the kernel offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +44,7 @@ impl Support {
 
     #[cfg(target_os = "linux")]
     fn system() -> Support {
-        Support { landlock_abi: crate::linux::landlock_abi(), namespaces: namespaces_allowed(), linux: true }
+        Support { landlock_abi: landlock_abi(), namespaces: namespaces_allowed(), linux: true }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -77,4 +82,21 @@ fn namespaces_allowed() -> bool {
     !off("/proc/sys/user/max_user_namespaces", "0")
         && !off("/proc/sys/kernel/unprivileged_userns_clone", "0")
         && !off("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1")
+}
+
+/// The Landlock ABI this kernel offers; 0 without Landlock.
+#[cfg(target_os = "linux")]
+fn landlock_abi() -> u32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns
+    // the ABI version (or fails); it touches no memory.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(abi).unwrap_or(0)
 }

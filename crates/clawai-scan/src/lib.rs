@@ -35,6 +35,7 @@ mod encoded;
 mod finding;
 mod fold;
 mod hidden;
+mod identifiers;
 mod others;
 mod phrases;
 mod text;
@@ -48,7 +49,7 @@ pub use finding::{Class, Finding, ItemKind, ParseSeverityError, Severity};
 pub use hidden::escape_invisible;
 
 use others::OtherNames;
-use phrases::Checks;
+use phrases::{Checks, LISTING, RESULT};
 use text::Scope;
 
 /// A scanner set up once for the tool names of the other servers a client sees (the
@@ -58,18 +59,6 @@ use text::Scope;
 pub struct Scanner {
     others: OtherNames,
 }
-
-/// Everything is checked in what a server lists.
-const LISTING: Checks =
-    Checks { credential_paths: true, credential_requests: false, whitespace: true, html_comments: true };
-
-/// Results are ordinary output: a directory listing names `.env`, a table has long
-/// runs of spaces, an HTML file has comments. Only hidden characters and
-/// instruction-like text are looked for.
-/// A credential path is looked for only where the result asks for it back in a call
-/// (result-side poisoning).
-pub(crate) const RESULT: Checks =
-    Checks { credential_paths: false, credential_requests: true, whitespace: false, html_comments: false };
 
 impl Scanner {
     /// A scanner that reports these names, when a description mentions them, as
@@ -101,7 +90,7 @@ impl Scanner {
         let mut own: HashSet<String> =
             own_items.iter().filter_map(|item| item.get("name")?.as_str()).map(str::to_ascii_lowercase).collect();
         for item in own_items {
-            walk::vocabulary(item, &mut own);
+            identifiers::vocabulary(item, &mut own);
         }
         others.exclude(own);
         Scanner { others }

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
+use crate::encoded::BASE64;
 use crate::finding::{Class, Severity};
 
 /// One detector: what it finds, how bad, and its pattern.
@@ -45,9 +46,17 @@ const HTML_COMMENT: &str = r"<!--\s*[^\s\x00-][^\x00]*?(?:-->|\x00|$)";
 /// spaces: NFKC turns the Unicode ones into U+0020.
 const WHITESPACE_RUN: &str = r"[ \t]{48,}[^\s\x00]|(?:[ \t]*\r?\n){10,}[ \t]*[^\s\x00]";
 
-/// A base64 (or base64url) run long enough to carry a sentence
-/// ([`crate::encoded::BASE64_RUN`] characters; a test holds the two together).
-pub(crate) const BASE64: &str = r"[A-Za-z0-9+/_-]{40,}={0,2}";
+/// Everything is checked in what a server lists.
+pub(crate) const LISTING: Checks =
+    Checks { credential_paths: true, credential_requests: false, whitespace: true, html_comments: true };
+
+/// Results are ordinary output: a directory listing names `.env`, a table has long
+/// runs of spaces, an HTML file has comments. Only hidden characters and
+/// instruction-like text are looked for.
+/// A credential path is looked for only where the result asks for it back in a call
+/// (result-side poisoning).
+pub(crate) const RESULT: Checks =
+    Checks { credential_paths: false, credential_requests: true, whitespace: false, html_comments: false };
 
 const DETECTORS: &[Detector] = &[
     Detector {
@@ -258,7 +267,7 @@ impl ResultDetector {
 static RESULT_NEEDS: LazyLock<Regex> = LazyLock::new(|| {
     let needs: Vec<String> = DETECTORS
         .iter()
-        .filter(|d| d.class != Class::EncodedPayload && d.lead.is_none() && asked_for(d.class, crate::RESULT))
+        .filter(|d| d.class != Class::EncodedPayload && d.lead.is_none() && asked_for(d.class, RESULT))
         .flat_map(|d| d.needs.iter().map(|literal| regex::escape(literal)))
         .collect();
     Regex::new(&needs.join("|")).expect("literals compile")
@@ -269,7 +278,7 @@ static RESULT_NEEDS: LazyLock<Regex> = LazyLock::new(|| {
 static RESULT_DETECTORS: LazyLock<Vec<ResultDetector>> = LazyLock::new(|| {
     DETECTORS
         .iter()
-        .filter(|d| d.class != Class::EncodedPayload && asked_for(d.class, crate::RESULT))
+        .filter(|d| d.class != Class::EncodedPayload && asked_for(d.class, RESULT))
         .map(|d| {
             assert!(!d.needs.is_empty(), "a detector of results lists the literals it needs");
             let needs: Vec<String> = d.needs.iter().map(|literal| regex::escape(literal)).collect();

@@ -11,9 +11,9 @@ use crate::encoded::decode_base64;
 use crate::finding::{Class, Severity};
 use crate::fold::fold_owned;
 use crate::hidden::{Hidden, Span, decode_selectors, decode_tags, escape_invisible, plain_ascii, spans_of};
+use crate::identifiers::defines;
 use crate::others::OtherNames;
 use crate::phrases::{Checks, Matched, matching};
-use crate::walk::defines;
 
 /// A finding before it is placed in an item.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,7 +43,7 @@ use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use crate::AbortOnDrop;
+use crate::abort::AbortOnDrop;
 use crate::codes::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use crate::version;
 use crate::{MAX_MESSAGE_SIZE, SdkMcpServerImpl};

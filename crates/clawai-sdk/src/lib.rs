@@ -51,6 +51,7 @@ extern crate self as clawai_sdk;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+mod abort;
 pub mod codes;
 mod config;
 mod content;
@@ -74,16 +75,6 @@ pub use server::SdkMcpServerImpl;
 pub use stdio::{MAX_MESSAGE_SIZE, serve_io};
 pub use structured::Json;
 pub use tool::{SdkMcpTool, ToolHandler};
-
-/// Aborts a spawned task when dropped: a call whose requester is gone (cancelled, or
-/// disconnected) does not run on.
-pub(crate) struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// The names a tool module needs: `use clawai_sdk::prelude::*;`.
 pub mod prelude {

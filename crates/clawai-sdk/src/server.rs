@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::abort::AbortOnDrop;
 use crate::codes::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::context::{CURRENT, CallContext, LogGate, LogLevel};
 use crate::version::{self, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION};
-use crate::{AbortOnDrop, ClawError, SdkMcpTool, ToolResult};
+use crate::{ClawError, SdkMcpTool, ToolResult};
 
 /// The `_meta` key that carries a 2026-07-28 request's protocol version.
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";

@@ -26,6 +26,8 @@
 
 mod breaker;
 mod bridge;
+mod common;
+mod connection;
 mod documents;
 mod heads;
 mod held;
@@ -36,10 +38,12 @@ mod scripts;
 mod sessions;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use clawai_store::{Stores, Unavailable};
+use clawai_store::Stores;
 
+pub use common::ConnectError;
+pub(crate) use common::{PREFIX, STEP_TIMEOUT, unreachable};
+pub use connection::Redis;
 pub use documents::{RedisAlways, RedisDocuments};
 pub use heads::PublishedHead;
 pub use held::RedisHeld;
@@ -47,65 +51,11 @@ pub use keyring::RedisKeyring;
 pub use relay::{pending, relay};
 pub use sessions::RedisSessions;
 
-use bridge::Bridge;
-
 /// The name of the standing approvals' document (what `approvals.toml` holds on one
 /// machine).
 pub const APPROVALS: &str = "approvals.toml";
 
-/// Every key clawai writes starts with this.
-const PREFIX: &str = "clawai:";
-
-/// How long one step may take before it counts as Redis being away.
-const STEP_TIMEOUT: Duration = Duration::from_millis(800);
-
-/// Redis could not be used at start-up.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    /// The URL is not one the client takes.
-    #[error("{0}")]
-    BadUrl(String),
-    /// Nothing answered, or it refused us.
-    #[error(
-        "cannot reach Redis: {0}; start Redis (7.0 or later) at that address, or correct --cluster (CLAWAI_CLUSTER)"
-    )]
-    Unreachable(String),
-    /// It answered but is too old for the scripts clawai runs.
-    #[error("Redis {0} is too old: cluster mode needs Redis 7.0 or later (or Valkey 8)")]
-    TooOld(String),
-    /// The runtime the connection lives on could not be started.
-    #[error("cannot start the Redis client's runtime: {0}")]
-    Runtime(String),
-}
-
-/// One connection to Redis, shared by the stores of this process.
-#[derive(Clone)]
-pub struct Redis {
-    bridge: Arc<Bridge>,
-    /// This replica's id: the owner named in the records of the sessions it holds.
-    replica: Arc<str>,
-}
-
-impl std::fmt::Debug for Redis {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Redis").field("replica", &self.replica).finish_non_exhaustive()
-    }
-}
-
 impl Redis {
-    /// Connects to `url` (`redis://HOST:PORT/DB`) as replica `replica` (a command that is
-    /// no replica, such as `clawai ui`, names itself). Fails when Redis does not answer
-    /// now, or is older than 7.0.
-    pub fn connect(url: &str, replica: &str) -> Result<Redis, ConnectError> {
-        let bridge = Bridge::connect(url)?;
-        let version = bridge.server_version()?;
-        let major = version.split('.').next().and_then(|major| major.parse::<u32>().ok()).unwrap_or(0);
-        if major < 7 {
-            return Err(ConnectError::TooOld(version));
-        }
-        Ok(Redis { bridge: Arc::new(bridge), replica: replica.into() })
-    }
-
     /// The stores of a replica in cluster mode: shared sessions (with their claims) and
     /// the shared keyring.
     pub fn stores(&self) -> Result<Stores, ConnectError> {
@@ -131,19 +81,4 @@ impl Redis {
     pub fn approvals(&self) -> Arc<RedisDocuments> {
         Arc::new(RedisDocuments::new(self.clone(), "approvals"))
     }
-
-    /// The replica id this connection names itself by.
-    pub fn replica(&self) -> &str {
-        &self.replica
-    }
-
-    /// True when Redis answers a `PING` now.
-    pub async fn reachable(&self) -> bool {
-        self.bridge.ping().await
-    }
-}
-
-/// What a failed Redis step means to the caller.
-fn unreachable(error: impl std::fmt::Display) -> Unavailable {
-    Unavailable::Unreachable(error.to_string())
 }

@@ -11,6 +11,7 @@
 mod audit;
 mod broker;
 mod chain;
+mod error;
 mod notify;
 pub mod pins;
 mod secret;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 pub use broker::GRANT_WINDOW;
 pub use chain::{ChainCheck, ChainFields, ChainProblem, ChainState, ChainStatus, trail_files};
+pub use error::UiError;
 
 /// How `clawai ui` runs.
 #[derive(Debug, Clone)]
@@ -79,32 +81,6 @@ impl UiOptions {
             chain: Arc::new(ChainFields),
         }
     }
-}
-
-/// Why `clawai ui` could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum UiError {
-    /// A broker already listens on the socket.
-    #[error("an approval broker is already running ({}){}; use it, or stop it first", .socket.display(), if .url.is_empty() { String::new() } else { format!(" at {}", .url) })]
-    AlreadyRunning {
-        /// Its socket.
-        socket: PathBuf,
-        /// Its page, from ui.url.
-        url: String,
-    },
-    /// A non-loopback address without `--public`.
-    #[error(
-        "{0} is reachable from other machines; the page answers approvals, so it listens on loopback (127.0.0.1) unless you pass --public"
-    )]
-    NotLoopback(SocketAddr),
-    /// A file or socket operation failed.
-    #[error("{what}: {error}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// Why it failed.
-        error: std::io::Error,
-    },
 }
 
 /// The URL a browser opens: loopback by name when listening on every address.

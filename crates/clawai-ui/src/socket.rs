@@ -8,8 +8,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::UiError;
 use crate::broker::{Asked, Broker, Decision};
+use crate::error::UiError;
 
 /// The longest line accepted: an ask carries the call's arguments, which can be large,
 /// but not unbounded.

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use clawai_approvals::{Client, Error, PendingItem, Scope, State};
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 
 /// Options of `clawai approvals`.
 #[derive(Debug, Args)]

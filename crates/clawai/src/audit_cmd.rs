@@ -9,9 +9,9 @@ use clawai_policy::glob::Glob;
 use clawai_proxy::audit::{AuditLine, Decision, EventKind, Step};
 use serde_json::Value;
 
-use crate::ExitCode;
 use crate::audit_verify::VerifyArgs;
 use crate::common_args::FileArg;
+use crate::exit::ExitCode;
 
 /// Read the audit trail.
 #[derive(Debug, Subcommand)]

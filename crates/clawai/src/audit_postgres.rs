@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use clawai_audit_ship::{Postgres, ShipOptions};
 
-use crate::ExitCode;
 use crate::common_args::FileArg;
+use crate::exit::ExitCode;
 
 /// Options of `clawai audit ship`.
 #[derive(Debug, Args)]

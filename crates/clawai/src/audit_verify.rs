@@ -10,8 +10,8 @@ use clawai_proxy::AuditLog;
 use clawai_proxy::audit::verify::{Verdict, Verifier};
 use clawai_proxy::audit::{ChainHead, checkpoint_heads};
 
-use crate::ExitCode;
 use crate::common_args::FileArg;
+use crate::exit::ExitCode;
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {

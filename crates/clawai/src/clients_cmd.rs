@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use clawai_clients::known::{self, Dirs};
 use clawai_clients::{Client, ClientError, KnownFile, Options, Scope, Selection, ops};
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 use crate::paths::{self, home_relative};
 use crate::policy_in_use::{self, PolicyState};
 

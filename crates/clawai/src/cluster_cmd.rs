@@ -6,8 +6,8 @@ use anyhow::{Result, bail};
 use clawai_approvals::{AlwaysEntry, AlwaysWriter as _, Answer, AskedVia, By, Covered, Outcome, Scope};
 use clawai_proxy::pins::store::PinStore;
 
-use crate::ExitCode;
 use crate::approvals_cmd::{ApproveArgs, DenyArgs, ListArgs};
+use crate::exit::ExitCode;
 use crate::pins_cmd::PinsCommand;
 
 /// A terminal command given `--cluster`.

@@ -14,8 +14,8 @@ use clawai_proxy::{AuditLog, PolicyHandle};
 
 mod check;
 
-use crate::ExitCode;
 use crate::common_args::PolicyArg;
+use crate::exit::ExitCode;
 use crate::guarded::Guarded;
 use crate::http_cmd::{FrontSettings, runtime, shutdown_signal};
 use crate::listen_args::ListenArgs;

@@ -9,7 +9,7 @@ use clawai_http::{Front, ListenOptions, RemoteOptions, Upstream};
 use clawai_protocol::origin::HostPolicy;
 use clawai_proxy::Guard;
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 use crate::listen_args::ListenArgs;
 use crate::proxy_cmd::ProxyArgs;
 

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 
 /// How the commands that need the HTTP stack, Redis or PostgreSQL run. They live in a
 /// second binary, `clawai-http`, so that the stdio proxy (what clients launch for every server) stays small: the HTTP stack

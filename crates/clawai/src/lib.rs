@@ -13,6 +13,7 @@ mod clients_cmd;
 mod cluster;
 pub mod cluster_cmd;
 mod common_args;
+mod exit;
 pub mod gateway_cmd;
 mod gateway_state;
 mod guarded;
@@ -33,6 +34,7 @@ mod stores;
 mod telemetry_cmd;
 pub mod ui_cmd;
 
+pub use exit::ExitCode;
 pub use http_helper::{HttpRunners, HttpTransport};
 
 use clap::{Parser, Subcommand};
@@ -99,17 +101,6 @@ enum Command {
     /// it grants and why.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
-}
-
-/// How the process ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitCode {
-    /// Success.
-    Ok,
-    /// The command ran and found a problem (a failed check or fixture).
-    Failure,
-    /// A specific code (the proxied server's, for example).
-    Code(i32),
 }
 
 /// For commands whose output is for a person: end quietly when the reader of stdout goes

@@ -11,7 +11,7 @@ use anyhow::Result;
 use clawai_protocol::envelope::{Envelope, Kind};
 use clawai_protocol::reply;
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 
 /// Reports `error` on stderr and, when a client speaks MCP on stdin, answers each of its
 /// requests with it until the client closes stdin. Returns the error itself when stdin

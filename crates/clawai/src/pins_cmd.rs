@@ -10,7 +10,7 @@ use clawai_proxy::pins::store::PinStore;
 use clawai_proxy::pins::{Entry, Kind, PinFile, diff, store};
 use serde_json::json;
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 use crate::paths;
 use crate::scan_cmd::one_line;
 

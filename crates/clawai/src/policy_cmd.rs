@@ -11,8 +11,8 @@ use clawai_policy::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::ExitCode;
 use crate::common_args::{PolicyArg, load};
+use crate::exit::ExitCode;
 use crate::paths;
 
 /// Write, check and test policies.

@@ -21,14 +21,14 @@ use clap::Args;
 use clawai_policy::{Action, Call, Policy, Session, ToolAnnotations};
 use clawai_protocol::Json;
 use clawai_proxy::audit::{AuditLine, Channel, Decision, EventKind, Step};
-use clawai_proxy::guard::self_protection;
 use clawai_proxy::guard::{SECRETS_IN_ARGUMENTS, decided_with_credential};
+use clawai_proxy::self_protection;
 use serde_json::{Value, json};
 
-use crate::ExitCode;
 use crate::audit_cmd::parse_since;
 use crate::audit_verify::trail_files;
 use crate::common_args::FileArg;
+use crate::exit::ExitCode;
 
 /// The text the audit trail writes in place of a secret.
 const REDACTED: &str = "[REDACTED]";

@@ -1,10 +1,10 @@
 //! What clawai's self-protection covers: its own files and the MCP clients'
 //! configuration files `wrap` knows. No tool call writes, moves or deletes them,
-//! whatever the policy says (see `clawai_proxy::guard::self_protection`).
+//! whatever the policy says (see `clawai_proxy::self_protection`).
 
 use std::path::{Path, PathBuf};
 
-use clawai_proxy::guard::self_protection::{Protected, SelfProtection};
+use clawai_proxy::self_protection::{Protected, SelfProtection};
 
 use crate::paths;
 

@@ -9,8 +9,8 @@ use clap::Args;
 use clawai_proxy::pins::{Identity, Tracker};
 use clawai_proxy::{AskOptions, AuditLog, Guard, PolicyHandle, StdioOptions};
 
-use crate::ExitCode;
 use crate::common_args::PolicyArg;
+use crate::exit::ExitCode;
 use crate::guarded::Guarded;
 use crate::paths;
 

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use clawai_proxy::sandbox::{Mode, NetworkGrant, Prepared, Request, ServerContext, prepare};
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 
 /// The sandbox of a server clawai starts.
 #[derive(Debug, Clone, Args, Default)]

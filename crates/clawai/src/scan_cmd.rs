@@ -20,7 +20,7 @@ use clawai_http::{RemoteOptions, child, remote};
 use clawai_scan::{Finding, ItemKind, Scanner, Severity};
 use serde_json::Value;
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 use name::{NamedBy, default_name};
 pub(crate) use report::one_line;
 use session::{Listed, Session};

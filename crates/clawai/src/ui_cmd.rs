@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::ExitCode;
+use crate::exit::ExitCode;
 
 /// Options of `clawai ui`.
 #[derive(Debug, Args)]

@@ -2,6 +2,8 @@
 
 use clawai_protocol::words;
 
+use crate::json_string::json_str;
+
 /// Which way a message was going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -234,40 +236,6 @@ fn str_field(out: &mut Vec<u8>, member: &[u8], value: Option<&str>) {
         out.extend_from_slice(member);
         json_str(out, value);
     }
-}
-
-/// Appends `text` as a JSON string. Runs of bytes that need no escape are copied whole;
-/// `"`, `\\` and control characters are escaped as serde_json escapes them.
-pub(crate) fn json_str(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    while let Some(offset) = words::first_to_escape(&bytes[start..]) {
-        let at = start + offset;
-        out.extend_from_slice(&bytes[start..at]);
-        let escaped: &[u8] = match bytes[at] {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            control => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(control >> 4)]);
-                out.push(HEX[usize::from(control & 0xf)]);
-                start = at + 1;
-                continue;
-            }
-        };
-        out.extend_from_slice(escaped);
-        start = at + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// What a thread keeps between the events it encodes: event times are RFC 3339 UTC with

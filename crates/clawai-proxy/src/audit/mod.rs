@@ -34,7 +34,6 @@ pub mod verify;
 pub mod words;
 
 pub use chain::{ChainHead, checkpoint_heads};
-pub(crate) use event::json_str;
 pub use event::{Direction, Encoder, Event};
 pub use log::{AuditLog, FLUSH_EVERY};
 pub use observer::AuditObserver;

@@ -7,7 +7,7 @@
 
 use clawai_policy::{Call, Decision, Policy, Session};
 
-use crate::guard::self_protection::SelfProtection;
+use crate::self_protection::SelfProtection;
 
 /// What the stages decided, and which one did.
 #[derive(Debug)]
@@ -43,7 +43,7 @@ pub fn decide_alone<'p>(
         return Alone { decision: refused, protected: true, credential: None };
     }
     let (decision, labels_added) = policy.decide_looking(call, session);
-    let decided = super::decide::Decided { decision, labels_added, credential: None };
+    let decided = super::pipeline::Decided { decision, labels_added, credential: None };
     let decided = super::arguments::arguments_stage(policy, call, decided);
     Alone { decision: decided.decision, protected: false, credential: decided.credential }
 }

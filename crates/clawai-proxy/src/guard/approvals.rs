@@ -22,7 +22,7 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::decide::Deciding;
+use super::pipeline::Deciding;
 use super::{Guard, Outgoing, Verdict};
 use crate::ask::form::{self, Choice, Question};
 use crate::ask::key::call_key;

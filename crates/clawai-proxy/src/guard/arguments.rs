@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use clawai_policy::{Action, Call, Decision, Format, Policy, load_str};
 
 use crate::guard::credentials::credential_in;
-use crate::guard::decide::Decided;
+use crate::guard::pipeline::Decided;
 
 /// The id the stage's decisions carry (the audit trail, the question to a person).
 pub const RULE_ID: &str = "secrets-in-arguments";

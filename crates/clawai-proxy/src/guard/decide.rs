@@ -14,50 +14,10 @@ use serde_json::value::RawValue;
 use super::Outgoing;
 use super::approvals::{Asked, not_approved};
 use super::listing::Unlisted;
-use super::pipeline::{Outcome, Refusal, Stage};
+use super::pipeline::{Arrived, Decided, Deciding, Outcome, Refusal, Stage};
 use super::{Guard, SERVER_DECIDED, Verdict};
-use crate::audit::{Direction, EventKind, Stamp};
+use crate::audit::{Direction, EventKind};
 use crate::redact::Redacted;
-
-/// A decided message as it arrived, for a decision that may have to wait for the
-/// server's tool list (see `listing`).
-#[derive(Clone, Copy)]
-pub(super) struct Arrived<'l> {
-    /// The whole message; `None` when it cannot wait (it is decided now either way).
-    pub(super) line: Option<&'l [u8]>,
-    /// The whole message from the client, which may wait for a person's answer.
-    pub(super) message: Option<&'l [u8]>,
-    pub(super) size: usize,
-    pub(super) at: Stamp,
-}
-
-impl Arrived<'_> {
-    /// Whether the call may wait for a person (it carries its whole message for that).
-    fn asking(&self) -> super::Asking {
-        if self.message.is_some() { super::Asking::MayAsk } else { super::Asking::InBatch }
-    }
-}
-
-/// A decided message on its way through the stages, as each of them reads it.
-pub(super) struct Deciding<'d> {
-    pub(super) direction: Direction,
-    pub(super) method: &'d str,
-    pub(super) id: Option<&'d RawValue>,
-    pub(super) params: Option<&'d Json<'d>>,
-    pub(super) call: &'d Call<'d>,
-    pub(super) arrived: Arrived<'d>,
-}
-
-/// What the self-protection, policy and arguments stages decided of a call. A deny is a
-/// decision like any other here: the audit stage records it with its rule, and the
-/// sender is answered after.
-pub(super) struct Decided<'p> {
-    pub(super) decision: Decision<'p>,
-    /// The taint labels the policy added to the session.
-    pub(super) labels_added: Vec<String>,
-    /// The credential the arguments stage found, when that stage decided the call.
-    pub(super) credential: Option<&'static str>,
-}
 
 impl Guard {
     /// Decides a message the policy applies to: the stages of [`super::pipeline`] after

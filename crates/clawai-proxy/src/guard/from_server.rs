@@ -100,7 +100,7 @@ impl Guard {
                 method,
                 id,
                 params,
-                decide::Arrived { line: None, message: None, size, at },
+                pipeline::Arrived { line: None, message: None, size, at },
             );
         }
         if reads_as_decided(method, &SERVER_DECIDED, &policy) {

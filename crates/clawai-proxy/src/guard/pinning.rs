@@ -28,7 +28,7 @@ use clawai_protocol::reply;
 use serde_json::value::RawValue;
 
 use super::approvals::{Later, Outlet};
-use super::decide::Deciding;
+use super::pipeline::Deciding;
 use super::pipeline::Outcome;
 use super::pipeline::{Refusal, Stage};
 use super::{Guard, Verdict};

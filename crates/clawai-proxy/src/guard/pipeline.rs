@@ -12,8 +12,16 @@
 //! which records it with its rule). The tests of
 //! `pinning.rs` (`a_stage_refuses_before_the_stages_after_it`) check that a message more
 //! than one stage would refuse is refused by the first of them in the list.
+//!
+//! What the stages read of a message is here too (`Arrived`, `Deciding`, `Decided`), so
+//! that the stages and the `decide` module that drives them name this module, not each
+//! other.
 
-use crate::audit::Decision;
+use clawai_policy::Call;
+use clawai_protocol::Json;
+use serde_json::value::RawValue;
+
+use crate::audit::{Decision, Direction, Stamp};
 
 /// A stage of the decision path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +115,46 @@ pub enum Outcome<T> {
     /// The message waits (for the server's list, for a person); meanwhile the transport
     /// does what this verdict says.
     Hold(super::Verdict),
+}
+
+/// A decided message as it arrived, for a decision that may have to wait for the
+/// server's tool list (see `listing`).
+#[derive(Clone, Copy)]
+pub(super) struct Arrived<'l> {
+    /// The whole message; `None` when it cannot wait (it is decided now either way).
+    pub(super) line: Option<&'l [u8]>,
+    /// The whole message from the client, which may wait for a person's answer.
+    pub(super) message: Option<&'l [u8]>,
+    pub(super) size: usize,
+    pub(super) at: Stamp,
+}
+
+impl Arrived<'_> {
+    /// Whether the call may wait for a person (it carries its whole message for that).
+    pub(super) fn asking(&self) -> super::Asking {
+        if self.message.is_some() { super::Asking::MayAsk } else { super::Asking::InBatch }
+    }
+}
+
+/// A decided message on its way through the stages, as each of them reads it.
+pub(super) struct Deciding<'d> {
+    pub(super) direction: Direction,
+    pub(super) method: &'d str,
+    pub(super) id: Option<&'d RawValue>,
+    pub(super) params: Option<&'d Json<'d>>,
+    pub(super) call: &'d Call<'d>,
+    pub(super) arrived: Arrived<'d>,
+}
+
+/// What the self-protection, policy and arguments stages decided of a call. A deny is a
+/// decision like any other here: the audit stage records it with its rule, and the
+/// sender is answered after.
+pub(super) struct Decided<'p> {
+    pub(super) decision: clawai_policy::Decision<'p>,
+    /// The taint labels the policy added to the session.
+    pub(super) labels_added: Vec<String>,
+    /// The credential the arguments stage found, when that stage decided the call.
+    pub(super) credential: Option<&'static str>,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use clawai_protocol::methods;
 
 use super::Guard;
 use super::approvals::Asked;
-use super::decide::{Decided, Deciding};
+use super::pipeline::{Decided, Deciding};
 use crate::audit::{Channel, Event, EventKind, Step};
 use crate::redact::Redacted;
 

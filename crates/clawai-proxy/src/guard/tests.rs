@@ -221,7 +221,7 @@ mod explain_agrees {
     //! refuses (nobody can be asked here, so a prompt is refused too).
 
     use super::*;
-    use crate::guard::self_protection::{Protected, SelfProtection};
+    use crate::self_protection::{Protected, SelfProtection};
     use clawai_policy::{Action, Call};
     use proptest::prelude::*;
 

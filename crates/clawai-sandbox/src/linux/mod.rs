@@ -12,7 +12,7 @@ use landlock::{
     RulesetCreatedAttr, Scope,
 };
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 use crate::grant::{Access as GrantAccess, NetworkGrant};
 use crate::profile::Profile;
 use crate::report::Protection;
@@ -22,22 +22,6 @@ use crate::support::Support;
 /// knows (the crate's best-effort mode), a newer one is asked for nothing it has not
 /// been tested with.
 const TESTED_ABI: ABI = ABI::V6;
-
-/// The Landlock ABI this kernel offers; 0 without Landlock.
-pub(crate) fn landlock_abi() -> u32 {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attribute, size 0 and the VERSION flag, the call only returns
-    // the ABI version (or fails); it touches no memory.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    u32::try_from(abi).unwrap_or(0)
-}
 
 /// The ruleset of `profile`: every file access is handled (refused unless granted);
 /// TCP when `wanted` has [`Protection::TcpPorts`]; signals and abstract Unix sockets

@@ -19,9 +19,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use crate::error::SandboxError;
 use crate::report::Protection;
+use crate::request::Mode;
 use crate::support::Support;
-use crate::{Mode, SandboxError};
 
 /// The data the child stage works with, copied into the `pre_exec` function.
 #[derive(Clone)]
@@ -52,7 +53,7 @@ pub(crate) struct Stage {
 
 impl Stage {
     pub(crate) fn new(
-        profile: &crate::Profile,
+        profile: &crate::profile::Profile,
         support: &Support,
         wanted: &[Protection],
         mode: Mode,

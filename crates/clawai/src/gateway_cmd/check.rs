@@ -10,7 +10,7 @@ use clawai_gateway::{Gateway, GatewayConfig, GatewayOptions};
 use clawai_proxy::AuditLog;
 
 use super::ServedArgs;
-use crate::ExitCode;
+use crate::exit::ExitCode;
 use crate::guarded::Guarded;
 use crate::http_cmd::runtime;
 

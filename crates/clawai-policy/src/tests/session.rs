@@ -1,9 +1,11 @@
+//! What a session remembers, as the rules that read it decide.
+
 use std::time::Duration;
 
 use clawai_protocol::Json;
 use serde_json::json;
 
-use super::*;
+use crate::session::*;
 use crate::{Action, Call, Format, Policy, load_str};
 
 const POLICY: &str = r#"
