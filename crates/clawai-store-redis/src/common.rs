@@ -8,6 +8,11 @@ use clawai_store::Unavailable;
 /// Every key clawai writes starts with this.
 pub(crate) const PREFIX: &str = "clawai:";
 
+/// The Redis hash of session `id`.
+pub(crate) fn session_hash(id: &str) -> String {
+    format!("{PREFIX}s:{id}")
+}
+
 /// How long one step may take before it counts as Redis being away.
 pub(crate) const STEP_TIMEOUT: Duration = Duration::from_millis(800);
 

@@ -25,8 +25,8 @@ use clawai_store::Unavailable;
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::bridge::Bridge;
-use crate::sessions::{Held, session_hash};
-use crate::{PREFIX, Redis, scripts};
+use crate::common::{PREFIX, session_hash};
+use crate::{Redis, scripts};
 
 /// How long the lease key lives after a renewal. A replica killed with `kill -9` holds
 /// its sessions this long at most: a takeover of one of them waits for it.
@@ -86,6 +86,18 @@ impl Lease {
     }
 }
 
+/// What the renewal task reaches of the sessions a replica holds (the sessions' store
+/// implements it): the lease to renew, the token its key holds, and the sessions to let
+/// go of when other replicas ask.
+pub(crate) trait Holder: Send + Sync + 'static {
+    /// What this replica knows of its lease.
+    fn lease(&self) -> &Lease;
+    /// What this process's lease key holds.
+    fn token(&self) -> &str;
+    /// Stops deciding on the copies of `ids`: other replicas take them over.
+    fn let_go(&self, ids: &[String]);
+}
+
 /// What a renewal found.
 enum Renewal {
     /// The lease is this process's: `continued` unless the key was gone; `release`: the
@@ -98,8 +110,8 @@ enum Renewal {
 
 /// Starts the task that renews `redis`'s replica's lease every [`RENEW_EVERY`] and lets
 /// go of the sessions other replicas ask for. It ends when the stores are dropped.
-pub(crate) fn start(redis: &Redis, held: &Arc<Held>) {
-    let token = held.token.clone();
+pub(crate) fn start<H: Holder>(redis: &Redis, held: &Arc<H>) {
+    let token = held.token().to_owned();
     let renewing = renew(Arc::downgrade(&redis.bridge), Arc::clone(&redis.replica), token, Arc::downgrade(held));
     redis.bridge.spawn(renewing);
 }
@@ -111,14 +123,14 @@ pub(crate) fn new_token() -> String {
     token.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-async fn renew(bridge: Weak<Bridge>, replica: Arc<str>, token: String, held: Weak<Held>) {
+async fn renew<H: Holder>(bridge: Weak<Bridge>, replica: Arc<str>, token: String, held: Weak<H>) {
     let mut elsewhere = false;
     loop {
         let sent = Instant::now();
         let (Some(bridge), Some(held)) = (bridge.upgrade(), held.upgrade()) else { return };
         match renew_once(&bridge, &replica, &token).await {
             Ok(Renewal::Ours { continued, release }) => {
-                held.lease.renewed(sent, continued);
+                held.lease().renewed(sent, continued);
                 elsewhere = false;
                 if !release.is_empty() {
                     held.let_go(&release);

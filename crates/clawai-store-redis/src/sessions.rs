@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use clawai_store::{Count, Found, LocalSessionMemory, SessionClaims, SessionMemory, SessionStore, Unavailable};
 
-use crate::lease::{self, Lease};
-use crate::{PREFIX, Redis, scripts};
+use crate::common::session_hash;
+use crate::lease::{self, Holder, Lease};
+use crate::{Redis, scripts};
 
 /// How long a session's record outlives its last use: longer than any idle time a
 /// replica keeps a session for, so that only a session its owner forgot expires.
@@ -52,6 +53,20 @@ pub(crate) struct Held {
     pub(crate) token: String,
 }
 
+impl Holder for Held {
+    fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn token(&self) -> &str {
+        &self.token
+    }
+
+    fn let_go(&self, ids: &[String]) {
+        Held::let_go(self, ids);
+    }
+}
+
 /// How many sessions let go of [`Held::let_go`] remembers: a takeover during which more
 /// were let go counts its own as let go.
 const LET_GO_REMEMBERED: usize = 1024;
@@ -76,7 +91,7 @@ impl Held {
     /// Other replicas asked for these sessions: this replica stops deciding on its
     /// copies of them (the next request for one here asks Redis again), before Redis
     /// is told they are let go.
-    pub(crate) fn let_go(&self, ids: &[String]) {
+    fn let_go(&self, ids: &[String]) {
         let claims = self.claims();
         let mut let_go = self.let_go.lock().unwrap_or_else(PoisonError::into_inner);
         for id in ids {
@@ -170,11 +185,6 @@ struct Keys {
     hash: String,
     labels: String,
     grants: String,
-}
-
-/// The Redis hash of session `id`.
-pub(crate) fn session_hash(id: &str) -> String {
-    format!("{PREFIX}s:{id}")
 }
 
 impl Keys {
