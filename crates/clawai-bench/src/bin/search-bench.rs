@@ -201,9 +201,10 @@ const VARIANTS: [(f32, usize, f32); 9] = [
     (60.0, 30, 1.5),
 ];
 
-/// The vectors of the documents and the queries: embedded, or read back from
-/// `DIR/vectors.bin` when it was written for the same model and texts (embedding the
-/// benchmark takes minutes; comparing fusions should not).
+/// The vectors of the documents, embedded as the gateway embeds its catalog, or read
+/// back from `DIR/vectors.bin` when it was written for the same model and texts
+/// (embedding the benchmark's tools takes minutes; comparing fusions should not); and the
+/// queries', embedded as `search_tools` embeds one (`embed_query`), every run.
 fn cached_vectors(
     dir: &Path,
     model_dir: &Path,
@@ -211,11 +212,12 @@ fn cached_vectors(
     queries: &[Query],
 ) -> Result<(Vectors, Vec<Vec<f32>>)> {
     use std::hash::{Hash, Hasher};
-    let texts: Vec<String> = docs.iter().map(embedding_text).chain(queries.iter().map(|q| q.text.clone())).collect();
+    let texts: Vec<String> = docs.iter().map(embedding_text).collect();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (std::fs::canonicalize(model_dir)?, &texts).hash(&mut hasher);
     let key = hasher.finish().to_le_bytes();
     let cache = dir.join("vectors.bin");
+    let model = Embedder::load(model_dir)?;
     let floats: Vec<Vec<f32>> = match std::fs::read(&cache) {
         Ok(bytes) if bytes.len() > 8 && bytes[..8] == key => {
             let all: Vec<f32> =
@@ -224,16 +226,10 @@ fn cached_vectors(
             all.chunks_exact(dimension).map(<[f32]>::to_vec).collect()
         }
         _ => {
-            let model = Embedder::load(model_dir)?;
             let started = Instant::now();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let floats = model.embed(&refs)?;
-            eprintln!(
-                "{} tools and {} queries embedded in {:.1} s",
-                docs.len(),
-                queries.len(),
-                started.elapsed().as_secs_f64()
-            );
+            eprintln!("{} tools embedded in {:.1} s", docs.len(), started.elapsed().as_secs_f64());
             let mut bytes = key.to_vec();
             for value in floats.iter().flatten() {
                 bytes.extend_from_slice(&value.to_le_bytes());
@@ -244,10 +240,13 @@ fn cached_vectors(
     };
     let dimension = floats.first().map_or(0, Vec::len);
     let mut vectors = Vectors::new(docs.len(), dimension);
-    for (id, vector) in floats.iter().take(docs.len()).enumerate() {
+    for (id, vector) in floats.iter().enumerate() {
         vectors.set(id, vector);
     }
-    Ok((vectors, floats[docs.len()..].to_vec()))
+    let started = Instant::now();
+    let query_vectors = queries.iter().map(|q| model.embed_query(&q.text)).collect::<Result<Vec<_>, _>>()?;
+    eprintln!("{} queries embedded in {:.1} s", queries.len(), started.elapsed().as_secs_f64());
+    Ok((vectors, query_vectors))
 }
 
 /// A ranking compared: the hits for a question and its vector.
