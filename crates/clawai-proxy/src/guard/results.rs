@@ -194,6 +194,12 @@ fn read_strings(result: &[u8]) -> Option<Read> {
 /// members cannot be skimmed (a name repeated or escaped) is read like any string.
 fn media_data(result: &[u8]) -> Vec<&[u8]> {
     let mut media = Vec::new();
+    // A picture or a sound needs one of these words, quoted and unescaped as the walk
+    // below reads them: a result without any (most text and JSON) is not walked again.
+    let words: [&[u8]; 3] = [b"\"image\"", b"\"audio\"", b"\"blob\""];
+    if !words.iter().any(|word| memchr::memmem::find(result, word).is_some()) {
+        return media;
+    }
     let [content, contents] = skim::members_named(result, [b"content", b"contents"]);
     let is_media_type = |mime: Option<&[u8]>| {
         mime.is_some_and(|m| [&b"\"image/"[..], b"\"audio/", b"\"video/"].iter().any(|p| m.starts_with(p)))
