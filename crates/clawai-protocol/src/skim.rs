@@ -11,8 +11,10 @@ use memchr::memchr2;
 use crate::cursor::Cursor;
 use crate::words;
 
+mod elements;
 mod strings;
 
+pub use elements::elements;
 pub use strings::{JsonString, strings};
 
 /// The top-level members of interest, as byte ranges of the input.
@@ -187,35 +189,6 @@ pub fn members_named<'a, const N: usize>(object: &'a [u8], names: [&[u8]; N]) ->
         }
     });
     if complete { found } else { [None; N] }
-}
-
-/// Calls `f` with each element of an array, as written, in order; false when the input
-/// is not one well-formed array (the elements before the fault were given).
-pub fn elements<'a>(array: &'a [u8], mut f: impl FnMut(&'a [u8])) -> bool {
-    let mut c = Cursor::new(array);
-    c.ws();
-    if c.expect(b'[').is_none() {
-        return false;
-    }
-    c.ws();
-    if c.peek() == Some(b']') {
-        c.i += 1;
-        return c.only_ws_left();
-    }
-    loop {
-        c.ws();
-        let start = c.i;
-        if c.value().is_none() {
-            return false;
-        }
-        f(&c.b[start..c.i]);
-        c.ws();
-        match c.next() {
-            Some(b',') => continue,
-            Some(b']') => return c.only_ws_left(),
-            _ => return false,
-        }
-    }
 }
 
 /// Calls `f` with each top-level member of an object, in order (until a member name
@@ -402,17 +375,6 @@ impl Brackets {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn reads_elements() {
-        let mut found = Vec::new();
-        assert!(elements(br#" [ {"a":[1,"]"]}, "x" ,3,[] ] "#, |e| found.push(e.to_vec())));
-        assert_eq!(found, [br#"{"a":[1,"]"]}"#.to_vec(), br#""x""#.to_vec(), b"3".to_vec(), b"[]".to_vec()]);
-        assert!(elements(b"[]", |_| panic!("no element")));
-        for broken in [&b"[1,"[..], b"[1 2]", b"{}", b"[1]x", b"[\"a]"] {
-            assert!(!elements(broken, |_| {}), "{}", String::from_utf8_lossy(broken));
-        }
-    }
 
     #[test]
     fn reads_members() {
