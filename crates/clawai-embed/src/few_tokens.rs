@@ -254,6 +254,22 @@ fn product_with(
     out
 }
 
+/// Calls `block(j, t, count)` for every four weight rows `j..j + 4` and, for each, the
+/// tokens `t..t + count`, at most `tokens` at a time: each block of rows meets every
+/// token while it is in the first-level cache, so the weights are read from memory once
+/// a product.
+#[cfg(target_arch = "x86_64")]
+fn in_blocks(m: usize, n: usize, tokens: usize, mut block: impl FnMut(usize, usize, usize)) {
+    for j in (0..n).step_by(4) {
+        let mut t = 0;
+        while t < m {
+            let count = (m - t).min(tokens);
+            block(j, t, count);
+            t += count;
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
@@ -266,25 +282,15 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn product(x: &[f32], m: usize, w: &Quantized, n: usize, k: usize, out: &mut [f32]) {
         debug_assert!(x.len() >= m * k && w.steps.len() >= n * k && out.len() >= m * n && k.is_multiple_of(GROUP));
-        // Four weight rows at a time, each block of rows times every token: the rows
-        // stay in the first-level cache while the tokens pass, so the weights are read
-        // from memory once a product.
-        let mut j = 0;
-        while j < n {
-            let mut t = 0;
-            while t < m {
-                let step = (m - t).min(2);
-                // SAFETY: as the caller promised, for rows j..j + 4 and tokens t..t + step.
-                unsafe {
-                    match step {
-                        2 => block::<2>(x, t, w, j, n, k, out),
-                        _ => block::<1>(x, t, w, j, n, k, out),
-                    }
+        super::in_blocks(m, n, 2, |j, t, step| {
+            // SAFETY: as the caller promised, for rows j..j + 4 and tokens t..t + step.
+            unsafe {
+                match step {
+                    2 => block::<2>(x, t, w, j, n, k, out),
+                    _ => block::<1>(x, t, w, j, n, k, out),
                 }
-                t += step;
             }
-            j += 4;
-        }
+        });
     }
 
     /// Rows `j..j + 4` times tokens `t0..t0 + T`: eight sums (at most) in registers, beside
@@ -363,23 +369,16 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn product(x: &[f32], m: usize, w: &Quantized, n: usize, k: usize, out: &mut [f32]) {
         debug_assert!(x.len() >= m * k && w.steps.len() >= n * k && out.len() >= m * n && k.is_multiple_of(GROUP));
-        let mut j = 0;
-        while j < n {
-            let mut t = 0;
-            while t < m {
-                let step = (m - t).min(3);
-                // SAFETY: as the caller promised, for rows j..j + 4 and tokens t..t + step.
-                unsafe {
-                    match step {
-                        3 => block::<3>(x, t, w, j, n, k, out),
-                        2 => block::<2>(x, t, w, j, n, k, out),
-                        _ => block::<1>(x, t, w, j, n, k, out),
-                    }
+        super::in_blocks(m, n, 3, |j, t, step| {
+            // SAFETY: as the caller promised, for rows j..j + 4 and tokens t..t + step.
+            unsafe {
+                match step {
+                    3 => block::<3>(x, t, w, j, n, k, out),
+                    2 => block::<2>(x, t, w, j, n, k, out),
+                    _ => block::<1>(x, t, w, j, n, k, out),
                 }
-                t += step;
             }
-            j += 4;
-        }
+        });
     }
 
     /// Rows `j..j + 4` times tokens `t0..t0 + T`, a group of 32 weights at a time: the

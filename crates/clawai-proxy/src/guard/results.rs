@@ -197,9 +197,8 @@ fn media_data(result: &[u8]) -> Vec<&[u8]> {
     // A picture or a sound needs one of these words, quoted and unescaped as the walk
     // below reads them: a result without any (most text and JSON) is not walked again.
     // The searchers are built once: building one costs more than searching a short result.
-    static WORDS: LazyLock<[memchr::memmem::Finder<'static>; 3]> = LazyLock::new(|| {
-        [b"\"image\"".as_slice(), b"\"audio\"", b"\"blob\""].map(memchr::memmem::Finder::new)
-    });
+    static WORDS: LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+        LazyLock::new(|| [b"\"image\"".as_slice(), b"\"audio\"", b"\"blob\""].map(memchr::memmem::Finder::new));
     if !WORDS.iter().any(|word| word.find(result).is_some()) {
         return media;
     }
