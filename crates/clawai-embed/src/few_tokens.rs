@@ -213,10 +213,15 @@ static BEST: std::sync::LazyLock<Kernel> = std::sync::LazyLock::new(|| kernels()
 
 /// `x` `(m, k)` times `w` `(n, k)` transposed, plus `bias`: `(m, n)`, row-major.
 pub(crate) fn product(x: &[f32], m: usize, w: &Quantized, n: usize, k: usize, bias: Option<&[f32]>) -> Vec<f32> {
-    product_with(*BEST, x, m, w, n, k, bias)
+    // SAFETY: BEST is one of `kernels()`, which this machine has.
+    unsafe { product_with(*BEST, x, m, w, n, k, bias) }
 }
 
-fn product_with(
+/// The product with `kernel`.
+///
+/// # Safety
+/// `kernel` is one of [`kernels`]: the machine has its instructions.
+unsafe fn product_with(
     kernel: Kernel,
     x: &[f32],
     m: usize,
@@ -229,7 +234,7 @@ fn product_with(
     let mut out = vec![0.0f32; m * n];
     let kernel = if k.is_multiple_of(GROUP) && n.is_multiple_of(4) { kernel } else { Kernel::Portable };
     match kernel {
-        // SAFETY: the CPU has the kernel's features (`kernels` checked them), the shapes
+        // SAFETY: the CPU has the kernel's features (the caller's promise), the shapes
         // are the kernel's (checked above), and the slices have the lengths the kernel
         // reads and writes (asserted above; `out` is m × n).
         #[cfg(target_arch = "x86_64")]
@@ -512,7 +517,8 @@ mod tests {
                 let (x, w, bias) = (values(m * k, 1), values(n * k, 2), values(n, 3));
                 let want = reference(&x, m, &w, n, k, &bias);
                 for kernel in kernels() {
-                    let got = product_with(kernel, &x, m, &Quantized::new(&w, k), n, k, Some(&bias));
+                    // SAFETY: a kernel `kernels` found on this machine.
+                    let got = unsafe { product_with(kernel, &x, m, &Quantized::new(&w, k), n, k, Some(&bias)) };
                     for (g, e) in got.iter().zip(&want) {
                         assert!((g - e).abs() <= 1e-3 * (1.0 + e.abs()), "{kernel:?}, {m} tokens, {n}×{k}: {g} vs {e}");
                     }

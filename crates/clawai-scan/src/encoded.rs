@@ -75,12 +75,17 @@ pub(crate) fn decode_base64(run: &str) -> Option<String> {
         .with_decode_padding_mode(DecodePaddingMode::Indifferent)
         .with_decode_allow_trailing_bits(true);
     const STANDARD: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, CONFIG);
-    const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, CONFIG);
     let body = run.trim_end_matches('=');
     // A last group of one character carries no whole byte: drop it.
     let body = if body.len() % 4 == 1 { &body[..body.len() - 1] } else { body };
-    let engine = if body.bytes().any(|b| matches!(b, b'-' | b'_')) { &URL_SAFE } else { &STANDARD };
-    let bytes = engine.decode(body).ok()?;
+    // Both alphabets as one: a run mixing them (one `_` added to standard base64, which
+    // a reader skips over) decodes as its characters say instead of not at all.
+    let body: std::borrow::Cow<'_, str> = if body.bytes().any(|b| matches!(b, b'-' | b'_')) {
+        body.replace('-', "+").replace('_', "/").into()
+    } else {
+        body.into()
+    };
+    let bytes = STANDARD.decode(body.as_bytes()).ok()?;
     match String::from_utf8(bytes) {
         Ok(text) if text.chars().all(is_text) => Some(text),
         Ok(text) => text_within(text.as_bytes()),
@@ -139,6 +144,11 @@ mod tests {
             let run = STANDARD.encode([head, instructions.as_bytes()].concat());
             assert_eq!(decode_base64(&run).as_deref(), Some(&*format!("{instructions}\n")), "{head:?}");
         }
+        // A `_` or `-` in standard base64 that holds `+` or `/` does not stop the decoding.
+        let encoded = STANDARD.encode(format!("{instructions} Now: >>> ??? <<<"));
+        assert!(encoded.contains('+') || encoded.contains('/'), "{encoded}");
+        let decoded = decode_base64(&format!("{encoded}_")).expect("decodes");
+        assert!(decoded.contains(instructions), "{decoded}");
         // Binary with no stretch of text in it decodes to nothing.
         let binary: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         assert_eq!(decode_base64(&STANDARD.encode(&binary)), None);

@@ -199,8 +199,10 @@ impl AuditLog {
         LAST_DECISION.get()
     }
 
-    /// True when every decision of this log numbered up to `number` is on disk.
-    /// (A number from another log can only make this false, never wrongly true.)
+    /// True when every decision of this log numbered up to `number` is on disk. The
+    /// numbers count the decisions of every log of the process, so `number` must be one
+    /// this log gave (the mark of a decision recorded here): asked about another log's
+    /// decision, a log that has written later ones of its own would answer true.
     pub fn decisions_written(&self, number: u64) -> bool {
         !self.enabled || self.shared.written.load(Ordering::Acquire) >= number
     }

@@ -213,6 +213,8 @@ impl Guard {
         }
         let server = self.pins().map(|pins| pins.tracker.server().to_owned()).or_else(|| self.server.clone());
         self.record_pinning(method, None, blocked, &[], &held, server.as_deref().unwrap_or_default());
+        // On disk before the gateway serves the list without what was held.
+        self.on_disk(());
     }
 
     fn record_pinning(
