@@ -404,8 +404,7 @@ impl Output {
         // since this one last looked): follow it rather than rotate its new file away.
         if self.written + length > self.max_bytes
             && self.written > 0
-            && !self.follow_moved_trail()
-            && let Err(e) = self.rotate()
+            && let Err(e) = self.rotate_unless_moved()
         {
             tracing::error!("audit trail {} could not be rotated: {e}", self.path.display());
         }
@@ -477,6 +476,35 @@ impl Output {
         if let Some(len) = self.file.as_ref().and_then(|f| f.metadata().ok()).map(|m| m.len()) {
             self.written = self.written.max(len);
         }
+    }
+
+    /// Rotates the trail, unless another process rotated it meanwhile (then writes on
+    /// into the new file). Processes writing one trail take turns through a lock on a
+    /// file beside it: two rotating at once each shifted the numbered files, and one
+    /// rename replaced a file the other had just moved there (a CI run lost 19 of a
+    /// proxy's 25 calls that way).
+    fn rotate_unless_moved(&mut self) -> io::Result<()> {
+        let _turn = self.rotation_turn()?;
+        if self.follow_moved_trail() {
+            return Ok(());
+        }
+        self.rotate()
+    }
+
+    /// An exclusive lock on `TRAIL.lock`, held until dropped.
+    #[cfg(unix)]
+    fn rotation_turn(&self) -> io::Result<nix::fcntl::Flock<File>> {
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(format!("{}.lock", self.path.display()))?;
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| io::Error::from(errno))
+    }
+
+    #[cfg(not(unix))]
+    fn rotation_turn(&self) -> io::Result<()> {
+        Ok(())
     }
 
     fn rotate(&mut self) -> io::Result<()> {
